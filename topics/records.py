@@ -1,0 +1,280 @@
+"""Record schemas that flow between processors, topics and stores.
+
+Everything here is a frozen dataclass with ``to_dict`` / ``from_dict`` so the same
+record travels as JSON on a Kafka topic, as a row in SQL and as a payload in Qdrant.
+Field names follow ../shared/contracts (``source_range``, ``query_hints``,
+``retrieve_when``, ``RecalledEvidence``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "system", "tool"]
+Kind = Literal[
+    "message",
+    "tool_call",
+    "tool_result",
+    "file_edit",
+    "test_result",
+    "topic_change",
+    "session_end",
+    "note",
+]
+Status = Literal["active", "superseded", "archived", "conflicted"]
+Tier = Literal["provisional", "confirmed", "active"]
+
+#: Kinds after which a source range may be cut (contract: boundary markers).
+BOUNDARY_KINDS: frozenset[str] = frozenset(
+    {"tool_result", "file_edit", "test_result", "topic_change"}
+)
+
+EVENT_FIELDS: tuple[str, ...] = (
+    "event_id",
+    "user_id",
+    "project_id",
+    "agent_id",
+    "thread_id",
+    "index",
+    "ts",
+    "role",
+    "kind",
+    "content",
+    "tool",
+    "attrs",
+    "tokens",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One validated agent event (contract: event.schema.json).
+
+    ``index`` is ``None`` until the pipeline assigns it; stored events always have it.
+    ``content`` is kept byte for byte.
+    """
+
+    event_id: str
+    user_id: str
+    thread_id: str
+    ts: str
+    role: str
+    kind: str
+    content: str
+    project_id: str | None = None
+    agent_id: str | None = None
+    index: int | None = None
+    tool: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    tokens: int | None = None
+
+    @property
+    def thread_key(self) -> str:
+        """The Kafka message key: ``{user_id}/{thread_id}``."""
+        return thread_key(self.user_id, self.thread_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as contract JSON (optional fields left out when unset)."""
+        out: dict[str, Any] = {}
+        for name in EVENT_FIELDS:
+            value = getattr(self, name)
+            if value is None or (name == "attrs" and not value):
+                continue
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        """Build from an already-validated mapping."""
+        kwargs = {k: data[k] for k in EVENT_FIELDS if k in data and data[k] is not None}
+        kwargs.setdefault("attrs", {})
+        return cls(**kwargs)
+
+    def with_index(self, index: int, tokens: int) -> Event:
+        """A copy with the pipeline-assigned index and token count."""
+        data = self.to_dict()
+        data["index"] = index
+        data["tokens"] = tokens
+        return Event.from_dict(data)
+
+
+def thread_key(user_id: str, thread_id: str) -> str:
+    """Message key and state key of a thread."""
+    return f"{user_id}/{thread_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRange:
+    """An inclusive range of event indices in one thread: the map's destination."""
+
+    thread_id: str
+    start_index: int
+    end_index: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SourceRange:
+        return cls(str(data["thread_id"]), int(data["start_index"]), int(data["end_index"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedRange:
+    """What the segmenter emits when it cuts: the range plus who owns it."""
+
+    user_id: str
+    project_id: str | None
+    source_range: SourceRange
+    event_ids: tuple[str, ...]
+    reason: str  # "max_events" | "max_tokens" | "boundary" | "session_end" | "idle" | "oversized"
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """An exact value with a key, so a later change of the same key is detectable."""
+
+    key: str  # e.g. "env:AUTH_ALLOWED_DOMAINS" or "file:src/auth.ts#EMAIL_RE"
+    value: str
+    event_id: str
+    event_index: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fact:
+        return cls(str(data["key"]), str(data["value"]), str(data["event_id"]), int(data["event_index"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A breadcrumb: a summary that points back to its verbatim source range."""
+
+    id: str
+    user_id: str
+    project_id: str | None
+    summary: str
+    source_range: SourceRange
+    tags: tuple[str, ...]
+    query_hints: tuple[str, ...]
+    retrieve_when: str
+    importance: float
+    created_at: str  # ts of the last event of the range (deterministic for replay)
+    kind: str = "observation"
+    status: str = "active"
+    tier: str = "provisional"
+    supersedes_memory_id: str | None = None
+    facts: tuple[Fact, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def embedding_text(self) -> str:
+        """The text of the dense recall surface."""
+        return "\n".join(
+            [self.summary, self.retrieve_when, " ".join(self.tags), " ".join(self.query_hints)]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        data["query_hints"] = list(self.query_hints)
+        data["facts"] = [f.to_dict() for f in self.facts]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Observation:
+        return cls(
+            id=str(data["id"]),
+            user_id=str(data["user_id"]),
+            project_id=data.get("project_id"),
+            summary=str(data["summary"]),
+            source_range=SourceRange.from_dict(data["source_range"]),
+            tags=tuple(data.get("tags") or ()),
+            query_hints=tuple(data.get("query_hints") or ()),
+            retrieve_when=str(data.get("retrieve_when") or ""),
+            importance=float(data.get("importance") or 0.0),
+            created_at=str(data["created_at"]),
+            kind=str(data.get("kind") or "observation"),
+            status=str(data.get("status") or "active"),
+            tier=str(data.get("tier") or "provisional"),
+            supersedes_memory_id=data.get("supersedes_memory_id"),
+            facts=tuple(Fact.from_dict(f) for f in data.get("facts") or ()),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A line-aware, token-bounded piece of a source range (the ``source_chunks`` index)."""
+
+    id: str
+    memory_id: str
+    user_id: str
+    project_id: str | None
+    thread_id: str
+    event_id: str
+    event_index: int
+    char_start: int  # offsets into the event's content
+    char_end: int
+    text: str
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Chunk:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A rejected input kept with the reason (failures are data)."""
+
+    reason: str
+    payload: str  # what was received, verbatim (JSON text or raw bytes decoded lossily)
+    received_at: str
+    field: str | None = None
+    source: str = "http"  # "http" | "kafka" | "cli"
+    event_id: str | None = None
+    user_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class FlushMarker:
+    """A keyed control message: close the thread's open window (idle timeout, ingest end)."""
+
+    user_id: str
+    thread_id: str
+    ts: str
+    reason: str = "idle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"_control": "flush", **asdict(self)}
+
+    @staticmethod
+    def is_flush(data: dict[str, Any]) -> bool:
+        return data.get("_control") == "flush"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStatusChange:
+    """A value on the compacted ``memory-status`` topic (key = memory id)."""
+
+    memory_id: str
+    user_id: str
+    status: str
+    tier: str
+    at: str
+    actor: str
+    reason: str
+    supersedes_memory_id: str | None = None
+    superseded_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
