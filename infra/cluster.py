@@ -1,0 +1,133 @@
+"""Cluster-mode wiring: MySQL/TiDB + Qdrant (qdrant-client) + Kafka, for API and worker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from infra.bootstrap import (
+    Runtime,
+    pipeline_config,
+    score_weights,
+    utc_now,
+    utc_now_iso,
+)
+from infra.settings import Settings
+from query_api.recall import RecallService
+from streams.service import IngestService
+from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
+
+
+def build_sql_store(settings: Settings) -> Any:
+    """The MySQL-protocol store (TiDB in production, MariaDB in CI). TLS when a CA is set."""
+    from stores.mysql_store import MySqlStore
+
+    store = MySqlStore(
+        host=settings.mysql_host,
+        port=settings.mysql_port,
+        user=settings.mysql_user,
+        password=settings.mysql_password.get_secret_value(),
+        database=settings.mysql_database,
+        ssl_ca=settings.mysql_ssl_ca,
+        ssl_verify_identity=settings.mysql_ssl_verify_identity,
+    )
+    store.open()
+    return store
+
+
+def build_vector_index(settings: Settings, dim: int) -> Any:
+    """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
+    from qdrant_client import QdrantClient
+
+    from stores.qdrant_server_index import QdrantServerIndex
+
+    def factory() -> QdrantClient:
+        if settings.qdrant_url:
+            key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
+            return QdrantClient(url=settings.qdrant_url, api_key=key)
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return QdrantClient(path=str(settings.data_dir / "qdrant"))
+
+    index = QdrantServerIndex(factory, settings.qdrant_collection_prefix, dim)
+    index.ensure()
+    return index
+
+
+async def declare_topics(settings: Settings) -> None:
+    """Create the source topics with their partitions and cleanup policy (Faust won't)."""
+    from infra.topic_admin import TopicAdmin
+    from topics.names import topic_specs
+
+    admin = TopicAdmin(settings.kafka_bootstrap)
+    await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
+
+
+@dataclass
+class WorkerParts:
+    """The ports a Faust worker needs, built once per process."""
+
+    settings: Settings
+    store: Any
+    index: Any
+    embedder: Embedder
+    clock: Callable[[], str]
+
+    def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
+        """An ingest service bound to one message's state and dead-letter capture."""
+        return IngestService(
+            self.store, self.store, letters, _Mirrored(states, self.store), self.index,
+            self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
+        )
+
+    def close(self) -> None:
+        self.index.close()
+        self.store.close()
+
+
+class _Mirrored:
+    """State goes to the Faust table (truth) and to SQL (so the API can count open windows)."""
+
+    def __init__(self, primary: ThreadStateStore, mirror: ThreadStateStore) -> None:
+        self.primary = primary
+        self.mirror = mirror
+
+    def get_state(self, key: str) -> dict[str, Any] | None:
+        return self.primary.get_state(key)
+
+    def put_state(self, key: str, state: dict[str, Any]) -> None:
+        self.primary.put_state(key, state)
+        self.mirror.put_state(key, state)
+
+
+def build_worker_parts(settings: Settings, embedder: Embedder | None = None) -> WorkerParts:
+    from infra.bootstrap import build_embedder
+
+    embedder = embedder or build_embedder(settings)
+    store = build_sql_store(settings)
+    index = build_vector_index(settings, embedder.dim)
+    return WorkerParts(settings, store, index, embedder, utc_now_iso)
+
+
+def build_cluster_runtime(settings: Settings, embedder: Embedder) -> Runtime:
+    """The query service in cluster mode: publishes to Kafka, reads MySQL and Qdrant."""
+    from streams.kafka_gateway import KafkaGateway
+
+    store = build_sql_store(settings)
+    index = build_vector_index(settings, embedder.dim)
+    gateway = KafkaGateway(settings, store, utc_now_iso)
+    recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)
+    return Runtime(
+        settings=settings,
+        gateway=gateway,
+        recall=recall,
+        raw=store,
+        memories=store,
+        dead_letters=store,
+        index=index,
+        embedder=embedder,
+        store=store,
+        extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster"},
+        starters=[gateway.start],
+        stoppers=[index.close, store.close, gateway.stop],
+    )

@@ -1,0 +1,162 @@
+"""The embedded driver: a durable SQLite log drained in order by one background thread.
+
+``submit`` appends accepted events to the log in one transaction (durable before the
+HTTP 202); the processing thread feeds each entry to :class:`IngestService` inside a
+transaction that also marks it processed, so a crash or restart resumes exactly at
+the first unprocessed entry. Idle threads get a flush marker appended to the same log,
+so a replay of the log reproduces every cut.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from streams.gateway import SubmitResult, check_batch
+from streams.service import IngestService
+from stores.sqlite_store import SqliteStore
+from topics.records import FlushMarker
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedRunner:
+    """Gateway + processor loop for the embedded default."""
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        service: IngestService,
+        clock: Callable[[], str],
+        idle_flush_seconds: float,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.service = service
+        self.clock = clock
+        self.idle_flush_seconds = idle_flush_seconds
+        self.monotonic = monotonic
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_seen: dict[tuple[str, str], float] = {}
+        self._errors = 0
+
+    # ------------------------------------------------------------------ gateway
+    def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
+        """Validate and durably append a batch; invalid items go to the dead letters."""
+        checked = check_batch(items, self.clock(), source)
+        rows = [
+            (event.user_id, event.event_id, event.thread_key, raw.decode())
+            for event, raw in checked.valid
+        ]
+        with self.store.transaction():
+            appended = self.store.append_log(rows) if rows else []
+            for letter in checked.letters:
+                self.store.put_dead_letter(letter)
+            accepted = sum(appended)
+            self.store.incr("events_received", len(items))
+            self.store.incr("events_accepted", accepted)
+            self.store.incr("duplicates", len(appended) - accepted)
+        self._wake.set()
+        return SubmitResult(accepted, len(appended) - accepted, checked.rejected)
+
+    def request_flush(self, user_id: str, thread_id: str, reason: str = "flush") -> None:
+        """Append a flush marker for one thread (end of an ingest, idle timeout)."""
+        marker = FlushMarker(user_id, thread_id, self.clock(), reason)
+        key = f"{user_id}/{thread_id}"
+        with self.store.transaction():
+            self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
+        self._wake.set()
+
+    def pending(self) -> int:
+        """Accepted events not yet in a memory: unprocessed log + open windows."""
+        return self.store.count_unprocessed() + self.store.count_pending_window_events()
+
+    def unprocessed(self) -> int:
+        return self.store.count_unprocessed()
+
+    def wait_processed(self, timeout: float) -> None:
+        """Drain in this thread when the processor is not running, else wait for it."""
+        deadline = self.monotonic() + timeout
+        if self._thread is None:
+            self.drain(timeout)
+        while self.unprocessed() > 0:
+            if self.monotonic() > deadline:
+                raise TimeoutError(f"{self.unprocessed()} log entries unprocessed after {timeout} s")
+            time.sleep(0.05)
+
+    def counters(self) -> dict[str, int]:
+        values = dict(self.store.get_counters())
+        values["processor_errors"] = self._errors
+        return values
+
+    # ------------------------------------------------------------------ processing
+    def process_available(self, limit: int = 64) -> int:
+        """Process up to ``limit`` log entries in order; returns how many were handled."""
+        handled = 0
+        for seq, payload in self.store.read_log(0, limit):
+            entry = orjson.loads(payload)
+            with self.store.transaction():
+                result = self.service.handle(entry, payload)
+                self.store.mark_processed(seq)
+                self.store.incr("events_processed" if result.outcome != "flushed" else "flushes", 1)
+            self._touch(entry)
+            handled += 1
+        return handled
+
+    def drain(self, timeout: float = 600.0) -> None:
+        """Process until the log is empty (used by ``breadcrumb ingest`` in-process)."""
+        deadline = self.monotonic() + timeout
+        while self.process_available() and self.monotonic() < deadline:
+            pass
+
+    def flush_idle(self) -> int:
+        """Append flush markers for threads idle longer than the timeout."""
+        now = self.monotonic()
+        idle = [k for k, seen in self._last_seen.items() if now - seen >= self.idle_flush_seconds]
+        for user_id, thread_id in idle:
+            self._last_seen.pop((user_id, thread_id), None)
+            self.request_flush(user_id, thread_id, "idle")
+        return len(idle)
+
+    # ------------------------------------------------------------------ thread
+    def start(self) -> None:
+        """Start the background processor (resumes at the first unprocessed entry)."""
+        for key in self.store.list_open_threads():
+            user_id, _, thread_id = key.partition("/")
+            self._last_seen[(user_id, thread_id)] = self.monotonic()
+        self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.process_available()
+                self.flush_idle()
+            except Exception:  # keep the loop alive, but loudly: the entry stays unprocessed
+                self._errors += 1
+                log.exception("processing failed; will retry")
+                busy = 0
+                self._stop.wait(1.0)
+            if not busy:
+                self._wake.wait(0.2)
+                self._wake.clear()
+
+    def _touch(self, entry: dict[str, Any]) -> None:
+        key = (str(entry.get("user_id")), str(entry.get("thread_id")))
+        if FlushMarker.is_flush(entry) or entry.get("kind") == "session_end":
+            self._last_seen.pop(key, None)
+        else:
+            self._last_seen[key] = self.monotonic()

@@ -1,0 +1,130 @@
+"""Cluster mode: the Faust app. Decode → the shared ``IngestService`` → tables and topics.
+
+Per-thread segment state lives in a Faust table (changelog-backed, keyed like the
+source topic so partitions line up). The blocking store and embedding work runs in a
+one-thread executor so the agent keeps its order and the event loop keeps heartbeating;
+the table itself is only read and written inside the stream iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import faust
+import orjson
+
+from infra.settings import Settings
+from streams.service import HandleResult, IngestService
+from streams.state import CapturingDeadLetters, DictStateStore
+from topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS
+from topics.records import FlushMarker, MemoryStatusChange, Observation
+
+log = logging.getLogger(__name__)
+_UNDECODABLE = object()
+
+
+def create_app(settings: Settings, parts: Any) -> faust.App:
+    """Build the Faust app around the cluster ports (``parts`` from infra.cluster)."""
+    app = faust.App(
+        settings.worker_id,
+        broker=f"kafka://{settings.kafka_bootstrap}",
+        store="memory://",
+        topic_partitions=settings.kafka_partitions,
+        topic_replication_factor=settings.kafka_replication,
+        producer_acks=-1,
+        consumer_auto_offset_reset="earliest",
+        web_port=settings.worker_web_port,
+        web_host="127.0.0.1",
+        topic_allow_declare=True,
+    )
+    raw_topic = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
+                 "value_serializer": "raw"}
+    events = app.topic(settings.topic(AGENT_EVENTS), partitions=settings.kafka_partitions,
+                       **raw_topic)
+    dlq = app.topic(settings.topic(DEAD_LETTERS), **raw_topic)
+    observations = app.topic(settings.topic(OBSERVATIONS), **raw_topic)
+    status = app.topic(settings.topic(MEMORY_STATUS), **raw_topic)
+    states = app.Table("thread-state", default=None, partitions=settings.kafka_partitions,
+                       key_type=str, value_type=bytes, key_serializer="raw",
+                       value_serializer="raw")
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="breadcrumb-ingest")
+    last_seen: dict[str, float] = {}
+
+    def handle(entry: Any, text: str, key: str, state: bytes | None) -> tuple[
+            HandleResult, DictStateStore, CapturingDeadLetters]:
+        local = DictStateStore({key: orjson.loads(state)} if state else {})
+        letters = CapturingDeadLetters(parts.store)
+        service: IngestService = parts.service_for(local, letters)
+        if entry is _UNDECODABLE:
+            service.reject("value is not JSON", None, text)
+            return HandleResult("rejected"), local, letters
+        return service.handle(entry, text), local, letters
+
+    @app.agent(events)
+    async def ingest(stream: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        async for event in stream.events():
+            key = event.key.decode() if event.key else ""
+            text = event.value.decode("utf-8", "replace")
+            try:
+                entry: Any = orjson.loads(event.value)
+            except orjson.JSONDecodeError:
+                entry = _UNDECODABLE
+            result, local, letters = await loop.run_in_executor(
+                executor, handle, entry, text, key, states.get(key))
+            if local.changed(key):
+                states[key] = orjson.dumps(local.get_state(key))
+            await _publish(result.observations, letters.captured)
+            _touch(key, entry)
+
+    async def _publish(observed: list[Observation], letters: list[bytes]) -> None:
+        for obs in observed:
+            await observations.send(key=obs.id.encode(), value=orjson.dumps(obs.to_dict()))
+            change = MemoryStatusChange(obs.id, obs.user_id, obs.status, obs.tier,
+                                        obs.created_at, "pipeline", "created")
+            await status.send(key=obs.id.encode(), value=orjson.dumps(change.to_dict()))
+        for letter in letters:
+            await dlq.send(value=letter)
+
+    def _touch(key: str, entry: Any) -> None:
+        if isinstance(entry, dict) and (FlushMarker.is_flush(entry)
+                                        or entry.get("kind") == "session_end"):
+            last_seen.pop(key, None)
+        elif key:
+            last_seen[key] = time.monotonic()
+
+    @app.timer(interval=max(1.0, min(settings.idle_flush_seconds / 4, 30.0)))
+    async def flush_idle() -> None:
+        """Idle threads get a keyed flush message sent into the stream (tables are
+        only written inside stream iteration)."""
+        now = time.monotonic()
+        for key, value in list(states.items()):
+            if value and orjson.loads(value).get("pending") and key not in last_seen:
+                last_seen[key] = now  # open window found after a restart: start its clock
+        for key, seen in list(last_seen.items()):
+            if now - seen >= settings.idle_flush_seconds:
+                user_id, _, thread_id = key.partition("/")
+                marker = FlushMarker(user_id, thread_id, parts.clock(), "idle")
+                await events.send(key=key.encode(), value=orjson.dumps(marker.to_dict()))
+                last_seen.pop(key, None)
+
+    app.breadcrumb_agent = ingest  # type: ignore[attr-defined]
+    return app
+
+
+def run_worker(settings: Settings, loglevel: str = "info") -> None:
+    """``breadcrumb worker``: declare the topics, then run the Faust worker until stopped."""
+    from infra.cluster import build_worker_parts, declare_topics
+
+    asyncio.run(declare_topics(settings))
+    parts = build_worker_parts(settings)
+    app = create_app(settings, parts)
+    worker = faust.Worker(app, loglevel=loglevel, web_port=settings.worker_web_port)
+    try:
+        worker.execute_from_commandline()
+    finally:
+        parts.close()

@@ -1,0 +1,87 @@
+"""What the query service needs from the write side, whichever mode runs it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from processors.validate import Rejection, validate_event
+from topics.records import DeadLetter, Event
+
+
+@dataclass(slots=True)
+class SubmitResult:
+    """The answer of ``POST /v1/events`` (contract)."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"accepted": self.accepted, "duplicates": self.duplicates, "rejected": self.rejected}
+
+
+class Gateway(Protocol):
+    """Accepts events durably and reports progress (embedded runner or Kafka producer)."""
+
+    def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult: ...
+
+    def request_flush(self, user_id: str, thread_id: str, reason: str = "flush") -> None:
+        """Ask for a thread's open window to be closed (a keyed control message)."""
+        ...
+
+    def pending(self) -> int:
+        """Accepted events not yet part of a memory (unprocessed + open windows)."""
+        ...
+
+    def unprocessed(self) -> int:
+        """Accepted log entries the processors have not handled yet."""
+        ...
+
+    def wait_processed(self, timeout: float) -> None:
+        """Block until every accepted entry is handled; raise TimeoutError otherwise."""
+        ...
+
+    def counters(self) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A batch split into valid events (with their original JSON) and dead letters."""
+
+    valid: list[tuple[Event, bytes]]
+    letters: list[DeadLetter]
+    rejected: list[dict[str, Any]]
+
+
+def check_batch(items: Sequence[Any], received_at: str, source: str) -> Checked:
+    """Validate a batch; each invalid item becomes a dead letter naming its field."""
+    valid: list[tuple[Event, bytes]] = []
+    letters: list[DeadLetter] = []
+    rejected: list[dict[str, Any]] = []
+    for position, item in enumerate(items):
+        outcome = validate_event(item)
+        if isinstance(outcome, Rejection):
+            rejected.append({"position": position, "error": outcome.message()})
+            letters.append(_letter(item, outcome, received_at, source))
+        else:
+            valid.append((outcome, orjson.dumps(item)))
+    return Checked(valid, letters, rejected)
+
+
+def _letter(item: Any, why: Rejection, received_at: str, source: str) -> DeadLetter:
+    payload = orjson.dumps(item, default=str).decode()
+    event_id = item.get("event_id") if isinstance(item, dict) else None
+    user_id = item.get("user_id") if isinstance(item, dict) else None
+    return DeadLetter(
+        reason=why.message(),
+        payload=payload,
+        received_at=received_at,
+        field=why.field,
+        source=source,
+        event_id=event_id if isinstance(event_id, str) else None,
+        user_id=user_id if isinstance(user_id, str) else None,
+    )

@@ -1,0 +1,185 @@
+"""The ingest step both drivers share: one log entry in, stores updated.
+
+The embedded runner calls :meth:`IngestService.handle` for each entry of its SQLite
+log; the Faust agent calls it for each message of ``agent-events``. All business
+rules live in ``processors``; this class only moves data between them and the ports.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from processors.chunker import ChunkerConfig, chunk_events
+from processors.lexical import sparse_vector
+from processors.observer import ObserverConfig, observe
+from processors.segmenter import SegmenterConfig, ThreadState, flush
+from processors.sequencing import Rejected, step
+from processors.validate import Rejection, validate_event
+from stores.ports import (
+    DeadLetterStore,
+    Embedder,
+    MemoryStore,
+    RawEventStore,
+    ThreadStateStore,
+    VectorIndex,
+)
+from topics.records import ClosedRange, DeadLetter, Event, FlushMarker, Observation, thread_key
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], str]
+
+
+@dataclass(slots=True)
+class HandleResult:
+    """What one entry did: ``outcome`` is processed | duplicate | rejected | flushed."""
+
+    outcome: str
+    observations: list[Observation] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """Processor configuration, built from settings by the bootstrap."""
+
+    segmenter: SegmenterConfig = SegmenterConfig()
+    chunker: ChunkerConfig = ChunkerConfig()
+    observer: ObserverConfig = ObserverConfig()
+
+
+class IngestService:
+    """Validate → sequence → store raw → segment → observe/chunk/embed → index."""
+
+    def __init__(
+        self,
+        raw: RawEventStore,
+        memories: MemoryStore,
+        dead_letters: DeadLetterStore,
+        states: ThreadStateStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        clock: Clock,
+        config: PipelineConfig | None = None,
+        on_observation: Callable[[Observation], None] | None = None,
+        source: str = "log",
+    ) -> None:
+        self.raw = raw
+        self.memories = memories
+        self.dead_letters = dead_letters
+        self.states = states
+        self.index = index
+        self.embedder = embedder
+        self.clock = clock
+        self.config = config or PipelineConfig()
+        self.on_observation = on_observation
+        self.source = source
+
+    # ------------------------------------------------------------------ entries
+    def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
+        """Process one log entry: an event mapping or a flush marker."""
+        if isinstance(entry, dict) and FlushMarker.is_flush(entry):
+            return self.handle_flush(str(entry["user_id"]), str(entry["thread_id"]), entry)
+        checked = validate_event(entry)
+        if isinstance(checked, Rejection):
+            return self.reject(checked.message(), checked.field, raw_text, entry)
+        return self.handle_event(checked, raw_text)
+
+    def handle_event(self, event: Event, raw_text: str | None = None) -> HandleResult:
+        """Sequence one valid event and apply every range it closes."""
+        key = event.thread_key
+        state = self._load_state(event.user_id, event.thread_id, event.project_id)
+        stored = self.raw.get_event(event.user_id, event.event_id)
+        if stored is not None and stored.index is not None:
+            if stored.index < state.next_index:
+                return HandleResult("duplicate")
+            event = stored  # stored before a crash but never segmented: re-feed it as stored
+        new_state, outcome, closed = step(
+            state, event, self.config.segmenter, self.embedder.count_tokens
+        )
+        if isinstance(outcome, Rejected):
+            return self.reject(outcome.reason, outcome.field, raw_text, event.to_dict())
+        if stored is None:
+            self.raw.put_event(outcome.event)
+        observations = self._apply_ranges(closed)
+        self.states.put_state(key, new_state.to_dict())
+        return HandleResult("processed", observations)
+
+    def handle_flush(self, user_id: str, thread_id: str, entry: dict[str, Any]) -> HandleResult:
+        """Close a thread's open window (idle timeout or end of an ingest)."""
+        key = thread_key(user_id, thread_id)
+        data = self.states.get_state(key)
+        if data is None:
+            return HandleResult("flushed")
+        new_state, closed = flush(ThreadState.from_dict(data), str(entry.get("reason", "idle")))
+        observations = self._apply_ranges(closed)
+        self.states.put_state(key, new_state.to_dict())
+        return HandleResult("flushed", observations)
+
+    # ------------------------------------------------------------------ ranges
+    def _apply_ranges(self, closed: Sequence[ClosedRange]) -> list[Observation]:
+        return [self.build_memory(c) for c in closed]
+
+    def build_memory(self, closed: ClosedRange) -> Observation:
+        """Turn a closed range into an observation + chunks, embedded and indexed."""
+        rng = closed.source_range
+        events = self.raw.get_range(closed.user_id, rng.thread_id, rng.start_index, rng.end_index)
+        observation = observe(events, closed, self.config.observer)
+        chunks = chunk_events(
+            events, observation.id, self.config.chunker, self.embedder.count_tokens
+        )
+        texts = [observation.embedding_text] + [c.text for c in chunks]
+        vectors = self.embedder.embed_passages(texts)
+        self.index.upsert_memories(
+            [observation], vectors[:1], [sparse_vector(_lexical_text(observation))]
+        )
+        if chunks:
+            self.index.upsert_chunks(chunks, vectors[1:], [sparse_vector(c.text) for c in chunks])
+        self.memories.upsert_memory(observation)
+        self.memories.put_chunks(chunks)
+        if self.on_observation is not None:
+            self.on_observation(observation)
+        return observation
+
+    # ------------------------------------------------------------------ helpers
+    def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:
+        data = self.states.get_state(thread_key(user_id, thread_id))
+        if data is None:
+            return ThreadState.new(user_id, thread_id, project_id)
+        return ThreadState.from_dict(data)
+
+    def reject(
+        self, reason: str, fld: str | None, raw_text: str | None, entry: Any = None
+    ) -> HandleResult:
+        """Keep a refused input in the dead-letter store with its reason."""
+        payload = raw_text if raw_text is not None else orjson.dumps(entry).decode()
+        letter = DeadLetter(
+            reason=reason,
+            payload=payload,
+            received_at=self.clock(),
+            field=fld,
+            source=self.source,
+            event_id=_str_or_none(entry, "event_id"),
+            user_id=_str_or_none(entry, "user_id"),
+        )
+        log.warning("dead letter: %s (event_id=%s)", reason, letter.event_id)
+        self.dead_letters.put_dead_letter(letter)
+        return HandleResult("rejected", reason=reason)
+
+
+def _lexical_text(observation: Observation) -> str:
+    """The text of the sparse recall surface: hints weigh as much as the summary."""
+    return "\n".join(
+        [observation.summary, " ".join(observation.tags), " ".join(observation.query_hints)]
+    )
+
+
+def _str_or_none(entry: Any, name: str) -> str | None:
+    if isinstance(entry, dict) and isinstance(entry.get(name), str):
+        return str(entry[name])
+    return None

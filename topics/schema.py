@@ -1,0 +1,24 @@
+"""The event contract (event.schema.json, copied from shared/contracts) as a validator."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+
+@lru_cache(maxsize=1)
+def event_schema() -> dict[str, Any]:
+    """The contract's JSON schema for an agent event (v1)."""
+    text = resources.files("topics").joinpath("schemas/event.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@lru_cache(maxsize=1)
+def event_validator() -> Draft202012Validator:
+    """A compiled validator for the event schema."""
+    return Draft202012Validator(event_schema())
