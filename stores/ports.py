@@ -11,15 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from topics.records import Chunk, DeadLetter, Event, Observation
+from topics.records import Chunk, DeadLetter, Event, Observation, SparseVector
 
-
-@dataclass(frozen=True, slots=True)
-class SparseVector:
-    """Lexical recall surface: term ids and weights (IDF is applied by the index)."""
-
-    indices: tuple[int, ...]
-    values: tuple[float, ...]
+__all__ = ["SparseVector"]  # re-exported: defined with the records
 
 
 @dataclass(frozen=True, slots=True)

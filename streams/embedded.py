@@ -128,7 +128,7 @@ class EmbeddedRunner:
     # ------------------------------------------------------------------ thread
     def start(self) -> None:
         """Start the background processor (resumes at the first unprocessed entry)."""
-        for key in self.store.list_open_threads():
+        for key, _state in self.store.list_states(pending_only=True):
             user_id, _, thread_id = key.partition("/")
             self._last_seen[(user_id, thread_id)] = self.monotonic()
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)

@@ -105,6 +105,14 @@ def thread_key(user_id: str, thread_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class SparseVector:
+    """Lexical recall surface: term ids and weights (IDF is applied by the index)."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SourceRange:
     """An inclusive range of event indices in one thread: the map's destination."""
 
@@ -128,7 +136,9 @@ class ClosedRange:
     project_id: str | None
     source_range: SourceRange
     event_ids: tuple[str, ...]
-    reason: str  # "max_events" | "max_tokens" | "boundary" | "session_end" | "idle" | "oversized"
+    # "max_events" | "max_tokens" | "boundary" | "topic_change" | "session_end" | "idle"
+    # | "oversized" | "flush"
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,187 @@
+"""Keyed exact values (facts) of a range, so a later change of the same key is detectable.
+
+Keys:
+
+* ``env:NAME`` — ``NAME=value`` in messages, commands, output and non-code files;
+* ``config:key`` / ``file:<path>#key`` — ``key: value`` (YAML-ish) and ``"key": value``
+  (JSON) in tool output and config-file edits (never in chat messages);
+* ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
+  edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
+* ``port:<service>`` — a port on a line that names its service (or an env prefix);
+* ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``).
+
+Values are verbatim substrings of the event. Removed diff lines (``-...``) are ignored.
+The last assignment of a key in the range wins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from processors.hints import scan_segments
+from topics.records import Event, Fact
+
+_F = re.ASCII | re.MULTILINE
+_TAIL = ".,;:)'\""
+_CODE_EXTS = frozenset("py ts tsx js jsx mjs cjs go rs java kt rb php cs swift scala".split())
+_ENV = re.compile(r"(?<![\w$.-])([A-Z][A-Z0-9_]+)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`]+)", _F)
+_YAML_LINE = re.compile(
+    r"(\+?[ \t]*(?:-[ \t]+)?)([A-Za-z_][\w.-]*):(?:[ \t]*$|[ \t]+([^\s#][^\n#]*?)[ \t]*$)",
+    re.ASCII,
+)
+_PROSE_KEY = re.compile(r"[A-Z][a-z]+$")  # "Tests: 2 passed" is a report line, not config
+_JSON = re.compile(
+    r"\"([\w.-]+)\"\s*:\s*(\"(?:\\.|[^\"\\\n])*\"|-?\d+(?:\.\d+)?|true|false|null)", _F
+)
+_CONST_JS = re.compile(
+    r"^[+ \t]*(?:export[ \t]+)?(?:const|let|var|final|static[ \t]+final)[ \t]+([A-Za-z_$][\w$]*)"
+    r"[ \t]*(?::[^=\n]+?)?[ \t]*=(?!=)[ \t]*([^\n]*?)[ \t]*;?[ \t]*$",
+    _F,
+)
+_CONST_PY = re.compile(
+    r"^\+?([A-Z][A-Z0-9_]*)[ \t]*(?::[^=\n]+?)?[ \t]*=(?!=)[ \t]*([^\n]*?)[ \t]*$", _F
+)
+_IMAGE = re.compile(
+    r"(?<![\w/.:-])((?:[a-z0-9.-]+/)*([a-z0-9][a-z0-9._-]*)):([A-Za-z0-9][\w.-]*[\w])", _F
+)
+_KNOWN_IMAGES = frozenset(
+    "postgres redis node python nginx mysql mariadb kafka alpine ubuntu debian golang pgbouncer"
+    " mongo rabbitmq elasticsearch qdrant minio memcached httpd traefik caddy".split()
+)
+_IMAGE_CONTEXT = re.compile(r"(?i)\bimage\b|^\s*FROM\s|\bdocker\b|\bpodman\b", _F)
+_PORT = re.compile(
+    r"(?i:\bport)[ \t]*(?:[:=][ \t]*|is[ \t]+|to[ \t]+|on[ \t]+)?(\d{2,5})\b"
+    r"|ポート[ \t]*(?:番号)?[ \t]*[:=：は]?[ \t]*(\d{2,5})(?!\d)"
+    r"|(?<![\w-])-p[ \t]+(\d{2,5}):\d{2,5}\b"
+    r"|\b[A-Z][A-Z0-9_]*_PORT=(\d{2,5})\b"
+    r"|(?<=[a-z0-9@]):(\d{4,5})(?![\w.:-])",
+    _F,
+)
+_SERVICE_WORD = re.compile(
+    r"(?i)\b(postgres(?:ql)?|pgbouncer|redis|mysql|mariadb|mongo(?:db)?|nginx|kafka|rabbitmq"
+    r"|elasticsearch|qdrant|minio|memcached|api|web|frontend|backend|grafana|prometheus)\b"
+)
+_ENV_PORT = re.compile(r"\b([A-Z][A-Z0-9]*)_PORT\b", _F)
+_SERVICE_ALIASES = {"postgresql": "postgres", "pg": "postgres", "db": "postgres",
+                    "database": "postgres", "mongodb": "mongo"}
+
+
+def extract_facts(events: Sequence[Event]) -> list[Fact]:
+    """Keyed exact values of ``events``; the last assignment of each key wins.
+
+    Deterministic; ordered by where each winning assignment occurs.
+    """
+    latest: dict[str, Fact] = {}
+    for position, event in enumerate(events):
+        index = event.index if event.index is not None else position
+        for key, value in _event_facts(event):
+            latest.pop(key, None)  # re-insert so order follows the winning assignment
+            latest[key] = Fact(key, value, event.event_id, index)
+    return list(latest.values())
+
+
+def _event_facts(event: Event) -> Iterator[tuple[str, str]]:
+    path = str(event.attrs.get("path") or "") or None
+    is_code = path is not None and path.rsplit(".", 1)[-1].lower() in _CODE_EXTS
+    for _offset, piece in scan_segments(_live_text(event)):
+        if event.kind == "file_edit" and is_code:
+            yield from _constants(piece, path)
+        else:
+            yield from _env(piece)
+        if event.kind != "message" and not is_code:
+            yield from _config(piece, path)
+        yield from _images(piece)
+        yield from _ports(piece)
+
+
+def _live_text(event: Event) -> str:
+    """The content without removed diff lines (``-old``) of a file edit."""
+    if event.kind != "file_edit" or "\n-" not in "\n" + event.content:
+        return event.content
+    lines = event.content.split("\n")
+    return "\n".join(
+        "" if ln.startswith("-") and not ln.startswith("---") else ln for ln in lines
+    )
+
+
+def _env(text: str) -> Iterator[tuple[str, str]]:
+    for m in _ENV.finditer(text):
+        value = m.group(2).rstrip(_TAIL) if m.group(2)[0] not in "\"'" else m.group(2)
+        if value:
+            yield f"env:{m.group(1)}", value
+
+
+def _config(text: str, path: str | None) -> Iterator[tuple[str, str]]:
+    prefix = f"file:{path}#" if path else "config:"
+    parents: list[tuple[int, str]] = []  # (indent, key) of enclosing YAML mappings
+    for line in text.split("\n"):
+        m = _YAML_LINE.match(line)
+        if m is None or _PROSE_KEY.match(m.group(2)):
+            continue
+        indent = len(m.group(1))
+        while parents and parents[-1][0] >= indent:
+            parents.pop()
+        if m.group(3) is None:
+            parents.append((indent, m.group(2)))
+        else:
+            yield prefix + ".".join([k for _i, k in parents] + [m.group(2)]), m.group(3)
+    for m in _JSON.finditer(text):
+        raw = m.group(2)
+        yield prefix + m.group(1), raw[1:-1] if raw.startswith('"') else raw
+
+
+def _constants(text: str, path: str | None) -> Iterator[tuple[str, str]]:
+    prefix = f"file:{path}#" if path else "symbol:"
+    found = [(m.start(), m.group(1), m.group(2)) for m in _CONST_JS.finditer(text)]
+    found += [(m.start(), m.group(1), m.group(2)) for m in _CONST_PY.finditer(text)]
+    for _pos, name, value in sorted(found):
+        if value:
+            yield prefix + name, value
+
+
+def _images(text: str) -> Iterator[tuple[str, str]]:
+    for m in _IMAGE.finditer(text):
+        name, short, tag = m.group(1), m.group(2), m.group(3)
+        if tag.isdigit() and len(tag) >= 3:
+            continue  # host:port
+        if not any(c.isdigit() for c in tag) and tag not in ("latest", "alpine", "slim"):
+            continue
+        line = _line_at(text, m.start())
+        if short in _KNOWN_IMAGES or _IMAGE_CONTEXT.search(line):
+            yield f"image:{name}", tag
+
+
+def _ports(text: str) -> Iterator[tuple[str, str]]:
+    for m in _PORT.finditer(text):
+        group = next(i for i, g in enumerate(m.groups(), 1) if g is not None)
+        port = m.group(group)
+        if not 0 < int(port) < 65536:
+            continue
+        col = m.start(group) - _line_start(text, m.start())
+        service = _service(_line_at(text, m.start()), col)
+        if service:
+            yield f"port:{service}", port
+
+
+def _service(line: str, col: int) -> str | None:
+    """The service a port on ``line`` belongs to: env prefix, else the nearest service word."""
+    env = [m for m in _ENV_PORT.finditer(line) if m.end() <= col]
+    if env:
+        name = env[-1].group(1).lower()
+        return _SERVICE_ALIASES.get(name, name)
+    words = list(_SERVICE_WORD.finditer(line))
+    if not words:
+        return None
+    before = [w for w in words if w.start() < col]
+    word = (before[-1] if before else words[0]).group(1).lower()
+    return _SERVICE_ALIASES.get(word, word)
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _line_at(text: str, pos: int) -> str:
+    end = text.find("\n", pos)
+    return text[_line_start(text, pos): len(text) if end < 0 else end]

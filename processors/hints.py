@@ -1,0 +1,427 @@
+"""Exact values, search phrases and language of a text: the observer's recall hints.
+
+Every value :func:`extract_exact_values` returns is a verbatim substring of its input
+(identifiers, paths, env assignments, SQL, regex literals, ports, image tags, error
+lines, cron, arXiv ids, quoted config values). Patterns are ASCII-bounded so that a
+value glued to Japanese text (``EMAIL_REを``) is still found. Huge texts (tool output)
+are scanned by head, tail and every error-looking line, so a 2,000-line log costs a
+few milliseconds and its one failing line is still caught.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+#: Texts with more lines than this are scanned by head/tail/error lines only.
+MAX_SCAN_LINES = 300
+_EDGE_LINES = 8
+
+_F = re.ASCII | re.MULTILINE
+_TAIL_PUNCT = ".,;:!?)'\""
+_TLDS = (
+    "com|net|org|io|dev|app|ai|co|jp|uk|de|fr|us|cn|kr|edu|gov|info|me|cloud|local"
+    "|internal|example|test|localhost|shop|xyz"
+)
+_FILE_EXTS = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|yaml|yml|toml|ini|cfg|conf|env|sql|md|sh|txt|lock"
+    "|go|rs|rb|java|kt|css|scss|html|vue|svelte|proto|tf|csv|log|ipynb|pdf"
+)
+_ERRNOS = (
+    "CONN(?:REFUSED|RESET|ABORTED)|TIMEDOUT|NOTFOUND|ADDRINUSE|ADDRNOTAVAIL|NOENT|ACCES"
+    "|PERM|PIPE|EXIST|ISDIR|NOTDIR|MFILE|AI_AGAIN|HOSTUNREACH|NETUNREACH|NOTEMPTY|NOMEM"
+)
+_STR = r"([\"'`])((?:\\.|(?!\1)[^\\\n])*)\1"
+_KNOWN_DIRS = frozenset(
+    "src tests test lib app apps deploy config configs docs scripts migrations infra pkg"
+    " cmd internal api bin etc var usr web frontend backend packages services tools".split()
+)
+_CODE_FILE = re.compile(rf"\.(?:{_FILE_EXTS})$")  # "tests/x.py:42" is a location, not an image
+_IMAGE_WORDS = frozenset({"latest", "alpine", "slim", "bookworm", "bullseye", "lts", "stable"})
+_NOT_IMAGE_HOSTS = frozenset({"localhost", "http", "https", "file", "arxiv", "port"})
+
+Match = re.Match[str]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    kinds: tuple[str, ...]  # one kind per emitted group
+    groups: tuple[int, ...] = (0,)
+    check: Callable[[Match], bool] | None = None
+
+
+def _rule(
+    kinds: str, pattern: str, groups: tuple[int, ...] = (0,),
+    check: Callable[[Match], bool] | None = None,
+) -> _Rule:
+    return _Rule(re.compile(pattern, _F), tuple(kinds.split()), groups, check)
+
+
+def _path_ok(m: Match) -> bool:
+    value = m.group(0).rstrip(_TAIL_PUNCT)
+    if value.startswith(("a/", "b/")) and m.string.startswith(("--- ", "+++ "), m.start() - 4):
+        return False  # unified diff header: the path is named without the prefix elsewhere
+    last = value.rsplit("/", 1)[-1]
+    first = value.lstrip("./~").split("/", 1)[0]
+    return (
+        "." in last or value.startswith(("/", "./", "../", "~")) or value.count("/") >= 2
+        or "{" in value or first in _KNOWN_DIRS
+    )
+
+
+def _image_ok(m: Match) -> bool:
+    name, tag = m.group(1), m.group(2).rstrip(".")
+    if name in _NOT_IMAGE_HOSTS or m.string.startswith("//", m.end()) or _CODE_FILE.search(name):
+        return False
+    if tag.isdigit() and len(tag) >= 3:  # host:port, not an image
+        return False
+    return any(c.isdigit() for c in tag) or tag in _IMAGE_WORDS
+
+
+def _port_ok(m: Match) -> bool:
+    return 0 < int(m.group(m.lastindex or 0)) < 65536
+
+
+def _arxiv_ok(m: Match) -> bool:
+    return 1 <= int(m.group(0)[2:4]) <= 12
+
+
+def _cron_ok(m: Match) -> bool:
+    return "*" in m.group(0) or "/" in m.group(0)
+
+
+def _has_digit_and_letter(m: Match) -> bool:
+    value = m.group(0)
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+# Order matters only for ties at the same offset (longer values sort first anyway).
+_RULES: tuple[_Rule, ...] = (
+    _rule("url", r"\b(?:https?|wss?|postgres(?:ql)?|redis|mysql|amqp|s3)://[^\s'\"`<>]+"),
+    _rule("endpoint path", r"\b(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)[ \t]+(/[^\s'\"`<>,]*)",
+          (0, 1)),
+    _rule("env env_name env_value",
+          r"(?<![\w$])(([A-Z][A-Z0-9_]+)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`]+))", (1, 2, 3)),
+    _rule("email", r"\b[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b"),
+    _rule("nodeid path", r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::[\w\[\]:.-]*[\w\]]", (0, 1)),
+    _rule("path", r"(?<![\w/.:~@-])(?:~|\.{1,2})?/?(?:[\w.{}@+-]+/)+[\w.{}@+-]*[\w}]",
+          check=_path_ok),
+    _rule("path", r"^(?:---|\+\+\+) [ab]/(\S+)", (1,)),
+    _rule("file", rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXTS})\b(?![\w-])"),
+    _rule("file", r"(?<![\w/.-])(?:Dockerfile|Makefile|Procfile|\.env(?:\.[\w-]+)?|\.gitignore)\b"),
+    _rule("domain",
+          rf"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:{_TLDS})\b(?![\w-]|\.[a-z])"),
+    _rule("regex",
+          r"(?<![\w)\]/.])/(?=[\^(\[\\])(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[dgimsuy]*"),
+    _rule("regex regex", r"\b[rR]b?([\"'])((?:\\.|(?!\1)[^\\\n])*)\1", (0, 2)),
+    _rule("regex regex", rf"\bnew\s+RegExp\(\s*{_STR}(?:\s*,\s*[\"'][a-z]*[\"'])?\s*\)", (0, 2)),
+    _rule("regex", rf"\bre\.(?:compile|match|search|fullmatch|sub|findall)\(\s*r?{_STR}", (2,)),
+    _rule("port port", r"(?i:\bport)[ \t]*(?:[:=][ \t]*|is[ \t]+|to[ \t]+|on[ \t]+)?(\d{2,5})\b",
+          (0, 1), _port_ok),
+    _rule("port port", "ポート[ \t]*(?:番号)?[ \t]*[:=：は]?[ \t]*(\\d{2,5})(?!\\d)", (0, 1),
+          _port_ok),
+    _rule("port port",
+          r"(?<![\w:/.-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*))?"
+          r":(\d{2,5})(?![\w.:-])", (0, 2), _port_ok),
+    _rule("port", r"(?<![\w-])-p[ \t]+(\d{2,5}:\d{2,5})\b", (1,)),
+    _rule("image", r"(?<![\w/.:-])((?:[a-z0-9.-]+/)*[a-z0-9][a-z0-9._-]*):([A-Za-z0-9][\w.-]*)",
+          check=_image_ok),
+    _rule("version",
+          r"(?<![\w.])v?\d+\.\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z][0-9A-Za-z.]*)?(?!\w|\.\d)"),
+    _rule("error", rf"\bE(?:{_ERRNOS})\b|\bE\d{{3,5}}\b"),
+    _rule("error", r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+[1-5]\d\d\b"),
+    _rule("error", r"\b[45]\d\d[ \t]+(?:Bad Gateway|Gateway Timeout|Service Unavailable"
+          r"|Not Found|Internal Server Error|Bad Request|Unauthorized|Forbidden"
+          r"|Too Many Requests|Conflict)\b"),
+    _rule("error", r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b"
+          r"(?::[ \t]+[^\n`]*[^\s`.])?"),
+    _rule("error", r"^(?:FAILED|ERROR|FATAL|PANIC)\b[^\n]*\S|\bpanic: [^\n]*\S"),
+    _rule("error", r"^E[ \t]{2,}(\S[^\n]*\S)", (1,)),
+    _rule("error", r"^[\w./-]+::\S+[ \t]+(?:FAILED|ERROR)\b"),
+    _rule("cron", r"(?<![\w*/,-])(?:[\d*/,-]+[ \t]+){4}[\d*/,-]+(?![\w*/,-])", check=_cron_ok),
+    _rule("cron", r"(?<!\w)@(?:yearly|annually|monthly|weekly|daily|hourly|reboot)\b"),
+    _rule("arxiv", r"\b(?i:arxiv):[ \t]?\d{4}\.\d{4,5}(?:v\d+)?\b"),
+    _rule("arxiv_id", r"(?<![\w.])\d{4}\.\d{4,5}(?:v\d+)?(?!\w|\.\d)", check=_arxiv_ok),
+    _rule("hash", r"\b[0-9a-f]{7,40}\b", check=_has_digit_and_letter),
+    _rule("identifier", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\()"),
+    _rule("identifier", r"\b[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b"),
+    _rule("identifier", r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"),
+    _rule("identifier", r"\b_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),
+    _rule("identifier", r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),
+    _rule("identifier", r"(?<![\w./-])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)"),
+    _rule("flag", r"(?<![\w-])--[a-z][\w-]*(?:=[^\s'\"`]+)?"),
+    _rule("quoted", r"`([^`\n]{1,120})`", (1,)),
+    _rule("quoted", r"[:=][ \t]*\"([^\"\n]{1,120})\"", (1,)),
+    _rule("quoted", r"[:=][ \t]*'([^'\n]{1,120})'", (1,)),
+    _rule("quoted", "「([^」\n]{1,80})」", (1,)),
+    _rule("quoted", r"^[ \t]*(?:-[ \t]+)?[a-z_][\w.-]*:[ \t]+([^\s#'\"][^\n#]{0,80}?)[ \t]*$",
+          (1,)),
+)
+
+_STRIP_KINDS = frozenset(
+    {"url", "path", "endpoint", "env", "env_value", "image", "flag", "version"}
+)
+
+# ---- SQL ------------------------------------------------------------------------------
+_SQL_START = re.compile(
+    r"\b(?:CREATE[ \t]+(?:UNIQUE[ \t]+)?(?:TABLE|INDEX)|ALTER[ \t]+TABLE|INSERT[ \t]+INTO|SELECT"
+    r"|UPDATE[ \t]+\w+[ \t]+SET|DELETE[ \t]+FROM|DROP[ \t]+TABLE)\b",
+    _F,
+)
+_SQL_START_LOWER = re.compile(
+    r"\b(?:create\s+table|alter\s+table|insert\s+into|select|delete\s+from)\b", _F
+)
+_SQL_TABLE = re.compile(
+    r"\b(?i:TABLE(?:\s+IF\s+(?:NOT\s+)?EXISTS)?|FROM|JOIN|INTO|UPDATE|ON)\s+([A-Za-z_][\w.]*)", _F
+)
+_SQL_COLUMN = re.compile(
+    r"(?:^|[(,])\s*[+]?\s*([A-Za-z_]\w*)\s+(?=[A-Za-z])"  # CREATE TABLE column definitions
+    r"|\b([A-Za-z_][\w.]*)\s*(?:=|<>|!=|>=|<=|<|>|\s(?i:IN|LIKE|IS|BETWEEN)\b)"
+    r"|\b(?i:ADD\s+(?:COLUMN\s+)?)([A-Za-z_]\w*)",
+    _F,
+)
+_SQL_SELECT_LIST = re.compile(r"\b(?i:SELECT)\s+(?:(?i:DISTINCT)\s+)?(.*?)\s(?i:FROM)\b", _F | re.S)
+_SQL_WORDS = frozenset(
+    "select from where and or not null table create alter insert into values update set delete"
+    " join on as by order group limit primary key unique constraint foreign references check"
+    " default index if exists now interval in is like between count sum max min avg distinct"
+    " case when then else end desc asc add column inner left right outer having returning drop"
+    " true false cascade".split()
+)
+_MAX_SQL_STATEMENT = 400
+
+
+def _sql_statements(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of SQL statements: to ``;`` when one follows on the same paragraph, else EOL."""
+    starts = [m.start() for m in _SQL_START.finditer(text)]
+    for m in _SQL_START_LOWER.finditer(text):
+        semi = text.find(";", m.start(), m.start() + _MAX_SQL_STATEMENT)
+        if semi > 0 and "\n\n" not in text[m.start():semi]:
+            starts.append(m.start())
+    last_end = -1
+    for start in sorted(set(starts)):
+        if start < last_end:
+            continue
+        semi = text.find(";", start, start + _MAX_SQL_STATEMENT)
+        eol = text.find("\n", start)
+        eol = len(text) if eol < 0 else eol
+        end = semi + 1 if semi > 0 and "\n\n" not in text[start:semi] else eol
+        body = text[start:end]
+        if body.startswith(("SELECT", "select")) and not re.search(r"(?i)\bfrom\b", body):
+            continue
+        last_end = end
+        yield start, end
+
+
+def _sql_values(text: str) -> Iterator[tuple[int, str, str]]:
+    for start, end in _sql_statements(text):
+        stmt = text[start:end]
+        if len(stmt) <= _MAX_SQL_STATEMENT:
+            yield start, "sql", stmt
+        for m in _SQL_TABLE.finditer(stmt):
+            yield start + m.start(1), "sql_table", m.group(1)
+        for m in _SQL_COLUMN.finditer(stmt):
+            g = next(i for i in (1, 2, 3) if m.group(i) is not None)
+            yield start + m.start(g), "sql_column", m.group(g)
+        for m in _SQL_SELECT_LIST.finditer(stmt):
+            for col in re.finditer(r"[A-Za-z_][\w.]*(?![\w(])", m.group(1)):
+                yield start + m.start(1) + col.start(), "sql_column", col.group(0)
+
+
+# ---- scanning -------------------------------------------------------------------------
+#: Lines holding one of these (any case) are always scanned, however long the text.
+ERROR_WORDS = (
+    "error", "fail", "exception", "traceback", "panic", "fatal", "refused", "denied",
+    "timeout", "timed out", "critical",
+)
+_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def scan_segments(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tuple[int, str]]:
+    """``(offset, piece)`` pieces of ``text`` worth scanning.
+
+    Short texts are one piece. Longer ones: the first and last lines plus every line
+    holding one of :data:`ERROR_WORDS`, each kept whole. Uses ``str.find`` (not a
+    case-insensitive regex), which keeps a 2,000-line log at a few milliseconds.
+    """
+    if text.count("\n") < max_lines:
+        return [(0, text)]
+    head_end = _nth_newline(text, _EDGE_LINES, 0)
+    tail_start = _nth_newline_back(text, _EDGE_LINES)
+    pieces = [(0, text[:head_end])]
+    for line_start in _error_line_starts(text, head_end, tail_start):
+        line_end = text.find("\n", line_start)
+        pieces.append((line_start, text[line_start: len(text) if line_end < 0 else line_end]))
+    pieces.append((tail_start, text[tail_start:]))
+    return pieces
+
+
+def _error_line_starts(text: str, start: int, stop: int) -> list[int]:
+    low = text.lower()
+    if len(low) != len(text):  # a few non-ASCII characters change length when lowered
+        low = text.translate(_ASCII_LOWER)
+    starts: set[int] = set()
+    for word in ERROR_WORDS:
+        i = low.find(word, start, stop)
+        while i >= 0:
+            starts.add(low.rfind("\n", 0, i) + 1)
+            eol = low.find("\n", i)
+            i = low.find(word, eol, stop) if eol >= 0 else -1
+    return sorted(starts)
+
+
+def _nth_newline(text: str, n: int, pos: int) -> int:
+    for _ in range(n):
+        pos = text.index("\n", pos) + 1
+    return pos
+
+
+def _nth_newline_back(text: str, n: int) -> int:
+    pos = len(text.rstrip("\n"))
+    for _ in range(n):
+        pos = text.rindex("\n", 0, pos)
+    return pos + 1
+
+
+def _rule_values(piece: str) -> Iterator[tuple[int, str, str]]:
+    for rule in _RULES:
+        for m in rule.pattern.finditer(piece):
+            if rule.check is not None and not rule.check(m):
+                continue
+            for kind, g in zip(rule.kinds, rule.groups, strict=True):
+                value = m.group(g)
+                if value and kind in _STRIP_KINDS:
+                    value = value.rstrip(_TAIL_PUNCT)
+                if value and value.strip() == value:
+                    yield m.start(g), kind, value
+
+
+def extract_typed_values(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tuple[str, str]]:
+    """``(kind, value)`` of every exact value, deduplicated by value, in first-seen order.
+
+    Kinds: url, endpoint, path, nodeid, file, domain, email, env, env_name, env_value,
+    regex, port, image, version, error, cron, arxiv, arxiv_id, hash, identifier, flag,
+    quoted, sql, sql_table, sql_column.
+    """
+    found: list[tuple[int, int, str, str]] = []
+    for offset, piece in scan_segments(text, max_lines):
+        for pos, kind, value in _rule_values(piece):
+            found.append((offset + pos, -len(value), kind, value))
+        for pos, kind, value in _sql_values(piece):
+            if value.lower() not in _SQL_WORDS:
+                found.append((offset + pos, -len(value), kind, value))
+    found.sort()
+    seen: dict[str, str] = {}
+    for _pos, _neg_len, kind, value in found:
+        seen.setdefault(value, kind)
+    return [(kind, value) for value, kind in seen.items()]
+
+
+def extract_exact_values(text: str, max_lines: int = MAX_SCAN_LINES) -> list[str]:
+    """Every exact surface form in ``text`` (verbatim substrings), deduplicated, first-seen order.
+
+    Texts longer than ``max_lines`` lines are scanned by head, tail and error lines.
+    """
+    return [value for _kind, value in extract_typed_values(text, max_lines)]
+
+
+# ---- language and phrases ---------------------------------------------------------------
+_KANA = re.compile(r"[\u3040-\u30ff\uff66-\uff9f]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def detect_language(text: str) -> str:
+    """``"ja"``, ``"ko"``, ``"zh"``, ``"ru"`` or ``"en"`` from script counts (heuristic)."""
+    kana = len(_KANA.findall(text))
+    cjk = kana + len(_HAN.findall(text))
+    latin = len(_LATIN.findall(text))
+    if kana >= 3 or (kana and cjk * 5 >= latin):
+        return "ja"
+    hangul = len(_HANGUL.findall(text))
+    if hangul and hangul * 5 >= latin:
+        return "ko"
+    if cjk and cjk * 5 >= latin:
+        return "zh"
+    cyr = len(_CYRILLIC.findall(text))
+    return "ru" if cyr and cyr >= latin else "en"
+
+
+_JA_RUN = re.compile(r"[\u30a0-\u30ff\uff66-\uff9f\u3400-\u4dbf\u4e00-\u9fff々]{2,}")
+_JA_SCRIPT_RUN = re.compile(r"[\u30a0-\u30ff\uff66-\uff9f]{2,}|[\u3400-\u4dbf\u4e00-\u9fff々]{2,}")
+_JA_STOP = frozenset(
+    "今回 以下 以上 場合 必要 可能 部分 内容 方法 今日 明日 了解 本当 大丈夫 一度 全部 次回 前回 "
+    "お願 確認 対応 問題 感じ 自分 何か 時間 最初 最後 結果".split()
+)
+_EN_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+_EN_STOP = frozenset(
+    """a an the and or but if then else of to in on at by for with from into onto over under
+    is are was were be been being am do does did done have has had having i you he she it we
+    they me him her us them my your our their its this that these those there here what which
+    who whom whose when where why how all any both each few more most other some such no nor
+    not only own same so than too very can will just should now also please let lets let's
+    ok okay yes yeah thanks thank hi hello sure again still get got make made use used using
+    need needs want wants try check see run ran look looks like would could may might must
+    shall one two new now up out about after before because while then once via per instead
+    done fine good great first last next well much many way thing things something it's i'm
+    don't doesn't didn't can't won't that's what's there's here's we'll you'll i'll we're
+    they're file files line lines added updated changed fixed""".split()
+)
+_MAX_PHRASES = 12
+
+
+def extract_phrases(text: str, lang: str) -> list[str]:
+    """A few short search phrases in ``lang``: noun runs for Japanese, bigrams/keywords else."""
+    if lang in ("ja", "zh"):
+        return _ja_phrases(text)
+    return _en_phrases(text)
+
+
+def _top(counter: Counter[str], first: dict[str, int], n: int) -> list[str]:
+    return sorted(counter, key=lambda p: (-counter[p], first[p]))[:n]
+
+
+def _ja_phrases(text: str) -> list[str]:
+    counts: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for pattern in (_JA_SCRIPT_RUN, _JA_RUN):
+        for m in pattern.finditer(text):
+            run = m.group(0)
+            if run in _JA_STOP or len(run) > 16:
+                continue
+            counts[run] += 1
+            first.setdefault(run, m.start())
+    return _top(counts, first, _MAX_PHRASES)
+
+
+def _en_phrases(text: str) -> list[str]:
+    words: list[tuple[int, str] | None] = []
+    prev_end = 0
+    for m in _EN_WORD.finditer(text):
+        gap = text[prev_end:m.start()]
+        if gap.strip():
+            words.append(None)  # punctuation, digits or code between: a phrase boundary
+        raw = m.group(0)
+        plain = raw.islower() or (raw[0].isupper() and raw[1:].islower())
+        word = raw.lower()
+        ok = plain and len(word) >= 3 and word not in _EN_STOP
+        words.append((m.start(), word) if ok else None)
+        prev_end = m.end()
+    bigrams: Counter[str] = Counter()
+    unigrams: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for a, b in zip(words, words[1:], strict=False):
+        if a is not None and b is not None:
+            bigrams[f"{a[1]} {b[1]}"] += 1
+            first.setdefault(f"{a[1]} {b[1]}", a[0])
+    for w in words:
+        if w is not None and len(w[1]) >= 4:
+            unigrams[w[1]] += 1
+            first.setdefault(w[1], w[0])
+    phrases = _top(bigrams, first, _MAX_PHRASES // 2)
+    return phrases + _top(unigrams, first, _MAX_PHRASES - len(phrases))

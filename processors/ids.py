@@ -1,0 +1,34 @@
+"""Deterministic ids: the same input always gives the same UUID (Qdrant point ids).
+
+Replaying the events rebuilds the same memories, chunks and points, so upserts
+overwrite instead of duplicating. Each id is a UUID5 over a fixed namespace and the
+JSON encoding of a tagged list of its parts, which is injective (no separator in an
+id can make two different inputs collide).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+#: Fixed namespace of every Breadcrumb id. Changing it changes every id: don't.
+BREADCRUMB_NAMESPACE = uuid.UUID("6f1d3c2e-8b4a-5e71-9c0d-2a7b4e9f1c35")
+
+
+def _uuid5(*parts: str | int) -> str:
+    return str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(list(parts), ensure_ascii=False)))
+
+
+def memory_id(user_id: str, thread_id: str, start_index: int, end_index: int) -> str:
+    """Id of the memory (observation) made from one source range of a thread."""
+    return _uuid5("memory", user_id, thread_id, int(start_index), int(end_index))
+
+
+def chunk_id(memory_id: str, event_id: str, char_start: int) -> str:
+    """Id of the chunk of ``event_id`` starting at ``char_start``, inside one memory."""
+    return _uuid5("chunk", memory_id, event_id, int(char_start))
+
+
+def event_point_id(user_id: str, event_id: str) -> str:
+    """Point id of one raw event (event ids are unique per user)."""
+    return _uuid5("event", user_id, event_id)

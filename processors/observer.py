@@ -1,0 +1,297 @@
+"""The deterministic observer: one closed source range in, one breadcrumb out.
+
+Offline and pure: the same events and range always give the same observation. The
+summary is a readable gist (first request, last conclusion, files touched, test
+outcome); the exact values are never rewritten, they are copied verbatim into
+``query_hints`` (all of them; ``max_hints`` caps only the natural-language phrases)
+and, keyed, into ``facts``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from processors.facts import extract_facts
+from processors.hints import detect_language, extract_phrases, extract_typed_values
+from processors.ids import memory_id
+from processors.tokens import estimate_tokens
+from topics.records import ClosedRange, Event, Fact, Observation
+
+
+@dataclass(frozen=True)
+class ObserverConfig:
+    """``max_hints`` caps the phrase hints (never exact values); ``summary_chars`` the summary."""
+
+    max_hints: int = 64
+    summary_chars: int = 400
+
+
+TypedValues = list[tuple[str, str]]
+
+_TEST_PATH = re.compile(r"(^|/)tests?/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.[jt]sx?$")
+_DECISION = re.compile(
+    r"(?i)\b(decid\w*|let'?s go with|we'?ll use|going with|agreed|settled on|chose|choose)\b"
+    r"|決定|決め|採用|にします|にしましょう|で行き|方針"
+)
+_RESEARCH_TOOLS = frozenset(
+    {"web_search", "arxiv", "browser", "web_fetch", "fetch", "paper_search"}
+)
+_TEST_COMMAND = re.compile(r"\b(pytest|jest|vitest|npm test|go test|cargo test|unittest|rspec)\b")
+_RESEARCH_WORDS = re.compile(r"(?i)\bpapers?\b|\barxiv\b|論文|先行研究")
+_LANG_BY_EXT = {
+    "py": "python", "ts": "typescript", "tsx": "typescript", "js": "javascript",
+    "jsx": "javascript", "go": "go", "rs": "rust", "rb": "ruby", "java": "java", "sql": "sql",
+    "yml": "yaml", "yaml": "yaml", "sh": "shell", "toml": "toml", "json": "json",
+}
+#: Kinds of exact value that make the best examples in ``retrieve_when``.
+_SALIENT_KINDS = (
+    "env", "regex", "sql_table", "port", "image", "error", "cron", "arxiv_id", "endpoint",
+    "path", "file", "identifier",
+)
+_PATH_KINDS = frozenset({"path", "file"})
+_MAX_LIST = 40
+
+
+def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -> Observation:
+    """Turn the events of ``closed`` into an Observation (deterministic, offline)."""
+    if not events:
+        raise ValueError(f"observe: no events for range {closed.source_range}")
+    rng = closed.source_range
+    lang = _range_language(events)
+    typed = _typed_values(events)
+    phrases = _phrases(events, lang)[: max(cfg.max_hints, 0)]
+    files = _files(events, typed)
+    facts = extract_facts(events)
+    research = _is_research(events, typed)
+    tags = _tags(events, typed, files, research)
+    metadata = _metadata(events, typed, files, facts, lang, closed.reason)
+    if research:
+        metadata["paper_ids"] = [v for k, v in typed if k == "arxiv_id"]
+        metadata["concepts"] = phrases[:8]
+    return Observation(
+        id=memory_id(closed.user_id, rng.thread_id, rng.start_index, rng.end_index),
+        user_id=closed.user_id,
+        project_id=closed.project_id,
+        summary=_summary(events, lang, files, typed, cfg.summary_chars),
+        source_range=rng,
+        tags=tuple(tags),
+        query_hints=tuple(_dedupe([v for _k, v in typed] + phrases)),
+        retrieve_when=_retrieve_when(lang, phrases, typed, rng.thread_id),
+        importance=_importance(events, typed, tags),
+        created_at=events[-1].ts,
+        facts=tuple(facts),
+        metadata=metadata,
+    )
+
+
+# ---- values -----------------------------------------------------------------------------
+def _typed_values(events: Sequence[Event]) -> TypedValues:
+    """All exact values of the range, by first occurrence, plus attrs paths and commands."""
+    out: TypedValues = []
+    for event in events:
+        for key, kind in (("path", "path"), ("command", "command")):
+            value = event.attrs.get(key)
+            if isinstance(value, str) and value.strip():
+                out.append((kind, value))
+        content = event.content
+        if event.kind == "tool_call" and "\n" not in content.strip() and 0 < len(content) <= 200:
+            out.append(("command", content.strip()))
+        out.extend(extract_typed_values(content))
+    seen: dict[str, str] = {}
+    for kind, value in out:
+        seen.setdefault(value, kind)
+    return [(kind, value) for value, kind in seen.items()]
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+def _conversation(events: Sequence[Event]) -> list[Event]:
+    talk = [e for e in events if e.kind in ("message", "note", "topic_change")]
+    return talk or list(events)
+
+
+def _range_language(events: Sequence[Event]) -> str:
+    return detect_language("\n".join(e.content[:2000] for e in _conversation(events)))
+
+
+def _phrases(events: Sequence[Event], lang: str) -> list[str]:
+    text = "\n".join(e.content[:4000] for e in _conversation(events))
+    return extract_phrases(text, lang)
+
+
+def _files(events: Sequence[Event], typed: TypedValues) -> list[str]:
+    paths = [str(e.attrs["path"]) for e in events if isinstance(e.attrs.get("path"), str)]
+    commands = {e.content for e in events if e.kind == "tool_call"}
+    for kind, value in typed:
+        if kind in _PATH_KINDS and any(value in c for c in commands):
+            paths.append(value)
+    return _dedupe(paths)[:_MAX_LIST]
+
+
+def _is_research(events: Sequence[Event], typed: TypedValues) -> bool:
+    if any(k in ("arxiv", "arxiv_id") for k, _v in typed):
+        return True
+    return any(e.tool in _RESEARCH_TOOLS for e in events) or any(
+        _RESEARCH_WORDS.search(e.content[:2000]) for e in _conversation(events)
+    )
+
+
+# ---- tags, metadata, importance ------------------------------------------------------
+def _tags(
+    events: Sequence[Event], typed: TypedValues, files: list[str], research: bool
+) -> list[str]:
+    kinds = {e.kind for e in events}
+    value_kinds = {k for k, _v in typed}
+    work = [
+        ("coding", "file_edit" in kinds or bool(files)),
+        ("test", "test_result" in kinds or any(_TEST_COMMAND.search(c) for c in _commands(events))),
+        ("config", bool(value_kinds & {"env", "image", "port"})),
+        ("decision", any(_DECISION.search(e.content[:4000]) for e in _conversation(events))),
+        ("error", "error" in value_kinds or _failed_tests(events)),
+        ("research", research),
+        ("sql", "sql" in value_kinds),
+        ("docker", "image" in value_kinds),
+        ("cron", "cron" in value_kinds),
+    ]
+    tags = [name for name, present in work if present]
+    exts = [f.rsplit(".", 1)[-1].lower() for f in files if "." in f.rsplit("/", 1)[-1]]
+    tags += [_LANG_BY_EXT[x] for x in exts if x in _LANG_BY_EXT]
+    tags += [_stem(f) for f in files]
+    return _dedupe(tags)[:_MAX_LIST]
+
+
+def _commands(events: Sequence[Event]) -> list[str]:
+    attrs = [str(e.attrs["command"]) for e in events if "command" in e.attrs]
+    return attrs + [e.content[:500] for e in events if e.kind == "tool_call"]
+
+
+def _stem(path: str) -> str:
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name.split(".", 1)[0] if not name.startswith(".") else name
+
+
+def _failed_tests(events: Sequence[Event]) -> bool:
+    return any(e.kind == "test_result" and _exit_code(e) not in (None, 0) for e in events)
+
+
+def _exit_code(event: Event) -> int | None:
+    code = event.attrs.get("exit_code")
+    return code if isinstance(code, int) else None
+
+
+def _metadata(
+    events: Sequence[Event], typed: TypedValues, files: list[str], facts: list[Fact],
+    lang: str, reason: str,
+) -> dict[str, Any]:
+    edits = "\n".join(e.content for e in events if e.kind == "file_edit")
+    symbols = [v for k, v in typed if k == "identifier" and v in edits]
+    symbols += [f.key.rsplit("#", 1)[-1].removeprefix("symbol:") for f in facts
+                if "#" in f.key or f.key.startswith("symbol:")]
+    candidates = files + [v for k, v in typed if k in ("path", "file", "nodeid")]
+    return {
+        "files": files,
+        "symbols": _dedupe(symbols)[:_MAX_LIST],
+        "test_files": _dedupe(p.split("::", 1)[0] for p in candidates
+                              if _TEST_PATH.search(p.split("::", 1)[0]))[:_MAX_LIST],
+        "event_count": len(events),
+        "tokens": sum(e.tokens if e.tokens is not None else estimate_tokens(e.content)
+                      for e in events),
+        "language": lang,
+        "agents": _dedupe(e.agent_id for e in events if e.agent_id),
+        "cut_reason": reason,
+    }
+
+
+def _importance(events: Sequence[Event], typed: TypedValues, tags: list[str]) -> float:
+    salient = sum(1 for k, _v in typed if k in _SALIENT_KINDS)
+    score = 0.2 + min(0.2, 0.02 * salient)
+    score += 0.25 if "decision" in tags else 0.0
+    score += 0.15 if "test" in tags else 0.0
+    score += 0.15 if "error" in tags else 0.0
+    score += 0.1 if any(e.kind == "file_edit" for e in events) else 0.0
+    score += 0.05 if "research" in tags else 0.0
+    return round(min(1.0, score), 3)
+
+
+# ---- summary and retrieve_when -------------------------------------------------------
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")
+
+
+def _gist(text: str, limit: int = 140) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("```")]
+    if not lines:
+        return ""
+    first = _SENTENCE_END.split(" ".join(lines[0].split()), maxsplit=1)[0].strip()
+    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+
+
+def _first(events: Sequence[Event], role: str, last: bool = False) -> str:
+    picked = [e for e in events if e.role == role and e.kind == "message" and e.content.strip()]
+    if not picked:
+        return ""
+    return _gist((picked[-1] if last else picked[0]).content)
+
+
+def _opening(event: Event, ja: bool) -> str:
+    """What a range without a user request starts with: the command, else a wordy line."""
+    command = event.attrs.get("command") or (event.content if event.kind == "tool_call" else "")
+    if isinstance(command, str) and command.strip():
+        return f"`{_gist(command, 100)}` の出力" if ja else f"output of `{_gist(command, 100)}`"
+    for line in event.content.splitlines()[:50]:
+        if _WORDY.search(line):
+            return _gist(line)
+    return _gist(event.content)
+
+
+_WORDY = re.compile(r"[A-Za-z\u3040-\u30ff\u4e00-\u9fff]{3,}")
+
+
+def _test_outcome(events: Sequence[Event], ja: bool) -> str:
+    results = [e for e in events if e.kind == "test_result"]
+    if not results:
+        return ""
+    code = _exit_code(results[-1])
+    if code == 0:
+        return "テスト成功 (exit 0)" if ja else "tests pass (exit 0)"
+    shown = "?" if code is None else str(code)
+    return f"テスト失敗 (exit {shown})" if ja else f"tests fail (exit {shown})"
+
+
+def _summary(
+    events: Sequence[Event], lang: str, files: list[str], typed: TypedValues, limit: int
+) -> str:
+    ja = lang == "ja"
+    request = _first(events, "user") or _opening(events[0], ja)
+    conclusion = _first(events, "assistant", last=True)
+    errors = [v for k, v in typed if k == "error"]
+    parts = [request]
+    if conclusion and conclusion != request:
+        parts.append(("結論: " if ja else "→ ") + conclusion)
+    if files:
+        parts.append(("ファイル: " if ja else "files: ") + ", ".join(files[:4]))
+    if errors:
+        parts.append(("エラー: " if ja else "error: ") + _gist(errors[0], 100))
+    outcome = _test_outcome(events, ja)
+    if outcome:
+        parts.append(outcome)
+    text = ("／" if ja else "; ").join(p for p in parts if p)
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id: str) -> str:
+    rank = {k: i for i, k in enumerate(_SALIENT_KINDS)}
+    salient = sorted((rank[k], i, v) for i, (k, v) in enumerate(typed) if k in rank)
+    values = [v if len(v) <= 60 else v[:59] + "…" for _r, _i, v in salient[:3]]
+    topics = phrases[:3]
+    if lang == "ja":
+        about = "・".join(topics) or f"スレッド {thread_id} の作業"
+        tail = f"、または {', '.join(values)} などの正確な値" if values else ""
+        return f"{about}について{tail}を聞かれたとき。"
+    about = ", ".join(topics) or f"the work in thread {thread_id}"
+    tail = f", or for exact values such as {', '.join(values)}" if values else ""
+    return f"When a question is about {about}{tail}."

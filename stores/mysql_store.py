@@ -1,0 +1,119 @@
+"""The cluster-mode store: MySQL / TiDB (MariaDB in dev and CI) through pymysql.
+
+Connection: ``utf8mb4``, autocommit on outside :meth:`transaction` (each statement is its
+own transaction), strict ``sql_mode`` so an over-long value is an error, never a silent
+truncation, and ``CLIENT.FOUND_ROWS`` so UPDATE row counts mean "matched".
+
+TLS (TiDB Cloud / any server that requires it): when ``ssl_ca`` is set the connection uses
+``ssl={"ca": ssl_ca, "check_hostname": ssl_verify_identity}`` -- the server certificate is
+always verified against that CA bundle, and its host name too when ``ssl_verify_identity``.
+Without ``ssl_ca`` the connection is plain TCP.
+
+A dropped connection (server restart, idle timeout, ``KILL``) is re-opened with
+``ping(reconnect=True)`` when a transaction begins or a stand-alone read fails; a
+connection lost *inside* a transaction raises, since the server has rolled it back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pymysql
+from pymysql.constants import CLIENT
+
+from stores.sql_base import Row, SqlStore
+from stores.sql_schema import MYSQL
+
+log = logging.getLogger(__name__)
+
+_DUP_ENTRY = 1062
+#: Client/server codes meaning "the connection is gone" (0: pymysql's "not connected").
+_DISCONNECTED = frozenset({0, 2006, 2013, 2055, 1927, 4031})
+_SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
+
+
+def _disconnected(exc: Exception) -> bool:
+    return isinstance(exc, pymysql.err.OperationalError | pymysql.err.InterfaceError) and bool(
+        exc.args) and exc.args[0] in _DISCONNECTED
+
+
+def _text(value: Any) -> Any:
+    # VARBINARY id columns come back as bytes; everything we store is UTF-8 text.
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else value
+
+
+class MySqlStore(SqlStore):
+    """All SQL-backed ports on one MySQL/TiDB database. Nothing connects before ``open()``."""
+
+    dialect = MYSQL
+    integrity_errors = (pymysql.err.IntegrityError,)
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 3306, user: str = "breadcrumb",
+                 password: str = "", database: str = "breadcrumb", ssl_ca: Path | None = None,
+                 ssl_verify_identity: bool = False, connect_timeout: float = 10.0) -> None:
+        super().__init__()
+        self.host, self.port, self.user, self.database = host, port, user, database
+        self._password = password
+        self.ssl_ca = ssl_ca
+        self.ssl_verify_identity = ssl_verify_identity
+        self._connect_timeout = connect_timeout
+
+    def __repr__(self) -> str:  # never the password
+        return f"MySqlStore({self.user}@{self.host}:{self.port}/{self.database})"
+
+    def connect_kwargs(self) -> dict[str, Any]:
+        """The pymysql.connect arguments (incl. the password; do not log)."""
+        kwargs: dict[str, Any] = {
+            "host": self.host, "port": self.port, "user": self.user,
+            "password": self._password, "database": self.database, "charset": "utf8mb4",
+            "autocommit": True, "client_flag": CLIENT.FOUND_ROWS,
+            "connect_timeout": self._connect_timeout,
+            "init_command": f"SET SESSION sql_mode = '{_SQL_MODE}'",
+        }
+        if self.ssl_ca is not None:
+            kwargs["ssl"] = {"ca": str(self.ssl_ca), "check_hostname": self.ssl_verify_identity}
+        return kwargs
+
+    def _connect(self) -> pymysql.connections.Connection:
+        return pymysql.connect(**self.connect_kwargs())
+
+    def _begin(self) -> None:
+        try:
+            self._conn.begin()
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            if not _disconnected(exc):
+                raise
+            log.warning("MySQL connection lost (%s); reconnecting", exc)
+            self._conn.ping(reconnect=True)
+            self._conn.begin()
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.rollback()
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            if not _disconnected(exc):
+                raise
+            # The server discards an open transaction when its connection drops.
+            log.warning("MySQL connection lost during rollback (%s); server rolled back", exc)
+
+    def _is_duplicate(self, exc: Exception) -> bool:
+        return bool(exc.args) and exc.args[0] == _DUP_ENTRY
+
+    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return [tuple(_text(v) for v in row) for row in super()._fetch(sql, params)]
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with self._lock:
+            if self._depth:
+                return self._fetch(sql, params)
+            try:
+                return self._fetch(sql, params)
+            except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+                if not _disconnected(exc):
+                    raise
+                log.warning("MySQL connection lost (%s); reconnecting", exc)
+                self._require_open().ping(reconnect=True)
+                return self._fetch(sql, params)

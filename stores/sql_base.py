@@ -1,0 +1,440 @@
+"""SQL logic shared by :class:`~stores.sqlite_store.SqliteStore` and
+:class:`~stores.mysql_store.MySqlStore`: the raw events, memories, chunks, dead letters,
+thread state, audit trail, the embedded runner's event log and counters.
+
+Subclasses supply the connection, the :class:`~stores.sql_schema.Dialect` and how a
+transaction begins. One connection per store, guarded by a re-entrant lock: the HTTP server
+and the background processor may share a store across threads.
+
+Every write runs inside :meth:`SqlStore.transaction`. Calls nested inside an open
+transaction join it (nothing commits until the outermost block exits; an exception escaping
+any level rolls the whole transaction back).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from stores import sql_schema as s
+from topics.records import Chunk, DeadLetter, Event, MemoryStatusChange, Observation
+
+Row = tuple[Any, ...]
+#: One item for :meth:`SqlStore.append_log`: (user_id, event_id, thread_key, payload_json).
+LogItem = tuple[str | None, str | None, str, str]
+
+
+class StoreError(Exception):
+    """Base of the SQL stores' errors."""
+
+
+class StoreClosedError(StoreError):
+    """A method needing the database was called before ``open()`` or after ``close()``."""
+
+
+class IndexConflictError(StoreError):
+    """A different event already holds this (user_id, thread_id, index)."""
+
+
+class TenantMismatchError(StoreError):
+    """A memory id already belongs to another user."""
+
+
+class SqlStore(ABC):
+    """RawEventStore + MemoryStore + DeadLetterStore + ThreadStateStore over one SQL database.
+
+    Constructors do not connect; :meth:`open` connects and creates the tables (idempotent).
+    """
+
+    dialect: s.Dialect
+    #: Exception classes the driver raises on a UNIQUE / PRIMARY KEY violation.
+    integrity_errors: tuple[type[Exception], ...] = ()
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._depth = 0
+
+    # --- backend hooks ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _connect(self) -> Any:
+        """Open and return a DB-API connection."""
+
+    @abstractmethod
+    def _begin(self) -> None:
+        """Start a transaction on ``self._conn``."""
+
+    def _commit(self) -> None:
+        self._conn.commit()
+
+    def _rollback(self) -> None:
+        self._conn.rollback()
+
+    @abstractmethod
+    def _is_duplicate(self, exc: Exception) -> bool:
+        """True if an integrity error is a UNIQUE / PRIMARY KEY clash (not e.g. NOT NULL)."""
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect and create missing tables and indexes. A second call does nothing."""
+        with self._lock:
+            if self._conn is not None:
+                return
+            self._conn = self._connect()
+            try:
+                with self.transaction():
+                    for stmt in (x for t in s.TABLES for x in self.dialect.create_table(t)):
+                        self._execute(stmt)
+            except BaseException:
+                self.close()  # a half-opened store must not look open
+                raise
+
+    def close(self) -> None:
+        """Close the connection (safe to call twice). ``open()`` may be called again."""
+        with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                conn.close()
+
+    def __enter__(self) -> SqlStore:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def drop_tables(self) -> None:
+        """Drop every Breadcrumb table (tests, ``reset``). Call ``open()`` again to recreate."""
+        with self.transaction():
+            for name in reversed(s.TABLE_NAMES):
+                self._execute(f"DROP TABLE IF EXISTS {name}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit: commit when the outermost block exits, roll back on exception."""
+        with self._lock:
+            self._require_open()
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._rollback()
+                raise
+            self._depth = 0
+            try:
+                self._commit()
+            except BaseException:
+                self._rollback()
+                raise
+
+    # --- statement helpers (callers hold the lock) ------------------------------------------
+
+    def _require_open(self) -> Any:
+        if self._conn is None:
+            raise StoreClosedError(f"{type(self).__name__} is not open")
+        return self._conn
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        with closing(self._require_open().cursor()) as cur:
+            cur.execute(self.dialect.sql(sql), tuple(params))
+            return int(cur.rowcount)
+
+    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with closing(self._require_open().cursor()) as cur:
+            cur.executemany(self.dialect.sql(sql), [tuple(r) for r in rows])
+
+    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        with closing(self._require_open().cursor()) as cur:
+            cur.execute(self.dialect.sql(sql), tuple(params))
+            return [tuple(r) for r in cur.fetchall()]
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """A read outside (or inside) a transaction, under the lock."""
+        with self._lock:
+            return self._fetch(sql, params)
+
+    def _insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
+        """Run an INSERT; False when it hit a UNIQUE/PRIMARY KEY (statement rolled back only)."""
+        try:
+            self._execute(sql, params)
+        except self.integrity_errors as exc:
+            if not self._is_duplicate(exc):
+                raise
+            return False
+        return True
+
+    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
+        rows = self._read(sql, params)
+        return int(rows[0][0] or 0) if rows else 0
+
+    # --- RawEventStore ----------------------------------------------------------------------
+
+    def put_event(self, event: Event) -> bool:
+        """Store an indexed event; False (and no change) when its event_id already exists.
+
+        Raises :class:`IndexConflictError` when another event holds the same index.
+        """
+        if event.index is None:
+            raise ValueError(f"event {event.event_id!r} has no index")
+        with self.transaction():
+            if self._insert_unique(s.INSERT_EVENT, s.event_to_row(event)):
+                return True
+            if self._fetch("SELECT 1 FROM raw_events WHERE user_id = ? AND event_id = ?",
+                           (event.user_id, event.event_id)):
+                return False
+        raise IndexConflictError(
+            f"user {event.user_id!r} thread {event.thread_id!r} index {event.index} is held "
+            f"by another event (rejected {event.event_id!r})")
+
+    def get_event(self, user_id: str, event_id: str) -> Event | None:
+        """The event with this id, of this user only."""
+        rows = self._read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id = ?",
+                          (user_id, event_id))
+        return s.event_from_row(rows[0]) if rows else None
+
+    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        """Events with start <= index <= end, in index order."""
+        rows = self._read(
+            f"{s.SELECT_EVENTS} WHERE user_id = ? AND thread_id = ? AND idx >= ? AND idx <= ?"
+            " ORDER BY idx", (user_id, thread_id, start, end))
+        return [s.event_from_row(r) for r in rows]
+
+    def count_events(self) -> int:
+        """All stored events, every user."""
+        return self._scalar("SELECT COUNT(*) FROM raw_events")
+
+    def iter_all_events(self, after: tuple[str, str, int] | None = None,
+                        batch: int = 500) -> Iterator[Event]:
+        """Every event ordered by (user_id, thread_id, index), strictly after ``after``.
+
+        Reads in keyset pages of ``batch`` rows; resume by passing the last
+        ``(user_id, thread_id, index)`` seen.
+        """
+        cursor = after
+        while True:
+            rows = self._events_after(cursor, batch)
+            yield from (s.event_from_row(r) for r in rows)
+            if len(rows) < batch:
+                return
+            cursor = (rows[-1][0], rows[-1][1], int(rows[-1][2]))
+
+    def _events_after(self, after: tuple[str, str, int] | None, batch: int) -> list[Row]:
+        order = " ORDER BY user_id, thread_id, idx LIMIT ?"
+        if after is None:
+            return self._read(s.SELECT_EVENTS + order, (batch,))
+        u, t, i = after
+        where = " WHERE user_id > ? OR (user_id = ? AND (thread_id > ? OR " \
+                "(thread_id = ? AND idx > ?)))"
+        return self._read(s.SELECT_EVENTS + where + order, (u, u, t, t, i, batch))
+
+    # --- MemoryStore -------------------------------------------------------------------------
+
+    def upsert_memory(self, observation: Observation, at: str | None = None) -> None:
+        """Insert or re-derive a memory; idempotent for the same observation.
+
+        On an existing id the derived fields (summary, source range, tags, hints, facts,
+        metadata, importance, ...) are overwritten; ``status``, ``tier``, ``superseded_by``,
+        ``hit_count`` and ``last_used_at`` are kept because the lifecycle owns them.
+        ``updated_at`` is ``at`` or, for replay determinism, the observation's ``created_at``.
+        Raises :class:`TenantMismatchError` if the id belongs to another user.
+        """
+        row = s.observation_to_row(observation, at or observation.created_at)
+        sql = self.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
+        with self.transaction():
+            owner = self._fetch("SELECT user_id FROM agent_memories WHERE id = ?",
+                                (observation.id,))
+            if owner and owner[0][0] != observation.user_id:
+                raise TenantMismatchError(f"memory {observation.id!r} belongs to another user")
+            self._execute(sql, row)
+
+    def get_memory(self, user_id: str, memory_id: str) -> Observation | None:
+        """The memory if it belongs to ``user_id``."""
+        found = self.get_memories(user_id, [memory_id])
+        return found[0] if found else None
+
+    def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Observation]:
+        """Memories of ``user_id`` in the order of ``memory_ids`` (missing and other users'
+        ids are skipped, repeated ids returned once)."""
+        return [s.observation_from_row(r) for r in self._memory_rows(user_id, memory_ids)]
+
+    def get_memory_row(self, user_id: str, memory_id: str) -> dict[str, Any] | None:
+        """The full ``agent_memories`` row incl. ``hit_count``, ``last_used_at``,
+        ``superseded_by`` and ``updated_at`` (JSON columns decoded)."""
+        rows = self._memory_rows(user_id, [memory_id])
+        return s.memory_row_dict(rows[0]) if rows else None
+
+    def _memory_rows(self, user_id: str, memory_ids: Sequence[str]) -> list[Row]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        rows = self._read(f"{s.SELECT_MEMORIES} WHERE user_id = ? AND id IN ({s.marks(len(ids))})",
+                          (user_id, *ids))
+        by_id = {r[0]: r for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def list_memories(self, user_id: str, limit: int = 100, offset: int = 0) -> list[Observation]:
+        """A page of the user's memories, newest ``created_at`` first (ties by id)."""
+        rows = self._read(f"{s.SELECT_MEMORIES} WHERE user_id = ? "
+                          "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                          (user_id, limit, offset))
+        return [s.observation_from_row(r) for r in rows]
+
+    def apply_status_change(self, change: MemoryStatusChange) -> bool:
+        """Set status/tier (and supersession links when given) of one of the user's
+        memories; ``updated_at`` = ``change.at``. False when no such memory."""
+        with self.transaction():
+            return self._execute(
+                "UPDATE agent_memories SET status = ?, tier = ?, updated_at = ?, "
+                "superseded_by = COALESCE(?, superseded_by), "
+                "supersedes_memory_id = COALESCE(?, supersedes_memory_id) "
+                "WHERE id = ? AND user_id = ?",
+                (change.status, change.tier, change.at, change.superseded_by,
+                 change.supersedes_memory_id, change.memory_id, change.user_id)) > 0
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """Insert or overwrite chunk rows by id."""
+        if not chunks:
+            return
+        sql = self.dialect.upsert("source_chunks", s.CHUNK_COLUMNS, ("id",), s.CHUNK_COLUMNS[1:])
+        with self.transaction():
+            self._execute_many(sql, [s.chunk_to_row(c) for c in chunks])
+
+    def get_chunks(self, user_id: str, memory_id: str) -> list[Chunk]:
+        """The memory's chunks (this user's only) in source order."""
+        rows = self._read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND memory_id = ? "
+                          "ORDER BY event_index, char_start, id", (user_id, memory_id))
+        return [s.chunk_from_row(r) for r in rows]
+
+    def record_usage(self, user_id: str, memory_ids: Sequence[str], at: str) -> None:
+        """``hit_count += 1`` and ``last_used_at = at`` for each (distinct) id of the user."""
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return
+        with self.transaction():
+            self._execute("UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
+                          f"WHERE user_id = ? AND id IN ({s.marks(len(ids))})", (at, user_id, *ids))
+
+    def memory_counts(self) -> dict[str, dict[str, int]]:
+        """``{"by_status": {...}, "by_tier": {...}}`` over all users."""
+        out: dict[str, dict[str, int]] = {}
+        for col in ("status", "tier"):
+            rows = self._read(f"SELECT {col}, COUNT(*) FROM agent_memories GROUP BY {col}")
+            out[f"by_{col}"] = {str(k): int(n) for k, n in rows}
+        return out
+
+    # --- memory_audit ------------------------------------------------------------------------
+
+    def add_audit(self, memory_id: str, user_id: str, at: str, actor: str, field: str,
+                  from_value: str | None, to_value: str | None, reason: str | None) -> None:
+        """Append one audit row (who changed which field of a memory, when and why)."""
+        with self.transaction():
+            self._execute(s.INSERT_AUDIT,
+                          (memory_id, user_id, at, actor, field, from_value, to_value, reason))
+
+    def list_audit(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's audit rows (this user's only), oldest first; keys = column names."""
+        rows = self._read(f"{s.SELECT_AUDIT} WHERE user_id = ? AND memory_id = ? ORDER BY id",
+                          (user_id, memory_id))
+        return [dict(zip(s.AUDIT_COLUMNS, r, strict=True)) for r in rows]
+
+    # --- DeadLetterStore ---------------------------------------------------------------------
+
+    def put_dead_letter(self, letter: DeadLetter) -> None:
+        """Keep a rejected input with its reason."""
+        with self.transaction():
+            self._execute(s.INSERT_DEAD_LETTER, s.dead_letter_to_row(letter))
+
+    def count_dead_letters(self) -> int:
+        """All dead letters."""
+        return self._scalar("SELECT COUNT(*) FROM dead_letters")
+
+    def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]:
+        """The most recent dead letters, newest first."""
+        rows = self._read(f"{s.SELECT_DEAD_LETTERS} ORDER BY id DESC LIMIT ?", (limit,))
+        return [s.dead_letter_from_row(r) for r in rows]
+
+    # --- ThreadStateStore --------------------------------------------------------------------
+
+    def get_state(self, key: str) -> dict[str, Any] | None:
+        """The segmenter state of a thread key, or None."""
+        rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def put_state(self, key: str, state: dict[str, Any]) -> None:
+        """Replace the state; ``pending_count`` = ``len(state["pending"])`` (0 if absent)."""
+        pending = len(state.get("pending") or ())
+        now = datetime.now(UTC).isoformat()  # bookkeeping only, not part of any record
+        sql = self.dialect.upsert("thread_state", ("state_key", "state", "pending_count",
+                                  "updated_at"), ("state_key",),
+                                  ("state", "pending_count", "updated_at"))
+        with self.transaction():
+            self._execute(sql, (key, s.dumps(state), pending, now))
+
+    def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
+        """(key, state) of every thread, or only those with pending events; by key."""
+        where = " WHERE pending_count > 0" if pending_only else ""
+        rows = self._read(f"SELECT state_key, state FROM thread_state{where} ORDER BY state_key")
+        return [(str(k), json.loads(v)) for k, v in rows]
+
+    def count_pending_window_events(self) -> int:
+        """Events waiting in open windows, summed over all threads."""
+        return self._scalar("SELECT SUM(pending_count) FROM thread_state")
+
+    # --- event_log (the embedded runner's durable inbox) -------------------------------------
+
+    def append_log(self, payloads: Sequence[LogItem]) -> list[bool]:
+        """Append (user_id, event_id, thread_key, payload_json) items in ONE transaction.
+
+        Per item True if appended, False if that (user_id, event_id) is already in the log
+        (also within this batch). Items whose event_id is None always append.
+        """
+        now = datetime.now(UTC).isoformat()
+        with self.transaction():
+            return [self._insert_unique(s.INSERT_LOG, (u, e, k, p, now)) for u, e, k, p in payloads]
+
+    def read_log(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
+        """Unprocessed (seq, payload) with seq > after_seq, in seq order."""
+        rows = self._read("SELECT seq, payload FROM event_log WHERE processed = 0 AND seq > ? "
+                          "ORDER BY seq LIMIT ?", (after_seq, limit))
+        return [(int(q), str(p)) for q, p in rows]
+
+    def mark_processed(self, seq: int) -> None:
+        """Flag one log entry as processed."""
+        with self.transaction():
+            self._execute("UPDATE event_log SET processed = 1 WHERE seq = ?", (seq,))
+
+    def count_unprocessed(self) -> int:
+        """Log entries not yet processed."""
+        return self._scalar("SELECT COUNT(*) FROM event_log WHERE processed = 0")
+
+    def count_log(self) -> int:
+        """All log entries."""
+        return self._scalar("SELECT COUNT(*) FROM event_log")
+
+    # --- kv_counters -------------------------------------------------------------------------
+
+    def incr(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to a named counter (created at 0)."""
+        sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), add=("value",))
+        with self.transaction():
+            self._execute(sql, (name, n))
+
+    def get_counters(self) -> dict[str, int]:
+        """Every counter by name."""
+        return {str(k): int(v) for k, v in self._read("SELECT name, value FROM kv_counters")}

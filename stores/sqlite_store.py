@@ -1,0 +1,59 @@
+"""The embedded default store: one SQLite file.
+
+WAL journal (readers in other processes do not block the writer) and ``synchronous=FULL``
+so a committed transaction -- e.g. an accepted event in the log -- survives a power cut
+before the HTTP 202 goes out. One connection shared across threads
+(``check_same_thread=False``), serialised by the base class's re-entrant lock; transactions
+start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from stores.sql_base import SqlStore
+from stores.sql_schema import SQLITE
+
+_DUPLICATE_CODES = frozenset({
+    2067,  # SQLITE_CONSTRAINT_UNIQUE
+    1555,  # SQLITE_CONSTRAINT_PRIMARYKEY
+})
+
+
+class SqliteStore(SqlStore):
+    """All SQL-backed ports on one SQLite database file at ``path``."""
+
+    dialect = SQLITE
+    integrity_errors = (sqlite3.IntegrityError,)
+
+    def __init__(self, path: Path, busy_timeout_s: float = 30.0) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self._busy_timeout_s = busy_timeout_s
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: the driver never opens transactions behind our back.
+        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s,
+                               isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        return conn
+
+    def _begin(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _commit(self) -> None:
+        self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        # Some errors (disk full, I/O) make SQLite roll back by itself.
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def _is_duplicate(self, exc: Exception) -> bool:
+        return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES

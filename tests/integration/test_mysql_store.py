@@ -1,0 +1,100 @@
+"""MySqlStore against the real MariaDB (infra/services.sh), database ``breadcrumb_test``.
+
+Runs every test of :class:`StoreContract` (the same bodies as the SQLite unit tests) plus
+MySQL-only behaviour. Tables are dropped and recreated once per module and emptied before
+each test. Port from ``BREADCRUMB_MYSQL_PORT`` (default 3306).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pymysql
+import pytest
+
+from stores.mysql_store import MySqlStore
+from stores.sql_base import SqlStore
+from stores.sql_schema import TABLE_NAMES
+from tests.unit.stores.test_sqlite_store import StoreContract, ev
+
+pytestmark = pytest.mark.integration
+
+
+def _params() -> dict[str, Any]:
+    return {
+        "host": os.environ.get("BREADCRUMB_MYSQL_HOST", "127.0.0.1"),
+        "port": int(os.environ.get("BREADCRUMB_MYSQL_PORT", "3306")),
+        "user": os.environ.get("BREADCRUMB_MYSQL_USER", "breadcrumb"),
+        "password": os.environ.get("BREADCRUMB_MYSQL_PASSWORD", "breadcrumb"),
+        "database": "breadcrumb_test",
+    }
+
+
+@pytest.fixture(scope="module")
+def fresh_schema() -> Iterator[dict[str, Any]]:
+    """Drop and recreate the tables once for this module."""
+    params = _params()
+    store = MySqlStore(**params)
+    store.open()
+    store.drop_tables()
+    store.close()
+    store.open()
+    store.close()
+    yield params
+
+
+def _empty_tables(params: dict[str, Any]) -> None:
+    conn = pymysql.connect(**params, autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            for name in TABLE_NAMES:
+                cur.execute(f"DELETE FROM {name}")
+        conn.commit()
+    finally:
+        conn.close()
+
+
+class TestMySqlStore(StoreContract):
+    """The backend contract on MariaDB, plus MySQL-only behaviour."""
+
+    @pytest.fixture
+    def make_store(self, fresh_schema: dict[str, Any]) -> Callable[[], SqlStore]:
+        _empty_tables(fresh_schema)
+        return lambda: MySqlStore(**fresh_schema)
+
+    def test_ids_are_stored_as_exact_bytes(self, store: SqlStore) -> None:
+        assert store._read("SELECT @@session.sql_mode")[0][0].startswith("STRICT_ALL_TABLES")
+        store.put_event(ev("Ünïcode ユーザー", "スレッド 1", 0, "ｅｖｅｎｔ"))
+        got = store.get_event("Ünïcode ユーザー", "ｅｖｅｎｔ")
+        assert got is not None and got.thread_id == "スレッド 1"
+        assert store.get_event("ünïcode ユーザー", "ｅｖｅｎｔ") is None
+
+    def test_reconnects_after_the_server_kills_the_connection(self, store: SqlStore) -> None:
+        store.put_event(ev("alice", "t1", 0))
+        _kill(store)
+        assert store.count_events() == 1  # stand-alone read reconnects
+        _kill(store)
+        with store.transaction():  # a transaction begins on a fresh connection
+            store.put_event(ev("alice", "t1", 1))
+        assert [e.index for e in store.get_range("alice", "t1", 0, 9)] == [0, 1]
+
+    def test_connection_lost_inside_a_transaction_raises_and_rolls_back(
+            self, store: SqlStore) -> None:
+        with pytest.raises(pymysql.err.OperationalError), store.transaction():
+            store.put_event(ev("alice", "t1", 0))
+            _kill(store)
+            store.put_event(ev("alice", "t1", 1))
+        assert store.count_events() == 0
+
+
+def _kill(store: SqlStore) -> None:
+    """KILL the store's server-side connection from another connection."""
+    thread_id = store._conn.thread_id()
+    conn = pymysql.connect(**_params(), autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("KILL %s", (thread_id,))
+    finally:
+        conn.close()

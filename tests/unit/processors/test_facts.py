@@ -1,0 +1,92 @@
+"""facts: keyed exact values, last assignment wins, removed diff lines ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from processors.facts import extract_facts
+from tests.corpus.golden import CHANGES, REGEX_V1, REGEX_V2, golden_events
+from topics.records import Event
+
+
+def ev(i: int, kind: str, content: str, **attrs: Any) -> Event:
+    return Event(event_id=f"e{i}", user_id="u1", thread_id="t", ts="2024-05-01T00:00:00Z",
+                 role="tool", kind=kind, content=content, index=i, attrs=attrs)
+
+
+def as_map(events: list[Event]) -> dict[str, str]:
+    return {f.key: f.value for f in extract_facts(events)}
+
+
+def test_env_assignment_in_a_message() -> None:
+    facts = as_map([ev(0, "message", "set AUTH_ALLOWED_DOMAINS=example.com,corp.example.")])
+    assert facts["env:AUTH_ALLOWED_DOMAINS"] == "example.com,corp.example"
+
+
+def test_constant_in_code_edit_keyed_by_path_and_removed_lines_ignored() -> None:
+    diff = ("--- a/src/auth/validate-email.ts\n+++ b/src/auth/validate-email.ts\n"
+            "-export const EMAIL_RE = /^old$/;\n+export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+$/i;\n")
+    facts = as_map([ev(0, "file_edit", diff, path="src/auth/validate-email.ts")])
+    assert facts == {"file:src/auth/validate-email.ts#EMAIL_RE": "/^[^@\\s]+@[^@\\s]+$/i"}
+
+
+def test_constant_without_path_is_a_symbol_and_python_constants_work() -> None:
+    facts = as_map([ev(0, "file_edit", "+EMAIL_RE = re.compile(r\"^x$\")\n+if A == 3: pass\n",
+                       language="py")])
+    assert facts.get("env:EMAIL_RE") is None
+    facts = as_map([ev(0, "file_edit", "+EMAIL_RE = re.compile(r\"^x$\")\n", path="app/v.py")])
+    assert facts == {"file:app/v.py#EMAIL_RE": 're.compile(r"^x$")'}
+    facts = as_map([ev(0, "file_edit", "+const limit = 20;\n", path="src/a.js")])
+    assert facts == {"file:src/a.js#limit": "20"}
+
+
+def test_yaml_nesting_images_and_ports() -> None:
+    compose = ("services:\n  db:\n    image: postgres:16-alpine\n  cache:\n    image: redis:7.2\n")
+    facts = as_map([ev(0, "file_edit", compose, path="docker-compose.yml")])
+    assert facts["file:docker-compose.yml#services.db.image"] == "postgres:16-alpine"
+    assert facts["file:docker-compose.yml#services.cache.image"] == "redis:7.2"
+    assert facts["image:postgres"] == "16-alpine"
+    assert facts["image:redis"] == "7.2"
+    facts = as_map([ev(0, "tool_call", "docker run -p 6432:6432 edoburu/pgbouncer:1.22.1")])
+    assert facts["port:pgbouncer"] == "6432"
+    assert facts["image:edoburu/pgbouncer"] == "1.22.1"
+    assert as_map([ev(0, "message", "postgres listens on port 5432")]) == {"port:postgres": "5432"}
+    assert as_map([ev(0, "message", "DB_PORT=5433")])["port:postgres"] == "5433"
+
+
+def test_json_and_yaml_in_tool_output_but_not_in_messages() -> None:
+    out = '{"timeout": 30, "mode": "strict"}\nlisten_addr: 0.0.0.0\nTests: 2 passed\n'
+    facts = as_map([ev(0, "tool_result", out)])
+    assert facts == {"config:timeout": "30", "config:mode": "strict",
+                     "config:listen_addr": "0.0.0.0"}
+    assert as_map([ev(0, "message", "mode: strict")]) == {}
+
+
+def test_last_assignment_wins_and_points_at_its_event() -> None:
+    events = [ev(0, "message", "DB_PORT=5432"), ev(1, "message", "ok"),
+              ev(2, "message", "DB_PORT=6432")]
+    facts = [f for f in extract_facts(events) if f.key == "env:DB_PORT"]
+    assert [(f.value, f.event_id, f.event_index) for f in facts] == [("6432", "e2", 2)]
+
+
+def test_facts_values_are_verbatim_and_deterministic() -> None:
+    events = [Event.from_dict(d) for d in golden_events()]
+    first = extract_facts(events)
+    assert first == extract_facts(events)
+    contents = {e.event_id: e.content for e in events}
+    assert all(f.value in contents[f.event_id] for f in first)
+
+
+def test_corpus_changes_are_detectable_as_same_key() -> None:
+    events = [Event.from_dict(d) for d in golden_events() if d["user_id"] == "u1"]
+    by_thread: dict[str, list[Event]] = {}
+    for e in events:
+        by_thread.setdefault(e.thread_id, []).append(e)
+    seen: dict[str, list[str]] = {}
+    for thread_events in by_thread.values():
+        for f in extract_facts(thread_events):
+            seen.setdefault(f.key, []).append(f.value)
+    for change in CHANGES:
+        assert change["old"] in seen[change["key"]]
+        assert change["new"] in seen[change["key"]]
+    assert seen["file:src/auth/validate-email.ts#EMAIL_RE"] == [REGEX_V1, REGEX_V2]

@@ -1,0 +1,71 @@
+"""estimate_tokens: CJK vs ASCII sanity, never zero, fast."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from processors.tokens import estimate_tokens
+
+
+def test_empty_is_zero() -> None:
+    assert estimate_tokens("") == 0
+
+
+def test_cjk_counts_one_token_per_character() -> None:
+    assert estimate_tokens("你好世界") == 4
+    assert estimate_tokens("こんにちは") == 5  # hiragana
+    assert estimate_tokens("カタカナ") == 4  # katakana
+    assert estimate_tokens("안녕하세요") == 5  # hangul
+    assert estimate_tokens("中" * 100) == 100
+
+
+def test_ascii_words_count_about_one_token_per_four_chars() -> None:
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("a b c") == 3  # every word-piece costs at least one
+    text = " ".join(["authentication", "domain", "allowed", "regex", "tests"] * 20)
+    assert 0.2 * len(text) <= estimate_tokens(text) <= 0.35 * len(text)
+
+
+def test_cjk_costs_more_per_character_than_ascii() -> None:
+    assert estimate_tokens("日本語のテキスト" * 10) > 3 * estimate_tokens("japanese" * 10)
+
+
+def test_symbols_count_and_whitespace_does_not() -> None:
+    assert estimate_tokens("a.b") == 3
+    assert estimate_tokens("==") == 2
+    assert estimate_tokens("abc   \n\t  abc") == 2
+    assert estimate_tokens("   ") == 1  # non-empty is never 0
+    assert estimate_tokens("\n") == 1
+
+
+def test_mixed_script() -> None:
+    # "EMAIL_RE" is one word run of 8 chars (2 tokens), "=" 1, "正则" 2.
+    assert estimate_tokens("EMAIL_RE = 正则") == 5
+
+
+@given(st.text(min_size=1))
+def test_never_zero_for_non_empty_text(text: str) -> None:
+    assert estimate_tokens(text) >= 1
+
+
+@given(st.text(), st.text())
+def test_concatenation_at_a_line_break_is_roughly_additive(a: str, b: str) -> None:
+    whole = estimate_tokens(a + "\n" + b)
+    assert whole <= estimate_tokens(a) + estimate_tokens(b) + 1
+
+
+def test_fast_on_a_large_tool_output() -> None:
+    text = "\n".join(
+        f"2024-05-01T12:00:{i % 60:02d} INFO worker[{i}] ok path=/src/a.py" for i in range(2000)
+    )
+    text += "\n" + "日本語" * 2000
+    started = time.perf_counter()
+    for _ in range(10):
+        tokens = estimate_tokens(text)
+    elapsed = (time.perf_counter() - started) / 10
+    assert tokens > 6000
+    assert elapsed < 0.25, f"estimate_tokens took {elapsed:.3f}s on {len(text)} chars"
