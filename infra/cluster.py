@@ -15,8 +15,8 @@ from infra.bootstrap import (
 )
 from infra.settings import Settings
 from query_api.recall import RecallService
-from streams.service import IngestService
 from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
+from streams.service import IngestService
 
 
 def build_sql_store(settings: Settings) -> Any:
@@ -59,8 +59,9 @@ async def declare_topics(settings: Settings) -> None:
     from infra.topic_admin import TopicAdmin
     from topics.names import topic_specs
 
-    admin = TopicAdmin(settings.kafka_bootstrap)
-    await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
+    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication)
+    async with admin:
+        await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
 
 
 @dataclass

@@ -80,7 +80,9 @@ def extract_lines(
     count_tokens: Callable[[str], int],
 ) -> Extract:
     """The best-scoring lines that fit in ``max_tokens``, returned in source order."""
-    ranked = sorted(score_lines(query, events), key=lambda ln: (-ln.score, ln.event_index, ln.start))
+    ranked = sorted(
+        score_lines(query, events), key=lambda ln: (-ln.score, ln.event_index, ln.start)
+    )
     chosen: list[Line] = []
     used = 0
     for line in ranked:

@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
+from stores.sqlite_store import SqliteStore
 from streams.gateway import SubmitResult, check_batch
 from streams.service import IngestService
-from stores.sqlite_store import SqliteStore
 from topics.records import FlushMarker
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,8 @@ class EmbeddedRunner:
             self.drain(timeout)
         while self.unprocessed() > 0:
             if self.monotonic() > deadline:
-                raise TimeoutError(f"{self.unprocessed()} log entries unprocessed after {timeout} s")
+                left = self.unprocessed()
+                raise TimeoutError(f"{left} log entries unprocessed after {timeout} s")
             time.sleep(0.05)
 
     def counters(self) -> dict[str, int]:

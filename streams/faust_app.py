@@ -40,17 +40,15 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
         web_port=settings.worker_web_port,
         web_host="127.0.0.1",
         topic_allow_declare=True,
+        key_serializer="raw",  # table keys/values are bytes we encode ourselves
+        value_serializer="raw",
     )
-    raw_topic = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
-                 "value_serializer": "raw"}
-    events = app.topic(settings.topic(AGENT_EVENTS), partitions=settings.kafka_partitions,
-                       **raw_topic)
-    dlq = app.topic(settings.topic(DEAD_LETTERS), **raw_topic)
-    observations = app.topic(settings.topic(OBSERVATIONS), **raw_topic)
-    status = app.topic(settings.topic(MEMORY_STATUS), **raw_topic)
+    events = _raw_topic(app, settings.topic(AGENT_EVENTS), settings.kafka_partitions)
+    dlq = _raw_topic(app, settings.topic(DEAD_LETTERS))
+    observations = _raw_topic(app, settings.topic(OBSERVATIONS))
+    status = _raw_topic(app, settings.topic(MEMORY_STATUS))
     states = app.Table("thread-state", default=None, partitions=settings.kafka_partitions,
-                       key_type=str, value_type=bytes, key_serializer="raw",
-                       value_serializer="raw")
+                       key_type=str, value_type=bytes)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="breadcrumb-ingest")
     last_seen: dict[str, float] = {}
 
@@ -116,6 +114,12 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
     return app
 
 
+def _raw_topic(app: faust.App, name: str, partitions: int | None = None) -> Any:
+    """A topic of raw bytes keys and values (we decode ourselves, so bad input is data)."""
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw",
+                     value_serializer="raw", partitions=partitions)
+
+
 def run_worker(settings: Settings, loglevel: str = "info") -> None:
     """``breadcrumb worker``: declare the topics, then run the Faust worker until stopped."""
     from infra.cluster import build_worker_parts, declare_topics
@@ -123,7 +127,7 @@ def run_worker(settings: Settings, loglevel: str = "info") -> None:
     asyncio.run(declare_topics(settings))
     parts = build_worker_parts(settings)
     app = create_app(settings, parts)
-    worker = faust.Worker(app, loglevel=loglevel, web_port=settings.worker_web_port)
+    worker = faust.Worker(app, loglevel=loglevel)
     try:
         worker.execute_from_commandline()
     finally:

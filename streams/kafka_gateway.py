@@ -34,6 +34,8 @@ class KafkaGateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._producer: AIOKafkaProducer | None = None
+        self._consumer: AIOKafkaConsumer | None = None  # end offsets, for the lag
+        self._admin: AIOKafkaAdminClient | None = None  # committed offsets, for the lag
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -46,6 +48,9 @@ class KafkaGateway:
         self._run(self._start_producer())
 
     async def _start_producer(self) -> None:
+        from infra.cluster import declare_topics
+
+        await declare_topics(self.settings)  # Faust never creates source topics; we do, once
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self.settings.kafka_bootstrap,
             acks="all",
@@ -57,12 +62,19 @@ class KafkaGateway:
     def stop(self) -> None:
         if self._loop is None:
             return
-        if self._producer is not None:
-            self._run(self._producer.stop())
+        self._run(self._close_clients())
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
         self._loop = None
+
+    async def _close_clients(self) -> None:
+        if self._producer is not None:
+            await self._producer.stop()
+        if self._consumer is not None:
+            await self._consumer.stop()
+        if self._admin is not None:
+            await self._admin.close()
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
         if self._loop is None:
@@ -124,24 +136,18 @@ class KafkaGateway:
 
     async def _lag(self) -> int:
         topic = self.settings.topic(AGENT_EVENTS)
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap)
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap)
-        await consumer.start()
-        await admin.start()
-        try:
-            parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-            if not parts:
-                await consumer.topics()
-                parts = [TopicPartition(topic, p)
-                         for p in consumer.partitions_for_topic(topic) or ()]
-            ends = await consumer.end_offsets(parts)
-            committed = await admin.list_consumer_group_offsets(self.settings.worker_id)
-            lag = 0
-            for tp in parts:
-                meta = committed.get(tp)
-                done = meta.offset if meta is not None and meta.offset >= 0 else 0
-                lag += max(0, ends[tp] - done)
-            return lag
-        finally:
-            await consumer.stop()
-            await admin.close()
+        if self._consumer is None or self._admin is None:
+            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap)
+            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap)
+            await self._consumer.start()
+            await self._admin.start()
+        described = await self._admin.describe_topics([topic])
+        parts = [TopicPartition(topic, p["partition"]) for p in described[0]["partitions"]]
+        ends = await self._consumer.end_offsets(parts)
+        committed = await self._admin.list_consumer_group_offsets(self.settings.worker_id)
+        lag = 0
+        for tp in parts:
+            meta = committed.get(tp)
+            done = meta.offset if meta is not None and meta.offset >= 0 else 0
+            lag += max(0, ends[tp] - done)
+        return lag

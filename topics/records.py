@@ -155,7 +155,9 @@ class Fact:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fact:
-        return cls(str(data["key"]), str(data["value"]), str(data["event_id"]), int(data["event_index"]))
+        return cls(
+            str(data["key"]), str(data["value"]), str(data["event_id"]), int(data["event_index"])
+        )
 
 
 @dataclass(frozen=True, slots=True)

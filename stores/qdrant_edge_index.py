@@ -1,0 +1,248 @@
+"""``VectorIndex`` on Qdrant Edge (qdrant-edge-py): the embedded mode's vector store.
+
+One shard directory per collection under ``path`` (``memories/``, ``chunks/``),
+loaded when present, created otherwise. All shard calls go through one lock: the
+bindings are not documented as safe for concurrent use from several Python threads.
+
+Durability: every update goes to the shard's write-ahead log first, and the WAL is
+replayed on load, so a killed process loses nothing (tested with ``os._exit``).
+``flush()`` additionally persists segments; it dominates small writes (measured,
+single-point upsert at dim 384: 17 ms with a flush vs 0.2 ms without on an idle
+2-core machine, 176 ms under load), so it runs at most every
+``flush_interval_seconds`` after a write, and always on :meth:`close`.
+``flush_interval_seconds=0`` flushes after every write.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from stores.ports import Hit, SearchFilter, SparseVector
+from stores.qdrant_common import (
+    CHUNKS,
+    COLLECTIONS,
+    DENSE,
+    KEYWORD_FIELDS,
+    MEMORIES,
+    SPARSE,
+    TENANT_FIELD,
+    Condition,
+    check_batch,
+    check_dim,
+    check_query,
+    chunk_payload,
+    filter_conditions,
+    matches_nothing,
+    memory_payload,
+    missing_memory,
+    status_of,
+)
+from topics.records import Chunk, Observation
+
+
+def _config(dim: int) -> qe.EdgeConfig:
+    return qe.EdgeConfig(
+        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+    )
+
+
+def _edge_filter(conditions: Sequence[Condition]) -> qe.Filter:
+    must: list[Any] = []
+    for cond in conditions:
+        if isinstance(cond.value, tuple):
+            match: Any = qe.MatchAny(list(cond.value))
+        else:
+            match = qe.MatchValue(cond.value)
+        must.append(qe.FieldCondition(cond.key, match=match))
+    return qe.Filter(must=must)
+
+
+def _sparse(vector: SparseVector) -> qe.SparseVector:
+    return qe.SparseVector(list(vector.indices), list(vector.values))
+
+
+class QdrantEdgeIndex:
+    """Dense + sparse tenant-filtered search over two Qdrant Edge shards."""
+
+    def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0) -> None:
+        """Nothing is opened here; :meth:`ensure` (or first use) opens the shards."""
+        self._path = Path(path)
+        self._dim = dim
+        self._flush_interval = flush_interval_seconds
+        self._lock = threading.RLock()
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._last_flush: dict[str, float] = {}
+
+    # --- lifecycle -----------------------------------------------------------------
+    def ensure(self) -> None:
+        """Load or create both shards and their keyword payload indexes."""
+        with self._lock:
+            for name in COLLECTIONS:
+                if name not in self._shards:
+                    self._shards[name] = self._open(self._path / name)
+                    self._last_flush[name] = time.monotonic()  # _open flushed
+
+    def _open(self, directory: Path) -> qe.EdgeShard:
+        config = _config(self._dim)
+        if (directory / "edge_config.json").exists():
+            shard = qe.EdgeShard.load(str(directory), config)
+        else:
+            shard = qe.EdgeShard.create(str(directory), config)
+        existing = set(shard.info().payload_schema)
+        for field in KEYWORD_FIELDS:
+            if field not in existing:
+                params = qe.KeywordIndexParams(is_tenant=field == TENANT_FIELD)
+                shard.update(qe.UpdateOperation.create_field_index(field, params))
+        shard.flush()
+        return shard
+
+    def _shard(self, name: str) -> qe.EdgeShard:
+        if name not in self._shards:
+            self.ensure()
+        return self._shards[name]
+
+    def flush(self) -> None:
+        """Persist both shards' segments now."""
+        with self._lock:
+            for name, shard in self._shards.items():
+                shard.flush()
+                self._last_flush[name] = time.monotonic()
+
+    def optimize(self) -> None:
+        """Run Qdrant's segment optimizers (HNSW build, vacuum); blocking, for maintenance.
+
+        Edge runs no optimizers in the background: without this, search is exact
+        brute force over the filtered points (fast enough at 10k points, see report).
+        """
+        with self._lock:
+            for shard in self._shards.values():
+                shard.optimize()
+
+    def close(self) -> None:
+        """Flush and close both shards (the index can be re-opened with ensure())."""
+        with self._lock:
+            self.flush()
+            for shard in self._shards.values():
+                shard.close()
+            self._shards.clear()
+
+    # --- writes --------------------------------------------------------------------
+    def _write(self, name: str, operation: qe.UpdateOperation) -> None:
+        with self._lock:
+            shard = self._shard(name)
+            shard.update(operation)
+            now = time.monotonic()
+            if now - self._last_flush.get(name, 0.0) >= self._flush_interval:
+                shard.flush()
+                self._last_flush[name] = now
+
+    def _point(self, pid: str, dense: Sequence[float], sparse: SparseVector,
+               payload: dict[str, Any]) -> qe.Point:
+        check_dim(dense, self._dim)
+        vector: dict[str, Any] = {DENSE: list(dense), SPARSE: _sparse(sparse)}
+        return qe.Point(pid, vector, payload)
+
+    def upsert_memories(
+        self,
+        observations: Sequence[Observation],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace memory points (id = observation id)."""
+        check_batch("memories", observations, dense, sparse)
+        if not observations:
+            return
+        points = [
+            self._point(o.id, d, s, memory_payload(o))
+            for o, d, s in zip(observations, dense, sparse, strict=True)
+        ]
+        self._write(MEMORIES, qe.UpdateOperation.upsert_points(points))
+
+    def upsert_chunks(
+        self,
+        chunks: Sequence[Chunk],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace chunk points; each inherits its memory's current status."""
+        check_batch("chunks", chunks, dense, sparse)
+        if not chunks:
+            return
+        with self._lock:
+            statuses = self._memory_payloads({c.memory_id for c in chunks})
+            points = [
+                self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
+                for c, d, s in zip(chunks, dense, sparse, strict=True)
+            ]
+            self._write(CHUNKS, qe.UpdateOperation.upsert_points(points))
+
+    def _memory_payloads(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
+        records = self._shard(MEMORIES).retrieve(list(memory_ids), True, False)
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
+        """Set payload keys on one memory; a ``status`` also goes to its chunks.
+
+        Raises :class:`stores.qdrant_common.PointNotFoundError` for an unknown memory.
+        """
+        with self._lock:
+            if not self._memory_payloads({memory_id}):
+                raise missing_memory(memory_id)
+            self._write(MEMORIES, qe.UpdateOperation.set_payload([memory_id], dict(values)))
+            if "status" in values:
+                by_memory = _edge_filter([Condition("memory_id", memory_id)])
+                operation = qe.UpdateOperation.set_payload_by_filter(
+                    by_memory, {"status": values["status"]}
+                )
+                self._write(CHUNKS, operation)
+
+    # --- reads ---------------------------------------------------------------------
+    def _search(
+        self, name: str, flt: SearchFilter, k: int,
+        dense: Sequence[float] | None, sparse: SparseVector | None,
+    ) -> list[Hit]:
+        check_query(dense, sparse)
+        conditions = filter_conditions(flt, name)
+        if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
+            return []
+        if dense is not None:
+            check_dim(dense, self._dim)
+            query = qe.Query.Nearest(list(dense), using=DENSE)
+        else:
+            assert sparse is not None
+            query = qe.Query.Nearest(_sparse(sparse), using=SPARSE)
+        request = qe.QueryRequest(
+            limit=k, query=query, filter=_edge_filter(conditions), with_payload=True
+        )
+        with self._lock:
+            points = self._shard(name).query(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+    def search_memories(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` memories by one channel (exactly one of dense / sparse)."""
+        return self._search(MEMORIES, flt, k, dense, sparse)
+
+    def search_chunks(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
+        return self._search(CHUNKS, flt, k, dense, sparse)
+
+    def count(self) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}`` (exact)."""
+        with self._lock:
+            return {
+                name: int(self._shard(name).count(qe.CountRequest(exact=True)))
+                for name in COLLECTIONS
+            }

@@ -1,0 +1,241 @@
+"""``VectorIndex`` on qdrant-client: a Qdrant server (cluster mode) or local mode.
+
+``client_factory`` builds the client on first use, e.g.
+``lambda: QdrantClient(url=..., api_key=...)`` against a server, or
+``lambda: QdrantClient(path=...)`` for qdrant-client's embedded local mode, which
+runs the same client code path (and is what the unit tests use). Collections are
+``{prefix}_memories`` and ``{prefix}_chunks``. Keyword payload indexes are created
+for every filtered field, ``user_id`` as the tenant key; local mode accepts and
+ignores them (it warns), a server uses them.
+
+Thread safety: a server client (HTTP/gRPC) is used concurrently as is; local mode
+(``path=`` or ``:memory:``) has no locking of its own, so there every call of this
+index is serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from stores.ports import Hit, SearchFilter, SparseVector
+from stores.qdrant_common import (
+    CHUNKS,
+    COLLECTIONS,
+    DENSE,
+    KEYWORD_FIELDS,
+    MEMORIES,
+    SPARSE,
+    TENANT_FIELD,
+    Condition,
+    check_batch,
+    check_dim,
+    check_query,
+    chunk_payload,
+    filter_conditions,
+    matches_nothing,
+    memory_payload,
+    missing_memory,
+    status_of,
+)
+from topics.records import Chunk, Observation
+
+
+def _client_filter(conditions: Sequence[Condition]) -> models.Filter:
+    must: list[Any] = []
+    for cond in conditions:
+        if isinstance(cond.value, tuple):
+            match: Any = models.MatchAny(any=list(cond.value))
+        else:
+            match = models.MatchValue(value=cond.value)
+        must.append(models.FieldCondition(key=cond.key, match=match))
+    return models.Filter(must=must)
+
+
+def _sparse(vector: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
+
+
+class QdrantServerIndex:
+    """Dense + sparse tenant-filtered search over two qdrant-client collections."""
+
+    def __init__(self, client_factory: Callable[[], QdrantClient], prefix: str, dim: int) -> None:
+        """Nothing connects here; the client is built on first use."""
+        self._factory = client_factory
+        self._prefix = prefix
+        self._dim = dim
+        self._client: QdrantClient | None = None
+        self._lock = threading.Lock()
+        self._local_lock = threading.RLock()
+        self._is_local = False
+
+    def collection(self, name: str) -> str:
+        """Full collection name of ``memories`` / ``chunks``."""
+        return f"{self._prefix}_{name}" if self._prefix else name
+
+    @property
+    def client(self) -> QdrantClient:
+        """The (lazily built) qdrant-client."""
+        with self._lock:
+            if self._client is None:
+                self._client = self._factory()
+                options = self._client.init_options
+                self._is_local = bool(options.get("path")) or options.get("location") == ":memory:"
+            return self._client
+
+    @contextmanager
+    def _serial(self) -> Iterator[QdrantClient]:
+        """The client, under the local-mode lock when the client is local."""
+        client = self.client
+        with self._local_lock if self._is_local else nullcontext():
+            yield client
+
+    # --- lifecycle -----------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create missing collections and their keyword payload indexes."""
+        with self._serial() as client:
+            for name in COLLECTIONS:
+                full = self.collection(name)
+                if not client.collection_exists(full):
+                    self._create(client, full)
+
+    def _create(self, client: QdrantClient, full: str) -> None:
+        dense = models.VectorParams(size=self._dim, distance=models.Distance.COSINE)
+        sparse = models.SparseVectorParams(modifier=models.Modifier.IDF)
+        client.create_collection(
+            full, vectors_config={DENSE: dense}, sparse_vectors_config={SPARSE: sparse}
+        )
+        with warnings.catch_warnings():
+            # Local mode warns that payload indexes have no effect there; a server uses them.
+            warnings.filterwarnings("ignore", message=".*[Pp]ayload index.*")
+            for field in KEYWORD_FIELDS:
+                schema = models.KeywordIndexParams(
+                    type=models.KeywordIndexType.KEYWORD, is_tenant=field == TENANT_FIELD
+                )
+                client.create_payload_index(full, field, field_schema=schema)
+
+    def close(self) -> None:
+        """Close the client (the index can be used again; a new client is built)."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # --- writes --------------------------------------------------------------------
+    def _point(self, pid: str, dense: Sequence[float], sparse: SparseVector,
+               payload: dict[str, Any]) -> models.PointStruct:
+        check_dim(dense, self._dim)
+        vector: dict[str, Any] = {DENSE: list(dense), SPARSE: _sparse(sparse)}
+        return models.PointStruct(id=pid, vector=vector, payload=payload)
+
+    def upsert_memories(
+        self,
+        observations: Sequence[Observation],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace memory points (id = observation id); waits for the write."""
+        check_batch("memories", observations, dense, sparse)
+        if not observations:
+            return
+        points = [
+            self._point(o.id, d, s, memory_payload(o))
+            for o, d, s in zip(observations, dense, sparse, strict=True)
+        ]
+        with self._serial() as client:
+            client.upsert(self.collection(MEMORIES), points=points, wait=True)
+
+    def upsert_chunks(
+        self,
+        chunks: Sequence[Chunk],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace chunk points; each inherits its memory's current status."""
+        check_batch("chunks", chunks, dense, sparse)
+        if not chunks:
+            return
+        with self._serial() as client:
+            statuses = self._memory_payloads(client, {c.memory_id for c in chunks})
+            points = [
+                self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
+                for c, d, s in zip(chunks, dense, sparse, strict=True)
+            ]
+            client.upsert(self.collection(CHUNKS), points=points, wait=True)
+
+    def _memory_payloads(
+        self, client: QdrantClient, memory_ids: set[str]
+    ) -> dict[str, dict[str, Any]]:
+        records = client.retrieve(
+            self.collection(MEMORIES), ids=list(memory_ids), with_payload=True, with_vectors=False
+        )
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
+        """Set payload keys on one memory; a ``status`` also goes to its chunks.
+
+        Raises :class:`stores.qdrant_common.PointNotFoundError` for an unknown memory.
+        """
+        with self._serial() as client:
+            if not self._memory_payloads(client, {memory_id}):
+                raise missing_memory(memory_id)
+            client.set_payload(
+                self.collection(MEMORIES), payload=dict(values), points=[memory_id], wait=True
+            )
+            if "status" in values:
+                client.set_payload(
+                    self.collection(CHUNKS),
+                    payload={"status": values["status"]},
+                    points=_client_filter([Condition("memory_id", memory_id)]),
+                    wait=True,
+                )
+
+    # --- reads ---------------------------------------------------------------------
+    def _search(
+        self, name: str, flt: SearchFilter, k: int,
+        dense: Sequence[float] | None, sparse: SparseVector | None,
+    ) -> list[Hit]:
+        check_query(dense, sparse)
+        conditions = filter_conditions(flt, name)
+        if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
+            return []
+        query: Any
+        if dense is not None:
+            check_dim(dense, self._dim)
+            query, using = list(dense), DENSE
+        else:
+            assert sparse is not None
+            query, using = _sparse(sparse), SPARSE
+        with self._serial() as client:
+            response = client.query_points(
+                self.collection(name), query=query, using=using,
+                query_filter=_client_filter(conditions), limit=k, with_payload=True,
+            )
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def search_memories(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` memories by one channel (exactly one of dense / sparse)."""
+        return self._search(MEMORIES, flt, k, dense, sparse)
+
+    def search_chunks(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
+        return self._search(CHUNKS, flt, k, dense, sparse)
+
+    def count(self) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}`` (exact)."""
+        with self._serial() as client:
+            return {
+                name: int(client.count(self.collection(name), exact=True).count)
+                for name in COLLECTIONS
+            }

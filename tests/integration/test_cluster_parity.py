@@ -1,0 +1,168 @@
+"""Cluster mode on the real Kafka + MariaDB: a Faust worker process gives the same memories
+as the embedded runner for the same events; duplicates and invalid messages are handled."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from infra.bootstrap import build_runtime, utc_now_iso
+from infra.cluster import build_sql_store
+from infra.settings import Settings
+from streams.kafka_gateway import KafkaGateway
+from tests.conftest import example_events, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture()
+def cluster(tmp_path: Path) -> Iterator[tuple[Settings, Any]]:
+    tag = uuid.uuid4().hex[:8]
+    settings = Settings(
+        mode="cluster", data_dir=tmp_path / "cluster", topic_prefix=f"t{tag}-",
+        worker_id=f"worker-{tag}", worker_web_port=_free_port(), idle_flush_seconds=3,
+        mysql_database=os.environ.get("BREADCRUMB_TEST_MYSQL_DATABASE", "breadcrumb_test"),
+    )
+    store = build_sql_store(settings)
+    store.drop_tables()  # a clean database for this test
+    store.close()
+    store.open()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name, value in (("MODE", "cluster"), ("DATA_DIR", str(settings.data_dir)),
+                        ("TOPIC_PREFIX", settings.topic_prefix),
+                        ("WORKER_ID", settings.worker_id),
+                        ("WORKER_WEB_PORT", str(settings.worker_web_port)),
+                        ("IDLE_FLUSH_SECONDS", "3"),
+                        ("MYSQL_DATABASE", settings.mysql_database)):
+        env[f"BREADCRUMB_{name}"] = value
+    log = (tmp_path / "worker.log").open("wb")
+    worker = subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker"],
+                              stdout=log, stderr=subprocess.STDOUT, env=env)
+    gateway = KafkaGateway(settings, store, utc_now_iso)
+    gateway.start()
+    try:
+        yield settings, (store, gateway, worker, tmp_path / "worker.log")
+    finally:
+        gateway.stop()
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+            try:
+                worker.wait(30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        store.close()
+
+
+def _wait_done(gateway: KafkaGateway, worker: subprocess.Popen[bytes], log: Path) -> None:
+    def done() -> bool:
+        if worker.poll() is not None:
+            raise AssertionError("worker died:\n" + log.read_text()[-4000:])
+        return gateway.pending() == 0
+    wait_until(done, timeout=180, interval=0.5)
+
+
+def _embedded_memories(tmp_path: Path, events: list[dict[str, Any]]) -> list[tuple]:
+    runtime = build_runtime(Settings(data_dir=tmp_path / "embedded"))
+    try:
+        runtime.gateway.submit(events, "test")
+        runtime.gateway.wait_processed(300)
+        return _ranges(runtime.store, "demo")
+    finally:
+        runtime.stop()
+
+
+def _ranges(store: Any, user_id: str) -> list[tuple]:
+    rows = store.list_memories(user_id, 1000, 0)
+    return sorted((m.id, m.source_range.thread_id, m.source_range.start_index,
+                   m.source_range.end_index) for m in rows)
+
+
+def test_faust_worker_matches_embedded_runner(cluster: tuple[Settings, Any],
+                                              tmp_path: Path) -> None:
+    settings, (store, gateway, worker, log) = cluster
+    events = example_events()
+    result = gateway.submit(events, "test")
+    assert result.accepted == len(events)
+    _wait_done(gateway, worker, log)
+
+    cluster_ranges = _ranges(store, "demo")
+    assert cluster_ranges, "the worker produced no memories"
+    assert cluster_ranges == _embedded_memories(tmp_path, events)
+
+    thread = [e for e in events if e["thread_id"] == "auth-refactor"]
+    stored = store.get_range("demo", "auth-refactor", 0, 10_000)
+    assert [e.content for e in stored] == [e["content"] for e in thread]
+
+    # a retried publish (same event_id) changes nothing
+    assert gateway.submit(events[:5], "test").duplicates == 5
+    asyncio.run(_publish_raw(settings, [(b"demo/auth-refactor", orjson.dumps(events[0]))]))
+    _wait_done(gateway, worker, log)
+    assert store.count_events() == len(events)
+    assert _ranges(store, "demo") == cluster_ranges
+
+
+def test_invalid_messages_go_to_the_dead_letter_topic_and_table(
+        cluster: tuple[Settings, Any]) -> None:
+    settings, (store, gateway, worker, log) = cluster
+    bad = {**example_events()[0], "event_id": "bad-kind", "kind": "telepathy"}
+    asyncio.run(_publish_raw(settings, [(b"demo/x", orjson.dumps(bad)), (b"demo/x", b"{oops")]))
+    _wait_done(gateway, worker, log)
+    letters = store.list_dead_letters(10)
+    reasons = sorted(letter.reason for letter in letters)
+    assert any("'kind'" in r for r in reasons) and any("not JSON" in r for r in reasons)
+    on_topic = asyncio.run(_consume(settings.topic("agent-events-dlq"), settings, 2))
+    assert len(on_topic) == 2 and all("reason" in orjson.loads(v) for v in on_topic)
+
+
+def test_idle_thread_is_flushed_by_a_keyed_message(cluster: tuple[Settings, Any]) -> None:
+    settings, (store, gateway, worker, log) = cluster
+    events = [e for e in example_events() if e["kind"] != "session_end"]
+    gateway.submit(events, "test")
+    _wait_done(gateway, worker, log)  # pending reaches 0 only once the idle flush ran
+    assert store.count_pending_window_events() == 0
+    flushes = asyncio.run(_consume(settings.topic("agent-events"), settings, len(events) + 2))
+    assert any(orjson.loads(v).get("_control") == "flush" for v in flushes)
+
+
+async def _publish_raw(settings: Settings, messages: list[tuple[bytes, bytes]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap)
+    await producer.start()
+    try:
+        for key, value in messages:
+            await producer.send_and_wait(settings.topic("agent-events"), value, key=key)
+    finally:
+        await producer.stop()
+
+
+async def _consume(topic: str, settings: Settings, at_least: int) -> list[bytes]:
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=settings.kafka_bootstrap,
+                                auto_offset_reset="earliest", group_id=None)
+    await consumer.start()
+    values: list[bytes] = []
+    try:
+        deadline = asyncio.get_running_loop().time() + 20
+        while len(values) < at_least and asyncio.get_running_loop().time() < deadline:
+            batch = await consumer.getmany(timeout_ms=500)
+            for records in batch.values():
+                values.extend(r.value for r in records if r.value is not None)
+    finally:
+        await consumer.stop()
+    return values
