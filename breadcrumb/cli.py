@@ -65,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
     _common(worker)
     worker.add_argument("--loglevel", default="info")
+    worker.add_argument("--serve-api", action="store_true",
+                        help="also serve the HTTP API in this process (needed when Qdrant runs "
+                             "in qdrant-client local mode, which allows one process only)")
+    worker.add_argument("--host", default=None)
+    worker.add_argument("--port", type=int, default=None)
+
+    from breadcrumb.commands import register_all
+
+    register_all(sub)
     return parser
 
 
@@ -79,8 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
-    handler = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
-               "worker": cmd_worker}[args.command]
+    builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
+               "worker": cmd_worker}
+    handler = builtin.get(args.command) or args.handler
     try:
         return handler(args, settings)
     except local_client.ClientError as exc:
@@ -134,7 +144,8 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from streams.faust_app import run_worker
 
-    run_worker(settings.with_overrides(mode="cluster"), loglevel=args.loglevel)
+    settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
+    run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
     return 0
 
 

@@ -110,12 +110,15 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None) -> 
     return WorkerParts(settings, store, index, embedder, utc_now_iso)
 
 
-def build_cluster_runtime(settings: Settings, embedder: Embedder) -> Runtime:
+def build_cluster_runtime(
+    settings: Settings, embedder: Embedder, index: Any | None = None
+) -> Runtime:
     """The query service in cluster mode: publishes to Kafka, reads MySQL and Qdrant."""
     from streams.kafka_gateway import KafkaGateway
 
     store = build_sql_store(settings)
-    index = build_vector_index(settings, embedder.dim)
+    shared_index = index is not None
+    index = index if index is not None else build_vector_index(settings, embedder.dim)
     gateway = KafkaGateway(settings, store, utc_now_iso)
     recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)
     return Runtime(
@@ -130,5 +133,5 @@ def build_cluster_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         store=store,
         extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster"},
         starters=[gateway.start],
-        stoppers=[index.close, store.close, gateway.stop],
+        stoppers=([] if shared_index else [index.close]) + [store.close, gateway.stop],
     )

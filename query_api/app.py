@@ -36,6 +36,7 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
     app = FastAPI(title="Breadcrumb", version="0.1.0", lifespan=lifespan)
     app.state.runtime = runtime
     install_error_handlers(app)
+    include_routers(app)
 
     @app.post("/v1/events", status_code=202)
     async def post_events(request: Request) -> JSONResponse:
@@ -91,6 +92,22 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
         return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
 
     return app
+
+
+def include_routers(app: FastAPI) -> None:
+    """Mount every ``query_api/routes_*.py`` module's ``router`` (an APIRouter).
+
+    Route handlers reach the runtime through ``request.app.state.runtime``.
+    """
+    import importlib
+    import pkgutil
+
+    import query_api
+
+    for info in sorted(pkgutil.iter_modules(query_api.__path__), key=lambda m: m.name):
+        if info.name.startswith("routes_"):
+            module = importlib.import_module(f"query_api.{info.name}")
+            app.include_router(module.router)
 
 
 async def _events_body(request: Request) -> list[Any]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import faust
@@ -120,15 +122,46 @@ def _raw_topic(app: faust.App, name: str, partitions: int | None = None) -> Any:
                      value_serializer="raw", partitions=partitions)
 
 
-def run_worker(settings: Settings, loglevel: str = "info") -> None:
-    """``breadcrumb worker``: declare the topics, then run the Faust worker until stopped."""
+def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = False) -> None:
+    """``breadcrumb worker``: declare the topics, then run the Faust worker until stopped.
+
+    With ``serve_api`` the HTTP query service runs in the worker's event loop too, sharing
+    its vector index (qdrant-client local mode allows one process per folder).
+    """
     from infra.cluster import build_worker_parts, declare_topics
 
     asyncio.run(declare_topics(settings))
     parts = build_worker_parts(settings)
     app = create_app(settings, parts)
+    if serve_api:
+        _attach_api(app, settings, parts)
     worker = faust.Worker(app, loglevel=loglevel)
     try:
         worker.execute_from_commandline()
     finally:
         parts.close()
+
+
+def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
+    import uvicorn
+
+    from infra.cluster import build_cluster_runtime
+    from query_api.app import create_app as create_http_app
+
+    runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
+    http = create_http_app(runtime, manage_lifecycle=False)
+    class _InLoopServer(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:  # Faust owns the signals here
+            yield
+
+    server = _InLoopServer(uvicorn.Config(http, host=settings.host, port=settings.port,
+                                          log_level="info", lifespan="off"))
+
+    @app.task
+    async def serve_http() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, runtime.start)
+        try:
+            await server.serve()
+        finally:
+            runtime.stop()

@@ -4,12 +4,7 @@ as the embedded runner for the same events; duplicates and invalid messages are 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
 import subprocess
-import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,51 +18,27 @@ from infra.cluster import build_sql_store
 from infra.settings import Settings
 from streams.kafka_gateway import KafkaGateway
 from tests.conftest import example_events, wait_until
+from tests.integration.conftest import cluster_settings, start_worker, stop_worker
 
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture()
 def cluster(tmp_path: Path) -> Iterator[tuple[Settings, Any]]:
-    tag = uuid.uuid4().hex[:8]
-    settings = Settings(
-        mode="cluster", data_dir=tmp_path / "cluster", topic_prefix=f"t{tag}-",
-        worker_id=f"worker-{tag}", worker_web_port=_free_port(), idle_flush_seconds=3,
-        mysql_database=os.environ.get("BREADCRUMB_TEST_MYSQL_DATABASE", "breadcrumb_test"),
-    )
+    settings = cluster_settings(tmp_path)
     store = build_sql_store(settings)
     store.drop_tables()  # a clean database for this test
     store.close()
     store.open()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    for name, value in (("MODE", "cluster"), ("DATA_DIR", str(settings.data_dir)),
-                        ("TOPIC_PREFIX", settings.topic_prefix),
-                        ("WORKER_ID", settings.worker_id),
-                        ("WORKER_WEB_PORT", str(settings.worker_web_port)),
-                        ("IDLE_FLUSH_SECONDS", "3"),
-                        ("MYSQL_DATABASE", settings.mysql_database)):
-        env[f"BREADCRUMB_{name}"] = value
-    log = (tmp_path / "worker.log").open("wb")
-    worker = subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker"],
-                              stdout=log, stderr=subprocess.STDOUT, env=env)
+    log = tmp_path / "worker.log"
+    worker = start_worker(settings, log)
     gateway = KafkaGateway(settings, store, utc_now_iso)
     gateway.start()
     try:
-        yield settings, (store, gateway, worker, tmp_path / "worker.log")
+        yield settings, (store, gateway, worker, log)
     finally:
         gateway.stop()
-        if worker.poll() is None:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                worker.wait(30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+        stop_worker(worker)
         store.close()
 
 

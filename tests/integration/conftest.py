@@ -1,0 +1,52 @@
+"""Helpers to run a real Faust worker process against the services from infra/."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from infra.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_settings(tmp_path: Path, **overrides: object) -> Settings:
+    """Cluster settings isolated by a unique topic prefix and worker id."""
+    tag = uuid.uuid4().hex[:8]
+    values: dict[str, object] = {
+        "mode": "cluster", "data_dir": tmp_path / "cluster", "topic_prefix": f"t{tag}-",
+        "worker_id": f"worker-{tag}", "worker_web_port": free_port(), "idle_flush_seconds": 3,
+        "port": free_port(),
+        "mysql_database": os.environ.get("BREADCRUMB_TEST_MYSQL_DATABASE", "breadcrumb_test"),
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def start_worker(settings: Settings, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """``breadcrumb worker`` as a user runs it, configured through BREADCRUMB_* variables."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name in ("mode", "data_dir", "topic_prefix", "worker_id", "worker_web_port",
+                 "idle_flush_seconds", "mysql_database", "port"):
+        env[f"BREADCRUMB_{name.upper()}"] = str(getattr(settings, name))
+    return subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker", *args],
+                            stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+
+
+def stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait(10)
