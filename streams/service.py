@@ -33,6 +33,7 @@ from topics.records import ClosedRange, DeadLetter, Event, FlushMarker, Observat
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], str]
+ObserveFn = Callable[[Sequence[Event], ClosedRange], Observation]
 
 
 @dataclass(slots=True)
@@ -68,6 +69,7 @@ class IngestService:
         config: PipelineConfig | None = None,
         on_observation: Callable[[Observation], None] | None = None,
         source: str = "log",
+        observer: ObserveFn | None = None,
     ) -> None:
         self.raw = raw
         self.memories = memories
@@ -79,6 +81,7 @@ class IngestService:
         self.config = config or PipelineConfig()
         self.on_observation = on_observation
         self.source = source
+        self.observer = observer  # the LLM observer when configured; else deterministic
 
     # ------------------------------------------------------------------ entries
     def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
@@ -129,7 +132,10 @@ class IngestService:
         """Turn a closed range into an observation + chunks, embedded and indexed."""
         rng = closed.source_range
         events = self.raw.get_range(closed.user_id, rng.thread_id, rng.start_index, rng.end_index)
-        observation = observe(events, closed, self.config.observer)
+        if self.observer is not None:
+            observation = self.observer(events, closed)
+        else:
+            observation = observe(events, closed, self.config.observer)
         chunks = chunk_events(
             events, observation.id, self.config.chunker, self.embedder.count_tokens
         )

@@ -19,14 +19,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def fresh_database(tag: str) -> str:
+    """Create a throw-away database ``bc_test_<tag>`` (the breadcrumb user may)."""
+    import pymysql
+
+    name = f"bc_test_{tag}"
+    conn = pymysql.connect(host="127.0.0.1", port=int(os.environ.get("BREADCRUMB_MYSQL_PORT",
+                           "3306")), user="breadcrumb", password="breadcrumb")
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    finally:
+        conn.close()
+    return name
+
+
+def drop_database(name: str) -> None:
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", port=int(os.environ.get("BREADCRUMB_MYSQL_PORT",
+                           "3306")), user="breadcrumb", password="breadcrumb")
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    finally:
+        conn.close()
+
+
 def cluster_settings(tmp_path: Path, **overrides: object) -> Settings:
-    """Cluster settings isolated by a unique topic prefix and worker id."""
+    """Cluster settings isolated by a unique topic prefix, worker id and database."""
     tag = uuid.uuid4().hex[:8]
     values: dict[str, object] = {
         "mode": "cluster", "data_dir": tmp_path / "cluster", "topic_prefix": f"t{tag}-",
         "worker_id": f"worker-{tag}", "worker_web_port": free_port(), "idle_flush_seconds": 3,
         "port": free_port(),
-        "mysql_database": os.environ.get("BREADCRUMB_TEST_MYSQL_DATABASE", "breadcrumb_test"),
+        "mysql_database": fresh_database(tag),
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ import pytest
 
 from infra.cluster import build_sql_store
 from tests.conftest import example_events, wait_until
-from tests.integration.conftest import cluster_settings, start_worker, stop_worker
+from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +17,6 @@ pytestmark = pytest.mark.integration
 def test_http_to_kafka_to_recall(tmp_path: Path) -> None:
     settings = cluster_settings(tmp_path)
     store = build_sql_store(settings)
-    store.drop_tables()
     store.close()
     log = tmp_path / "worker.log"
     worker = start_worker(settings, log, "--serve-api")
@@ -52,3 +51,4 @@ def test_http_to_kafka_to_recall(tmp_path: Path) -> None:
             e["extracted_text"] for e in answer["evidence"])
     finally:
         stop_worker(worker)
+        drop_database(settings.mysql_database)

@@ -18,7 +18,7 @@ from infra.cluster import build_sql_store
 from infra.settings import Settings
 from streams.kafka_gateway import KafkaGateway
 from tests.conftest import example_events, wait_until
-from tests.integration.conftest import cluster_settings, start_worker, stop_worker
+from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
 
 pytestmark = pytest.mark.integration
 
@@ -27,9 +27,6 @@ pytestmark = pytest.mark.integration
 def cluster(tmp_path: Path) -> Iterator[tuple[Settings, Any]]:
     settings = cluster_settings(tmp_path)
     store = build_sql_store(settings)
-    store.drop_tables()  # a clean database for this test
-    store.close()
-    store.open()
     log = tmp_path / "worker.log"
     worker = start_worker(settings, log)
     gateway = KafkaGateway(settings, store, utc_now_iso)
@@ -40,6 +37,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Settings, Any]]:
         gateway.stop()
         stop_worker(worker)
         store.close()
+        drop_database(settings.mysql_database)
 
 
 def _wait_done(gateway: KafkaGateway, worker: subprocess.Popen[bytes], log: Path) -> None:
