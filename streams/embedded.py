@@ -20,7 +20,7 @@ import orjson
 from stores.sqlite_store import SqliteStore
 from streams.gateway import SubmitResult, check_batch
 from streams.service import IngestService
-from topics.records import FlushMarker
+from topics.records import DeadLetter, FlushMarker
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class EmbeddedRunner:
         self._thread: threading.Thread | None = None
         self._last_seen: dict[tuple[str, str], float] = {}
         self._errors = 0
+        self._failures: dict[int, int] = {}
+        self.max_attempts = 5
 
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
@@ -103,13 +105,34 @@ class EmbeddedRunner:
         handled = 0
         for seq, payload in self.store.read_log(0, limit):
             entry = orjson.loads(payload)
-            with self.store.transaction():
-                result = self.service.handle(entry, payload)
-                self.store.mark_processed(seq)
-                self.store.incr("events_processed" if result.outcome != "flushed" else "flushes", 1)
+            try:
+                with self.store.transaction():
+                    result = self.service.handle(entry, payload)
+                    self.store.mark_processed(seq)
+                    outcome = "events_processed" if result.outcome != "flushed" else "flushes"
+                    self.store.incr(outcome, 1)
+            except Exception as exc:
+                if not self._give_up(seq, payload, exc):
+                    raise
+            self._failures.pop(seq, None)
             self._touch(entry)
             handled += 1
         return handled
+
+    def _give_up(self, seq: int, payload: str, exc: Exception) -> bool:
+        """After ``max_attempts`` failures an entry goes to the dead letters (kept, with
+        the error as its reason) so one poison entry cannot stall its thread forever."""
+        self._failures[seq] = self._failures.get(seq, 0) + 1
+        if self._failures[seq] < self.max_attempts:
+            return False
+        log.error("giving up on log entry %s after %s attempts: %s", seq, self.max_attempts, exc)
+        letter = DeadLetter(reason=f"processing failed {self.max_attempts} times: {exc!r}",
+                            payload=payload, received_at=self.clock(), source="processor")
+        with self.store.transaction():
+            self.store.put_dead_letter(letter)
+            self.store.mark_processed(seq)
+            self.store.incr("processing_failures", 1)
+        return True
 
     def drain(self, timeout: float = 600.0) -> None:
         """Process until the log is empty (used by ``breadcrumb ingest`` in-process)."""

@@ -1,0 +1,64 @@
+"""The embedded runner's log discipline: order, dedupe, and poison entries as data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from stores.sqlite_store import SqliteStore
+from streams.embedded import EmbeddedRunner
+from streams.service import HandleResult
+from tests.conftest import example_events
+
+
+class _RecordingService:
+    """Stands in for IngestService: records entries, fails on one event id."""
+
+    def __init__(self, poison: str | None = None) -> None:
+        self.poison = poison
+        self.seen: list[str] = []
+
+    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
+        if entry.get("event_id") == self.poison:
+            raise RuntimeError("boom")
+        self.seen.append(str(entry.get("event_id") or entry.get("_control")))
+        return HandleResult("processed")
+
+
+def _runner(tmp_path: Path, service: _RecordingService) -> EmbeddedRunner:
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    store.open()
+    return EmbeddedRunner(store, service, lambda: "2026-11-30T00:00:00+00:00", 60.0)  # type: ignore[arg-type]
+
+
+def test_entries_are_processed_in_log_order_and_duplicates_skipped(tmp_path: Path) -> None:
+    service = _RecordingService()
+    runner = _runner(tmp_path, service)
+    events = example_events()[:6]
+    first = runner.submit(events)
+    again = runner.submit(events[:3])
+    assert (first.accepted, first.duplicates, again.accepted, again.duplicates) == (6, 0, 0, 3)
+    runner.drain()
+    assert service.seen == [e["event_id"] for e in events]
+    assert runner.unprocessed() == 0
+    assert runner.counters()["events_processed"] == 6
+
+
+def test_a_poison_entry_becomes_a_dead_letter_and_the_log_moves_on(tmp_path: Path) -> None:
+    events = example_events()[:4]
+    service = _RecordingService(poison=events[1]["event_id"])
+    runner = _runner(tmp_path, service)
+    runner.submit(events)
+    for _ in range(runner.max_attempts - 1):
+        try:
+            runner.process_available()
+        except RuntimeError:
+            pass
+        assert runner.store.count_dead_letters() == 0
+    runner.process_available()
+    runner.drain()
+    assert runner.store.count_dead_letters() == 1
+    letter = runner.store.list_dead_letters(1)[0]
+    assert "boom" in letter.reason and events[1]["event_id"] in letter.payload
+    assert service.seen == [events[0]["event_id"], events[2]["event_id"], events[3]["event_id"]]
+    assert runner.unprocessed() == 0
