@@ -8,7 +8,8 @@ install:
 	$(PY) -m pip install -q -e '.[test]'
 
 ## Runs the main job on the embedded default: ingest the sample session, recall an exact value.
-demo: install
+demo:
+	$(PY) -m pip install -q -e .
 	breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
 	breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 

@@ -13,20 +13,18 @@ any level rolls the whole transaction back).
 
 from __future__ import annotations
 
-import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from stores import sql_schema as s
+from stores.sql_log import LogItem, LogStateMixin
 from topics.records import Chunk, DeadLetter, Event, MemoryStatusChange, Observation
 
 Row = tuple[Any, ...]
-#: One item for :meth:`SqlStore.append_log`: (user_id, event_id, thread_key, payload_json).
-LogItem = tuple[str | None, str | None, str, str]
+__all__ = ["LogItem", "Row", "SqlStore"]
 
 
 class StoreError(Exception):
@@ -45,7 +43,7 @@ class TenantMismatchError(StoreError):
     """A memory id already belongs to another user."""
 
 
-class SqlStore(ABC):
+class SqlStore(LogStateMixin, ABC):
     """RawEventStore + MemoryStore + DeadLetterStore + ThreadStateStore over one SQL database.
 
     Constructors do not connect; :meth:`open` connects and creates the tables (idempotent).
@@ -368,73 +366,3 @@ class SqlStore(ABC):
         """The most recent dead letters, newest first."""
         rows = self._read(f"{s.SELECT_DEAD_LETTERS} ORDER BY id DESC LIMIT ?", (limit,))
         return [s.dead_letter_from_row(r) for r in rows]
-
-    # --- ThreadStateStore --------------------------------------------------------------------
-
-    def get_state(self, key: str) -> dict[str, Any] | None:
-        """The segmenter state of a thread key, or None."""
-        rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def put_state(self, key: str, state: dict[str, Any]) -> None:
-        """Replace the state; ``pending_count`` = ``len(state["pending"])`` (0 if absent)."""
-        pending = len(state.get("pending") or ())
-        now = datetime.now(UTC).isoformat()  # bookkeeping only, not part of any record
-        sql = self.dialect.upsert("thread_state", ("state_key", "state", "pending_count",
-                                  "updated_at"), ("state_key",),
-                                  ("state", "pending_count", "updated_at"))
-        with self.transaction():
-            self._execute(sql, (key, s.dumps(state), pending, now))
-
-    def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
-        """(key, state) of every thread, or only those with pending events; by key."""
-        where = " WHERE pending_count > 0" if pending_only else ""
-        rows = self._read(f"SELECT state_key, state FROM thread_state{where} ORDER BY state_key")
-        return [(str(k), json.loads(v)) for k, v in rows]
-
-    def count_pending_window_events(self) -> int:
-        """Events waiting in open windows, summed over all threads."""
-        return self._scalar("SELECT SUM(pending_count) FROM thread_state")
-
-    # --- event_log (the embedded runner's durable inbox) -------------------------------------
-
-    def append_log(self, payloads: Sequence[LogItem]) -> list[bool]:
-        """Append (user_id, event_id, thread_key, payload_json) items in ONE transaction.
-
-        Per item True if appended, False if that (user_id, event_id) is already in the log
-        (also within this batch). Items whose event_id is None always append.
-        """
-        now = datetime.now(UTC).isoformat()
-        with self.transaction():
-            return [self._insert_unique(s.INSERT_LOG, (u, e, k, p, now)) for u, e, k, p in payloads]
-
-    def read_log(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
-        """Unprocessed (seq, payload) with seq > after_seq, in seq order."""
-        rows = self._read("SELECT seq, payload FROM event_log WHERE processed = 0 AND seq > ? "
-                          "ORDER BY seq LIMIT ?", (after_seq, limit))
-        return [(int(q), str(p)) for q, p in rows]
-
-    def mark_processed(self, seq: int) -> None:
-        """Flag one log entry as processed."""
-        with self.transaction():
-            self._execute("UPDATE event_log SET processed = 1 WHERE seq = ?", (seq,))
-
-    def count_unprocessed(self) -> int:
-        """Log entries not yet processed."""
-        return self._scalar("SELECT COUNT(*) FROM event_log WHERE processed = 0")
-
-    def count_log(self) -> int:
-        """All log entries."""
-        return self._scalar("SELECT COUNT(*) FROM event_log")
-
-    # --- kv_counters -------------------------------------------------------------------------
-
-    def incr(self, name: str, n: int = 1) -> None:
-        """Add ``n`` to a named counter (created at 0)."""
-        sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), add=("value",))
-        with self.transaction():
-            self._execute(sql, (name, n))
-
-    def get_counters(self) -> dict[str, int]:
-        """Every counter by name."""
-        return {str(k): int(v) for k, v in self._read("SELECT name, value FROM kv_counters")}
