@@ -114,6 +114,16 @@ class LogStateMixin:
         with self.transaction():
             self._execute(sql, (name, n))
 
+    def set_counter(self, name: str, value: int) -> None:
+        """Set a named counter (e.g. a generation's ``applied_seq`` cursor into the log)."""
+        sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), ("value",))
+        with self.transaction():
+            self._execute(sql, (name, value))
+
+    def count_log_after(self, seq: int) -> int:
+        """Log entries after position ``seq`` (what a generation has not applied yet)."""
+        return self._scalar("SELECT COUNT(*) FROM event_log WHERE seq > ?", (seq,))
+
     def get_counters(self) -> dict[str, int]:
         """Every counter by name."""
         return {str(k): int(v) for k, v in self._read("SELECT name, value FROM kv_counters")}
