@@ -42,6 +42,7 @@ class Runtime:
     index: VectorIndex
     embedder: Embedder
     store: Any  # the SQL store (SqliteStore or MySqlStore): stats, audit, log
+    lifecycle: Any = None  # issue 5: streams.lifecycle.LifecycleService (status/tier owner)
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
@@ -128,23 +129,57 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     store.open()
     index = QdrantEdgeIndex(data_dir / "vectors", embedder.dim)
     index.ensure()
+    # issue 5 (lifecycle): supersession on ingest, archive-aware reads, periodic sweeper
+    from stores.cold import LocalColdStore
+
+    lifecycle, raw = build_lifecycle(settings, store, index, LocalColdStore(data_dir / "cold"))
     service = IngestService(
         store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
         observer=build_observer(settings),
+        on_observation=lifecycle.on_observation if settings.lifecycle_enabled else None,
     )
     runner = EmbeddedRunner(store, service, utc_now_iso, settings.idle_flush_seconds)
-    recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)
+    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
+    sweeper = sweeper_for(settings, lifecycle)
     return Runtime(
         settings=settings,
         gateway=runner,
         recall=recall,
-        raw=store,
+        raw=raw,
         memories=store,
         dead_letters=store,
         index=index,
         embedder=embedder,
         store=store,
+        lifecycle=lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded"},
-        starters=[runner.start],
-        stoppers=[index.close, store.close, runner.stop],
+        starters=[runner.start, sweeper.start],
+        stoppers=[index.close, store.close, runner.stop, sweeper.stop],
     )
+
+
+def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
+                    publisher: Any = None) -> tuple[Any, Any]:
+    """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
+    and the archive-aware RawEventStore that recall reads through."""
+    from stores.archive import ArchiveAwareRawEvents, Archiver
+    from stores.facts_sql import LifecycleTables
+    from streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
+
+    tables = LifecycleTables(store)
+    tables.open()
+    raw = ArchiveAwareRawEvents(store, tables, cold)
+    service = LifecycleService(
+        store, tables, index, raw, publisher or SqlChangelog(tables, utc_now), utc_now,
+        lifecycle_configs(settings), Archiver(store, tables, cold))
+    return service, raw
+
+
+def sweeper_for(settings: Settings, lifecycle: Any) -> Any:
+    """Issue 5: the periodic sweeper thread (a no-op starter when lifecycle is off)."""
+    from streams.lifecycle import Sweeper
+
+    sweeper = Sweeper(lifecycle, settings.lifecycle_sweep_seconds)
+    if not settings.lifecycle_enabled:
+        sweeper.start = lambda: None  # type: ignore[method-assign]
+    return sweeper

@@ -8,6 +8,7 @@ from typing import Any
 
 from infra.bootstrap import (
     Runtime,
+    build_lifecycle,
     build_observer,
     pipeline_config,
     score_weights,
@@ -75,6 +76,7 @@ class WorkerParts:
     embedder: Embedder
     clock: Callable[[], str]
     observer: ObserveFn | None = None
+    lifecycle: Any = None  # issue 5: LifecycleService publishing to a CollectingChangelog
 
     def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
         """An ingest service bound to one message's state and dead-letter capture."""
@@ -82,6 +84,7 @@ class WorkerParts:
             self.store, self.store, letters, _Mirrored(states, self.store), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
+            on_observation=self.lifecycle.on_observation if self.lifecycle else None,  # issue 5
         )
 
     def close(self) -> None:
@@ -110,7 +113,26 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None) -> 
     embedder = embedder or build_embedder(settings)
     store = build_sql_store(settings)
     index = build_vector_index(settings, embedder.dim)
-    return WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
+    parts = WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
+    if settings.lifecycle_enabled:  # issue 5: the Faust agent/timer send what it collects
+        from streams.lifecycle import CollectingChangelog
+
+        parts.lifecycle, _raw = build_lifecycle(settings, store, index, build_cold_store(settings),
+                                                CollectingChangelog())
+    return parts
+
+
+def build_cold_store(settings: Settings) -> Any:
+    """Issue 5: S3 when an endpoint or keys are configured, else files under data_dir/cold."""
+    from stores.cold import LocalColdStore, S3ColdStore
+
+    if not (settings.s3_endpoint or settings.s3_access_key):
+        return LocalColdStore(settings.data_dir / "cold")
+    secret = settings.s3_secret_key.get_secret_value() if settings.s3_secret_key else None
+    key = settings.s3_access_key.get_secret_value() if settings.s3_access_key else None
+    cold = S3ColdStore(settings.s3_endpoint, settings.s3_bucket, settings.s3_region, key, secret)
+    cold.ensure()
+    return cold
 
 
 def build_cluster_runtime(
@@ -123,18 +145,26 @@ def build_cluster_runtime(
     shared_index = index is not None
     index = index if index is not None else build_vector_index(settings, embedder.dim)
     gateway = KafkaGateway(settings, store, utc_now_iso)
-    recall = RecallService(index, store, store, embedder, score_weights(settings), utc_now)
+    # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
+    from streams.lifecycle import KafkaChangelog
+    from topics.names import MEMORY_STATUS
+
+    changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
+    lifecycle, raw = build_lifecycle(settings, store, index, build_cold_store(settings), changelog)
+    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
     return Runtime(
         settings=settings,
         gateway=gateway,
         recall=recall,
-        raw=store,
+        raw=raw,
         memories=store,
         dead_letters=store,
         index=index,
         embedder=embedder,
         store=store,
+        lifecycle=lifecycle,
         extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster"},
-        starters=[gateway.start],
-        stoppers=([] if shared_index else [index.close]) + [store.close, gateway.stop],
+        starters=[gateway.start, changelog.start],
+        stoppers=([] if shared_index else [index.close]) + [store.close, gateway.stop,
+                                                             changelog.stop],
     )

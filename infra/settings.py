@@ -75,6 +75,34 @@ class Settings(BaseSettings):
     s3_access_key: SecretStr | None = None
     s3_secret_key: SecretStr | None = None
 
+    # --- observability -------------------------------------------------------------------
+    log_format: Literal["text", "json"] = "text"  # json: one JSON object per log line
+    dashboard_interval_seconds: float = Field(1.0, ge=0.2, le=60)  # SSE snapshot period
+
+    # --- lifecycle ---------------------------------------------------------------------
+    lifecycle_enabled: bool = True
+    lifecycle_confirm_hits: int = Field(3, ge=1)
+    lifecycle_confirm_window_hours: float = Field(24.0, gt=0)
+    lifecycle_active_hits: int = Field(10, ge=1)
+    lifecycle_active_window_hours: float = Field(72.0, gt=0)
+    lifecycle_ttl_active_days: float = Field(365.0, gt=0)
+    lifecycle_ttl_confirmed_days: float = Field(30.0, gt=0)
+    lifecycle_ttl_provisional_days: float = Field(7.0, gt=0)
+    lifecycle_archive_superseded_days: float = Field(30.0, ge=0)
+    lifecycle_archive_unused_days: float = Field(0.0, ge=0)  # 0 = off
+    lifecycle_project_overrides: str = "{}"  # JSON {"project": {"confirm_hits": 5, ...}}
+    lifecycle_sweep_seconds: float = Field(300.0, gt=0)
+    # --- end lifecycle -----------------------------------------------------------------
+
+    # --- llm ---------------------------------------------------------------------------
+    llm_base_url: str | None = None  # chat server; defaults to openai_base_url
+    llm_timeout_seconds: float = Field(60.0, gt=0)
+    llm_max_retries: int = Field(3, ge=0)
+    llm_backoff_seconds: float = Field(0.5, ge=0)
+    llm_max_output_tokens: int = Field(1024, ge=16)
+    llm_json_mode: bool = True  # send response_format=json_object (auto-off if refused)
+    # --- end llm -----------------------------------------------------------------------
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:

@@ -75,12 +75,7 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
         events = await run_in_threadpool(runtime.raw.get_range, user_id, thread_id, start, last)
         return [e.to_dict() for e in events]
 
-    @app.get("/v1/memories/{memory_id}")
-    async def get_memory(memory_id: str, user_id: str) -> dict[str, Any]:
-        memory = await run_in_threadpool(runtime.memories.get_memory, user_id, memory_id)
-        if memory is None:
-            raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
-        return memory.to_dict()
+    # GET /v1/memories/{memory_id} moved to query_api/routes_memories.py (issue 5: history)
 
     @app.get("/v1/stats")
     async def get_stats() -> dict[str, Any]:

@@ -79,7 +79,23 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
             if local.changed(key):
                 states[key] = orjson.dumps(local.get_state(key))
             await _publish(result.observations, letters.captured)
+            await _publish_lifecycle()  # issue 5: after "created", so compaction keeps ours
             _touch(key, entry)
+
+    async def _publish_lifecycle() -> None:
+        if parts.lifecycle is None:
+            return
+        for memory_id, value in parts.lifecycle.publisher.drain():
+            data = None if value is None else orjson.dumps(value)
+            await status.send(key=memory_id.encode(), value=data)
+
+    @app.timer(interval=settings.lifecycle_sweep_seconds)
+    async def lifecycle_sweep() -> None:
+        """Issue 5: the tier/archive sweeper; its changes go to memory-status."""
+        if parts.lifecycle is None:
+            return
+        await asyncio.get_running_loop().run_in_executor(executor, parts.lifecycle.sweep)
+        await _publish_lifecycle()
 
     async def _publish(observed: list[Observation], letters: list[bytes]) -> None:
         for obs in observed:

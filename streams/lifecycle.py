@@ -1,0 +1,419 @@
+"""The LifecycleService: supersession on ingest, the tier sweeper, manual changes, replay.
+
+Every status or tier change is a :class:`MemoryStatusChange` (tombstone = ``None``) that is
+applied idempotently to the SQL row, the Qdrant payload and the audit trail, then
+published to the changelog: the compacted ``memory-status`` topic in cluster mode, the
+``memory_changelog`` table embedded. Replaying the changelog in order into stores holding
+the same memories reproduces every status and tier (:meth:`LifecycleService.replay`).
+Decisions live in ``processors.supersession`` / ``processors.lifecycle``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+from processors import lifecycle as lc
+from processors import supersession as sp
+from stores.archive import Archiver
+from stores.facts_sql import LifecycleTables
+from stores.qdrant_common import PointNotFoundError
+from topics.records import Event, MemoryStatusChange, Observation
+
+log = logging.getLogger(__name__)
+ConfigFor = Callable[[str | None], lc.LifecycleConfig]
+
+
+class ChangelogPublisher(Protocol):
+    """Where changes go after they are applied (key = memory id, None = tombstone)."""
+
+    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None: ...
+
+
+class SqlChangelog:
+    """The embedded "topic": the ``memory_changelog`` table."""
+
+    def __init__(self, tables: LifecycleTables, clock: Callable[[], datetime]) -> None:
+        self.tables = tables
+        self.clock = clock
+
+    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
+        self.tables.append_change(memory_id, user_id, value, self.clock().isoformat())
+
+
+class CollectingChangelog:
+    """Collects changes for a caller that sends them itself (the Faust agent and timer)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[str, dict[str, Any] | None]] = []
+        self._lock = threading.Lock()
+
+    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
+        with self._lock:
+            self._items.append((memory_id, value))
+
+    def drain(self) -> list[tuple[str, dict[str, Any] | None]]:
+        """Everything collected since the last drain, in order."""
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+def lifecycle_configs(settings: Any) -> ConfigFor:
+    """Settings ``lifecycle_*`` → a config per project (``lifecycle_project_overrides``)."""
+    base = lc.LifecycleConfig().with_overrides({
+        "confirm_hits": settings.lifecycle_confirm_hits,
+        "confirm_window_hours": settings.lifecycle_confirm_window_hours,
+        "active_hits": settings.lifecycle_active_hits,
+        "active_window_hours": settings.lifecycle_active_window_hours,
+        "ttl_active_days": settings.lifecycle_ttl_active_days,
+        "ttl_confirmed_days": settings.lifecycle_ttl_confirmed_days,
+        "ttl_provisional_days": settings.lifecycle_ttl_provisional_days,
+        "archive_superseded_after_days": settings.lifecycle_archive_superseded_days,
+        "archive_unused_after_days": settings.lifecycle_archive_unused_days,
+    })
+    raw = json.loads(settings.lifecycle_project_overrides or "{}")
+    per_project = {p: base.with_overrides(v) for p, v in raw.items()}
+    return lambda project: per_project.get(project or "", base)
+
+
+class LifecycleService:
+    """Owns memory status and tier after creation."""
+
+    def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any,
+                 publisher: ChangelogPublisher, clock: Callable[[], datetime],
+                 configs: ConfigFor | None = None, archiver: Archiver | None = None) -> None:
+        self.store = store  # SqlStore: rows, audit
+        self.tables = tables
+        self.index = index
+        self.raw = raw
+        self.publisher = publisher
+        self.clock = clock
+        self.configs: ConfigFor = configs or (lambda _p: lc.LifecycleConfig())
+        self.archiver = archiver
+        self.errors: Counter[str] = Counter()  # visible in tests and stats
+
+    # ------------------------------------------------------------------ ingest hook
+    def on_observation(self, obs: Observation) -> None:
+        """Index the new memory's facts, then supersede / conflict / verify / dedupe."""
+        rng = obs.source_range
+        events = self.raw.get_range(obs.user_id, rng.thread_id, rng.start_index, rng.end_index)
+        ts = {e.event_id: e.ts for e in events}
+        rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
+                for f in obs.facts]
+        self.tables.replace_facts(obs.user_id, obs.id, rows)
+        self.tables.ensure_life(obs.user_id, obs.id, obs.created_at)
+        existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
+        verdicts = sp.compare_facts(rows, existing)
+        if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
+            newest = max(r.ts for r in rows)
+            verdicts += sp.reversal_verdicts(obs.id, newest, [r.key for r in rows], existing)
+        for verdict in verdicts:
+            self._apply_verdict(obs.user_id, verdict, obs.created_at)
+        self._verify(obs, rows, existing, events)
+        self._dedupe(obs, rows, existing)
+        self._snapshot(obs.user_id, obs.id)
+
+    def _apply_verdict(self, user_id: str, v: sp.Verdict, at: str) -> None:
+        if v.kind == sp.CONFLICTED:
+            for mid in (v.older, v.newer):
+                self._set(user_id, mid, "pipeline", f"conflict:{v.key}", at, status="conflicted")
+            return
+        self.tables.mark_fact(v.older, v.key, "superseded")
+        held = [f.key for f in self.tables.facts_of(v.older)]
+        lost = [f.key for f in self.tables.facts_of(v.older, "superseded")]
+        if sp.memory_outcome(held + lost, lost) == sp.SUPERSEDED:
+            reason = f"supersede:{v.key}"
+            self._set(user_id, v.older, "pipeline", reason, at, status="superseded",
+                      superseded_by=v.newer)
+            self._set(user_id, v.newer, "pipeline", reason, at, supersedes=v.older)
+        self._note(user_id, v.older, "superseded_facts", v.key,
+                   {"value": v.old_value, "new_value": v.new_value, "superseded_by": v.newer})
+        self._note(user_id, v.newer, "supersedes_facts", v.key,
+                   {"value": v.old_value, "memory_id": v.older})
+        self.store.add_audit(v.older, user_id, at, "pipeline", f"fact:{v.key}", v.old_value,
+                             v.new_value, f"superseded by {v.newer}")
+
+    def _note(self, user_id: str, mid: str, name: str, key: str, value: Any) -> None:
+        row = self.store.get_memory_row(user_id, mid)
+        if row is None:
+            return
+        meta = dict(row["metadata"])
+        meta[name] = {**meta.get(name, {}), key: value}
+        self.tables.set_metadata(user_id, mid, meta)
+
+    def _verify(self, obs: Observation, rows: list[sp.FactRow],
+                existing: list[sp.FactRow], events: list[Event]) -> None:
+        checks = [e for e in events if sp.is_verification(e.kind, e.content,
+                                                          e.attrs.get("exit_code"))]
+        if not checks or not rows:
+            return
+        last_fact = max(f.event_index for f in obs.facts)
+        targets = {f.memory_id for f in existing if (f.key, f.value) in
+                   {(r.key, r.value) for r in rows}} - {obs.id}
+        if any(e.index is not None and e.index > last_fact for e in checks):
+            targets.add(obs.id)
+        for mid in sorted(targets):
+            life = self.tables.get_life(obs.user_id, mid)
+            step = lc.verify(life, checks[-1].kind) if life else None
+            if step is not None:
+                self._set(obs.user_id, mid, "pipeline", step.reason, obs.created_at,
+                          tier=step.tier)
+
+    def _dedupe(self, obs: Observation, rows: list[sp.FactRow],
+                existing: list[sp.FactRow]) -> None:
+        mine = {(r.key, r.value) for r in rows}
+        others: dict[str, set[tuple[str, str]]] = {}
+        for f in existing:
+            if f.memory_id != obs.id:
+                others.setdefault(f.memory_id, set()).add((f.key, f.value))
+        for mid in sorted(m for m, fs in others.items() if fs == mine):
+            other = self.store.get_memory(obs.user_id, mid)
+            if other is None or not sp.near_duplicate(obs.summary, other.summary, mine,
+                                                      {(f.key, f.value) for f in other.facts}):
+                continue
+            keep, drop = sorted((other, obs), key=lambda m: (m.created_at, m.id))
+            self._set(obs.user_id, drop.id, "pipeline", f"duplicate of {keep.id}",
+                      obs.created_at, status="superseded", superseded_by=keep.id)
+            self._note(obs.user_id, keep.id, "merged_ranges", drop.id,
+                       drop.source_range.to_dict())
+
+    def _snapshot(self, user_id: str, mid: str) -> None:
+        """Publish the new memory's current state last, so the compacted topic's latest
+        value for it is right even after the pipeline's ``created`` record."""
+        row = self.store.get_memory_row(user_id, mid)
+        if row is not None:
+            self.publisher.publish(mid, user_id, _change(row, row["created_at"], "pipeline",
+                                                         "created").to_dict())
+
+    # ------------------------------------------------------------------ changes
+    def _set(self, user_id: str, mid: str, actor: str, reason: str, at: str,
+             status: str | None = None, tier: str | None = None,
+             superseded_by: str | None = None, supersedes: str | None = None) -> bool:
+        row = self.store.get_memory_row(user_id, mid)
+        if row is None:
+            self.errors["missing_memory"] += 1
+            return False
+        change = _change(row, at, actor, reason, status, tier)
+        links = {"superseded_by": superseded_by, "supersedes_memory_id": supersedes}
+        data = {**change.to_dict(), **{k: v for k, v in links.items() if v is not None}}
+        change = MemoryStatusChange(**data)
+        return self.emit(change)
+
+    def emit(self, change: MemoryStatusChange) -> bool:
+        """Apply a change, then publish it (when it changed anything)."""
+        changed = self.apply(change.memory_id, change.to_dict())
+        if changed:
+            self.publisher.publish(change.memory_id, change.user_id, change.to_dict())
+        return changed
+
+    def delete(self, user_id: str, mid: str, at: str, actor: str, reason: str) -> bool:
+        """Delete a memory with a tombstone (audit kept)."""
+        row = self.store.get_memory_row(user_id, mid)
+        if row is None:
+            return False
+        self.store.add_audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
+        self.apply(mid, None)
+        self.publisher.publish(mid, user_id, None)
+        return True
+
+    def apply(self, memory_id: str, value: dict[str, Any] | None) -> bool:
+        """Apply one changelog value idempotently; True when something changed."""
+        if value is None:
+            return self._apply_tombstone(memory_id)
+        change = MemoryStatusChange(**value)
+        row = self.store.get_memory_row(change.user_id, memory_id)
+        if row is None:
+            self.errors["missing_memory"] += 1
+            return False
+        fields = [(f, row[f], getattr(change, f)) for f in ("status", "tier")
+                  if row[f] != getattr(change, f)]
+        links = (change.superseded_by not in (None, row["superseded_by"])
+                 or change.supersedes_memory_id not in (None, row["supersedes_memory_id"]))
+        if not fields and not links:
+            return False
+        self.store.apply_status_change(change)
+        self._payload(memory_id, {"status": change.status, "tier": change.tier})
+        for name, old, new in fields:
+            self.store.add_audit(memory_id, change.user_id, change.at, change.actor, name,
+                                 old, new, change.reason)
+        if fields:
+            self.tables.set_life(change.user_id, memory_id, change.at, int(row["hit_count"]),
+                                 change.at)
+        self._move_evidence(change, row["status"])
+        return True
+
+    def _apply_tombstone(self, memory_id: str) -> bool:
+        user_id = self.tables.owner_of(memory_id)
+        if user_id is None:
+            return False
+        self._payload(memory_id, {"status": lc.DELETE, "tier": lc.DELETE})
+        return self.tables.delete_memory(user_id, memory_id)
+
+    def _payload(self, memory_id: str, values: dict[str, Any]) -> None:
+        try:
+            self.index.set_memory_payload(memory_id, values)
+        except PointNotFoundError:
+            self.errors["missing_point"] += 1
+            log.warning("memory %s has no vector point; payload not updated", memory_id)
+
+    def _move_evidence(self, change: MemoryStatusChange, before: str) -> None:
+        if self.archiver is None or (change.status == "archived") == (before == "archived"):
+            return
+        memory = self.store.get_memory(change.user_id, change.memory_id)
+        if memory is None:
+            return
+        if change.status == "archived":
+            self.archiver.archive(memory)
+        else:
+            self.archiver.restore(memory)
+
+    # ------------------------------------------------------------------ manual / sweep
+    def set_manual(self, user_id: str, mid: str, actor: str, reason: str,
+                   status: str | None = None, tier: str | None = None) -> Observation | None:
+        """``PATCH /v1/memories/{id}`` and ``breadcrumb memory set``; None if no memory."""
+        if status is not None and status not in lc.STATUSES:
+            raise ValueError(f"status must be one of {lc.STATUSES}")
+        if tier is not None and tier not in lc.TIERS:
+            raise ValueError(f"tier must be one of {lc.TIERS}")
+        if self.store.get_memory_row(user_id, mid) is None:
+            return None
+        self._set(user_id, mid, actor, reason, self.clock().isoformat(), status=status, tier=tier)
+        memory: Observation | None = self.store.get_memory(user_id, mid)
+        return memory
+
+    def sweep(self, now: datetime | None = None) -> Counter[str]:
+        """One pass over every memory: archive, delete, demote, promote, roll hit windows."""
+        now = now or self.clock()
+        done: Counter[str] = Counter()
+        for life in list(self.tables.iter_lives()):
+            cfg = self.configs(life.project_id)
+            step = lc.decide(life, now, cfg)
+            if step is None:
+                window = lc.roll_window(life, now, cfg)
+                if window is not None:
+                    self.tables.set_window(life.memory_id, window.hits_base, window.window_start)
+                continue
+            self._transition(step, now.isoformat())
+            done[step.reason.split(":")[0]] += 1
+        return done
+
+    def _transition(self, step: lc.Transition, at: str) -> None:
+        if step.tier == lc.DELETE:
+            self.delete(step.user_id, step.memory_id, at, "sweeper", step.reason)
+        else:
+            self._set(step.user_id, step.memory_id, "sweeper", step.reason, at,
+                      status=step.status, tier=step.tier)
+
+    def replay(self, values: Iterable[tuple[str, dict[str, Any] | None]]) -> int:
+        """Apply changelog values in order (no publishing); returns how many changed."""
+        return sum(self.apply(mid, value) for mid, value in values)
+
+    def history(self, user_id: str, mid: str) -> list[dict[str, Any]]:
+        """The memories this one superseded / was superseded by (whole or per fact)."""
+        row = self.store.get_memory_row(user_id, mid)
+        if row is None:
+            return []
+        meta = row["metadata"]
+        links = [("supersedes", row["supersedes_memory_id"], None),
+                 ("superseded_by", row["superseded_by"], None)]
+        links += [("superseded_by", v["superseded_by"], k)
+                  for k, v in meta.get("superseded_facts", {}).items()]
+        links += [("supersedes", v["memory_id"], k)
+                  for k, v in meta.get("supersedes_facts", {}).items()]
+        links += [("merged", k, None) for k in meta.get("merged_ranges", {})]
+        return [_link(self.store.get_memory_row(user_id, other), rel, key)
+                for rel, other, key in links if other]
+
+
+def _link(row: dict[str, Any] | None, relation: str, key: str | None) -> dict[str, Any]:
+    base = {"relation": relation, "fact_key": key}
+    if row is None:
+        return {**base, "memory_id": None, "status": "deleted"}
+    return {**base, "memory_id": row["id"], "status": row["status"], "tier": row["tier"],
+            "summary": row["summary"], "created_at": row["created_at"]}
+
+
+def _change(row: dict[str, Any], at: str, actor: str, reason: str, status: str | None = None,
+            tier: str | None = None) -> MemoryStatusChange:
+    return MemoryStatusChange(
+        memory_id=row["id"], user_id=row["user_id"], status=status or row["status"],
+        tier=tier or row["tier"], at=at, actor=actor, reason=reason,
+        supersedes_memory_id=row["supersedes_memory_id"], superseded_by=row["superseded_by"])
+
+
+class KafkaChangelog:
+    """Publishes to the compacted ``memory-status`` topic (acks=all, idempotent) from sync
+    code: aiokafka runs on a private event-loop thread. ``start()`` before use."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self._loop: Any = None
+        self._producer: Any = None
+
+    def start(self) -> None:
+        import asyncio
+
+        from aiokafka import AIOKafkaProducer
+
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, name="memory-status", daemon=True).start()
+
+        async def make() -> Any:
+            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
+                                        enable_idempotence=True)
+            await producer.start()
+            return producer
+
+        self._producer = self._call(make())
+
+    def _call(self, coro: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+
+    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
+        data = None if value is None else json.dumps(value, ensure_ascii=False).encode()
+        self._call(self._producer.send_and_wait(self.topic, key=memory_id.encode(), value=data))
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        self._call(self._producer.stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop = None
+
+
+class Sweeper:
+    """Runs ``LifecycleService.sweep`` every ``interval`` seconds on a daemon thread."""
+
+    def __init__(self, service: LifecycleService, interval: float) -> None:
+        self.service = service
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="lifecycle-sweeper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.service.sweep()
+                self.runs += 1
+            except Exception:  # keep sweeping, but loudly and counted
+                self.service.errors["sweep_failed"] += 1
+                log.exception("lifecycle sweep failed")

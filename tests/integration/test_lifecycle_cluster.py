@@ -1,0 +1,80 @@
+"""LifecycleService on MySQL with the REAL Kafka ``memory-status`` topic as changelog."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.bootstrap import build_lifecycle
+from infra.cluster import build_sql_store, declare_topics
+from stores.cold import LocalColdStore
+from stores.qdrant_edge_index import QdrantEdgeIndex
+from streams.lifecycle import KafkaChangelog
+from tests.integration.conftest import cluster_settings, drop_database
+from topics.names import MEMORY_STATUS
+from topics.records import Observation, SourceRange
+
+pytestmark = pytest.mark.integration
+MID = "6f1c3a52-0000-4000-8000-000000000001"
+
+
+async def _read_topic(bootstrap: str, topic: str) -> list[tuple[str, Any]]:
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        batches = await consumer.getmany(timeout_ms=5000)
+        records = [r for rs in batches.values() for r in rs]
+    finally:
+        await consumer.stop()
+    return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]
+
+
+def test_sweeps_publish_to_kafka_and_replay_agrees(tmp_path: Path) -> None:
+    settings = cluster_settings(tmp_path)
+    asyncio.run(declare_topics(settings))
+    store = build_sql_store(settings)
+    index = QdrantEdgeIndex(tmp_path / "v", 4)
+    index.ensure()
+    topic = settings.topic(MEMORY_STATUS)
+    kafka = KafkaChangelog(settings.kafka_bootstrap, topic)
+    kafka.start()
+    try:
+        life, _raw = build_lifecycle(settings, store, index, LocalColdStore(tmp_path / "c"), kafka)
+        mem = Observation(MID, "u1", "p", "s", SourceRange("t", 0, 1), (), (), "", 0.5,
+                          "2024-05-01T00:00:00+00:00")
+        from processors.lexical import sparse_vector
+
+        index.upsert_memories([mem], [[0.1, 0.2, 0.3, 0.4]], [sparse_vector("s")])
+        store.upsert_memory(mem)
+        life.tables.ensure_life("u1", MID, mem.created_at)
+        t0 = life.clock().replace(year=2024, month=5, day=1, hour=0, minute=0, second=0,
+                                  microsecond=0)
+        for i in range(3):
+            store.record_usage("u1", [MID], (t0 + timedelta(hours=i)).isoformat())
+        life.sweep(t0 + timedelta(hours=3))
+        life.sweep(t0 + timedelta(days=31))
+        row = store.get_memory_row("u1", MID)
+        assert (row["status"], row["tier"]) == ("active", "provisional")
+        life.sweep(t0 + timedelta(days=38))
+        assert store.get_memory_row("u1", MID) is None
+        values = asyncio.run(_read_topic(settings.kafka_bootstrap, topic))
+        assert [(k, v and v["tier"]) for k, v in values] == [
+            (MID, "confirmed"), (MID, "provisional"), (MID, None)]
+        audit = store.list_audit("u1", MID)
+        assert [a["to_value"] for a in audit] == ["confirmed", "provisional", "deleted"]
+        # replay the topic into a re-created memory: the tombstone deletes it again
+        store.upsert_memory(mem)
+        assert life.replay(values) >= 1
+        assert store.get_memory_row("u1", MID) is None
+    finally:
+        kafka.stop()
+        index.close()
+        store.close()
+        drop_database(settings.mysql_database)
