@@ -15,7 +15,7 @@ from processors.segmenter import SegmenterConfig
 from query_api.recall import RecallService, ScoreWeights
 from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
 from streams.gateway import Gateway
-from streams.service import IngestService, ObserveFn, PipelineConfig
+from streams.service import ObserveFn, PipelineConfig
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ class Runtime:
     embedder: Embedder
     store: Any  # the SQL store (SqliteStore or MySqlStore): stats, audit, log
     lifecycle: Any = None  # issue 5: streams.lifecycle.LifecycleService (status/tier owner)
+    generation: str = "main"  # embedded: the generation of derived stores in use
+    generations: dict[str, Any] = field(default_factory=dict)
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
@@ -119,43 +121,9 @@ def build_runtime(settings: Settings, embedder: Embedder | None = None) -> Runti
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """SQLite + Qdrant Edge + local files under ``data_dir``; processors in-process."""
-    from stores.qdrant_edge_index import QdrantEdgeIndex
-    from stores.sqlite_store import SqliteStore
-    from streams.embedded import EmbeddedRunner
+    from infra.embedded import build_embedded_runtime as build
 
-    data_dir = settings.data_dir
-    data_dir.mkdir(parents=True, exist_ok=True)
-    store = SqliteStore(data_dir / "breadcrumb.sqlite3")
-    store.open()
-    index = QdrantEdgeIndex(data_dir / "vectors", embedder.dim)
-    index.ensure()
-    # issue 5 (lifecycle): supersession on ingest, archive-aware reads, periodic sweeper
-    from stores.cold import LocalColdStore
-
-    lifecycle, raw = build_lifecycle(settings, store, index, LocalColdStore(data_dir / "cold"))
-    service = IngestService(
-        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
-        observer=build_observer(settings),
-        on_observation=lifecycle.on_observation if settings.lifecycle_enabled else None,
-    )
-    runner = EmbeddedRunner(store, service, utc_now_iso, settings.idle_flush_seconds)
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
-    sweeper = sweeper_for(settings, lifecycle)
-    return Runtime(
-        settings=settings,
-        gateway=runner,
-        recall=recall,
-        raw=raw,
-        memories=store,
-        dead_letters=store,
-        index=index,
-        embedder=embedder,
-        store=store,
-        lifecycle=lifecycle,
-        extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded"},
-        starters=[runner.start, sweeper.start],
-        stoppers=[index.close, store.close, runner.stop, sweeper.stop],
-    )
+    return build(settings, embedder)
 
 
 def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,

@@ -120,6 +120,10 @@ class LogStateMixin:
         with self.transaction():
             self._execute(sql, (name, value))
 
+    def max_processed_seq(self) -> int:
+        """The newest log position flagged processed (0 when none)."""
+        return self._scalar("SELECT MAX(seq) FROM event_log WHERE processed = 1")
+
     def count_log_after(self, seq: int) -> int:
         """Log entries after position ``seq`` (what a generation has not applied yet)."""
         return self._scalar("SELECT COUNT(*) FROM event_log WHERE seq > ?", (seq,))

@@ -1,10 +1,11 @@
 """The embedded driver: a durable SQLite log drained in order by one background thread.
 
 ``submit`` appends accepted events to the log in one transaction (durable before the
-HTTP 202); the processing thread feeds each entry to :class:`IngestService` inside a
-transaction that also marks it processed, so a crash or restart resumes exactly at
-the first unprocessed entry. Idle threads get a flush marker appended to the same log,
-so a replay of the log reproduces every cut.
+HTTP 202). The processing thread applies each entry to the current *generation* of
+derived stores (see ``stores.generations``) inside a transaction that also advances that
+generation's cursor into the log, so a crash or restart resumes exactly at the first
+unapplied entry, and a replayed generation can take over at a precise log position.
+Idle threads get a flush marker appended to the same log, so a replay reproduces every cut.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import orjson
 
 from stores.sqlite_store import SqliteStore
 from streams.gateway import SubmitResult, check_batch
+from streams.replay import CURSOR, applied_seq, apply_entry
 from streams.service import IngestService
 from topics.records import DeadLetter, FlushMarker
 
@@ -35,9 +37,13 @@ class EmbeddedRunner:
         clock: Callable[[], str],
         idle_flush_seconds: float,
         monotonic: Callable[[], float] = time.monotonic,
+        derived: Any = None,
     ) -> None:
-        self.store = store
+        self.store = store  # the event log (truth) and the intake counters
         self.service = service
+        self.derived: Any = derived if derived is not None else store  # current generation
+        self._cursor = self._initial_cursor()
+        self._lock = threading.RLock()  # held while applying a batch or switching generation
         self.clock = clock
         self.idle_flush_seconds = idle_flush_seconds
         self.monotonic = monotonic
@@ -77,11 +83,30 @@ class EmbeddedRunner:
         self._wake.set()
 
     def pending(self) -> int:
-        """Accepted events not yet in a memory: unprocessed log + open windows."""
-        return self.store.count_unprocessed() + self.store.count_pending_window_events()
+        """Accepted events not yet in a memory: unapplied log + open windows."""
+        return self.unprocessed() + int(self.derived.count_pending_window_events())
 
     def unprocessed(self) -> int:
-        return self.store.count_unprocessed()
+        """Log entries the current generation has not applied yet."""
+        return int(self.store.count_log_after(self._cursor))
+
+    def _initial_cursor(self) -> int:
+        cursor = applied_seq(self.derived)
+        if cursor == 0 and self.derived is self.store:  # a data dir from before cursors
+            cursor = int(self.store.max_processed_seq())
+        return cursor
+
+    def use_generation(self, derived: Any, service: IngestService) -> None:
+        """Switch to another generation between two entries (the replay's last step)."""
+        with self._lock:
+            self.derived = derived
+            self.service = service
+            self._cursor = applied_seq(derived)
+        self._wake.set()
+
+    def paused(self) -> threading.RLock:
+        """Hold this to keep the processor between entries (``with runner.paused():``)."""
+        return self._lock
 
     def wait_processed(self, timeout: float) -> None:
         """Drain in this thread when the processor is not running, else wait for it."""
@@ -96,27 +121,29 @@ class EmbeddedRunner:
 
     def counters(self) -> dict[str, int]:
         values = dict(self.store.get_counters())
+        if self.derived is not self.store:
+            derived = self.derived.get_counters()
+            for name in ("events_processed", "flushes", "processing_failures"):
+                values[name] = derived.get(name, 0)
         values["processor_errors"] = self._errors
         return values
 
     # ------------------------------------------------------------------ processing
     def process_available(self, limit: int = 64) -> int:
-        """Process up to ``limit`` log entries in order; returns how many were handled."""
+        """Apply up to ``limit`` log entries in order; returns how many were handled."""
         handled = 0
-        for seq, payload in self.store.read_log(0, limit):
-            entry = orjson.loads(payload)
-            try:
-                with self.store.transaction():
-                    result = self.service.handle(entry, payload)
+        with self._lock:
+            for seq, payload in self.store.read_log_all(self._cursor, limit):
+                try:
+                    apply_entry(self.derived, self.service, seq, payload)
                     self.store.mark_processed(seq)
-                    outcome = "events_processed" if result.outcome != "flushed" else "flushes"
-                    self.store.incr(outcome, 1)
-            except Exception as exc:
-                if not self._give_up(seq, payload, exc):
-                    raise
-            self._failures.pop(seq, None)
-            self._touch(entry)
-            handled += 1
+                except Exception as exc:
+                    if not self._give_up(seq, payload, exc):
+                        raise
+                self._cursor = seq
+                self._failures.pop(seq, None)
+                self._touch(orjson.loads(payload))
+                handled += 1
         return handled
 
     def _give_up(self, seq: int, payload: str, exc: Exception) -> bool:
@@ -128,10 +155,11 @@ class EmbeddedRunner:
         log.error("giving up on log entry %s after %s attempts: %s", seq, self.max_attempts, exc)
         letter = DeadLetter(reason=f"processing failed {self.max_attempts} times: {exc!r}",
                             payload=payload, received_at=self.clock(), source="processor")
-        with self.store.transaction():
-            self.store.put_dead_letter(letter)
-            self.store.mark_processed(seq)
-            self.store.incr("processing_failures", 1)
+        with self.derived.transaction():
+            self.derived.put_dead_letter(letter)
+            self.derived.set_counter(CURSOR, seq)
+            self.derived.incr("processing_failures", 1)
+        self.store.mark_processed(seq)
         return True
 
     def drain(self, timeout: float = 600.0) -> None:
@@ -152,7 +180,7 @@ class EmbeddedRunner:
     # ------------------------------------------------------------------ thread
     def start(self) -> None:
         """Start the background processor (resumes at the first unprocessed entry)."""
-        for key, _state in self.store.list_states(pending_only=True):
+        for key, _state in self.derived.list_states(pending_only=True):
             user_id, _, thread_id = key.partition("/")
             self._last_seen[(user_id, thread_id)] = self.monotonic()
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)

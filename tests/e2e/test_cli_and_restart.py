@@ -100,15 +100,15 @@ def test_hard_kill_mid_ingestion_loses_nothing(server_factory: Any) -> None:
     for i in range(0, len(first), 40):
         assert httpx.post(f"{url}/v1/events", json={"events": first[i:i + 40]},
                           timeout=30).status_code == 202
-    unprocessed_at_kill = httpx.get(f"{url}/v1/stats").json()["unprocessed"]
+    unprocessed_at_kill = httpx.get(f"{url}/v1/stats", timeout=60).json()["unprocessed"]
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
     url, _ = server_factory()
     for i in range(0, len(events), 40):  # the client retries everything: duplicates are fine
         assert httpx.post(f"{url}/v1/events", json={"events": events[i:i + 40]},
                           timeout=30).status_code == 202
-    wait_until(lambda: httpx.get(f"{url}/v1/stats").json()["pending"] == 0, timeout=240)
-    stats = httpx.get(f"{url}/v1/stats").json()
+    wait_until(lambda: httpx.get(f"{url}/v1/stats", timeout=60).json()["pending"] == 0, timeout=240)
+    stats = httpx.get(f"{url}/v1/stats", timeout=60).json()
     assert stats["events_processed"] == len(events), (stats, unprocessed_at_kill, len(rest))
     assert stats["duplicates"] == len(first)
     for t in range(6):

@@ -1,0 +1,204 @@
+"""Embedded-default wiring: the event log, the current generation of derived stores, and
+replay into a new generation with an atomic switch of the alias.
+
+Layout under ``data_dir``: ``breadcrumb.sqlite3`` (the event log — the truth — plus the
+derived tables of generation ``main``), ``vectors/`` (main's Qdrant Edge shards),
+``cold/`` (archived sources), ``generations/<name>/`` (replayed generations) and
+``generations.json`` (which generation is current).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from infra.bootstrap import (
+    Runtime,
+    build_lifecycle,
+    build_observer,
+    pipeline_config,
+    score_weights,
+    sweeper_for,
+    utc_now,
+    utc_now_iso,
+)
+from infra.settings import Settings
+from query_api.recall import RecallService
+from stores.generations import MAIN, GenerationCatalog, GenerationPaths
+from stores.ports import Embedder
+from streams.replay import Progress, Replayer
+from streams.service import IngestService
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Generation:
+    """One generation of derived stores and the services bound to it."""
+
+    name: str
+    store: Any  # SqliteStore holding this generation's derived tables
+    index: Any  # QdrantEdgeIndex
+    raw: Any  # archive-aware raw events (what recall reads)
+    lifecycle: Any
+    service: IngestService
+    recall: RecallService
+    sweeper: Any
+
+    def close(self, log_store: Any) -> None:
+        self.sweeper.stop()
+        self.index.close()
+        if self.store is not log_store:
+            self.store.close()
+
+
+def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPaths,
+                    log_store: Any) -> Generation:
+    """Open (creating if needed) the derived stores of one generation and wire them."""
+    from stores.cold import LocalColdStore
+    from stores.qdrant_edge_index import QdrantEdgeIndex
+    from stores.sqlite_store import SqliteStore
+
+    if paths.name == MAIN:
+        store = log_store
+    else:
+        store = SqliteStore(paths.sqlite)
+        store.open()
+    index = QdrantEdgeIndex(paths.vectors, embedder.dim)
+    index.ensure()
+    cold = LocalColdStore(settings.data_dir / "cold")
+    lifecycle, raw = build_lifecycle(settings, store, index, cold)
+    service = IngestService(
+        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
+        observer=build_observer(settings),
+        on_observation=lifecycle.on_observation if settings.lifecycle_enabled else None,
+    )
+    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
+    return Generation(paths.name, store, index, raw, lifecycle, service, recall,
+                      sweeper_for(settings, lifecycle))
+
+
+def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
+    """The event log + the current generation; processors run in-process."""
+    from stores.sqlite_store import SqliteStore
+    from streams.embedded import EmbeddedRunner
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    log_store = SqliteStore(settings.data_dir / "breadcrumb.sqlite3")
+    log_store.open()
+    catalog = GenerationCatalog(settings.data_dir)
+    gen = open_generation(settings, embedder, catalog.paths(catalog.current()), log_store)
+    runner = EmbeddedRunner(log_store, gen.service, utc_now_iso, settings.idle_flush_seconds,
+                            derived=gen.store)
+    runtime = Runtime(
+        settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
+        memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,
+        embedder=embedder, store=gen.store, lifecycle=gen.lifecycle,
+        extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
+                             "generation": runtime.generation},
+    )
+    runtime.generation = gen.name
+    runtime.starters = [runner.start, gen.sweeper.start]
+    runtime.stoppers = [log_store.close, lambda: _close_current(runtime, log_store), runner.stop]
+    runtime.generations = {gen.name: gen}
+    return runtime
+
+
+class _DeadLetters:
+    """Intake rejections live with the log; processing rejections with the generation."""
+
+    def __init__(self, log_store: Any, runner: Any) -> None:
+        self.log_store = log_store
+        self.runner = runner
+
+    def put_dead_letter(self, letter: Any) -> None:
+        self.log_store.put_dead_letter(letter)
+
+    def count_dead_letters(self) -> int:
+        derived = self.runner.derived
+        extra = 0 if derived is self.log_store else derived.count_dead_letters()
+        return int(self.log_store.count_dead_letters()) + int(extra)
+
+    def list_dead_letters(self, limit: int = 100) -> list[Any]:
+        return list(self.log_store.list_dead_letters(limit))
+
+
+def _close_current(runtime: Runtime, log_store: Any) -> None:
+    for gen in runtime.generations.values():
+        gen.close(log_store)
+
+
+def replay(runtime: Runtime, name: str | None = None,
+           on_progress: Callable[[Progress], None] | None = None,
+           embedder: Embedder | None = None) -> Progress:
+    """Rebuild every derived store from the event log into a new generation, then switch.
+
+    Queries keep being answered by the current generation until the switch; the switch
+    happens between two log entries with the processor paused, so nothing is lost or
+    applied twice. The old generation stays on disk until ``remove_generation``.
+    """
+    settings = runtime.settings
+    runner = _runner_of(runtime)
+    catalog = GenerationCatalog(settings.data_dir)
+    name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
+    embedder = embedder or runtime.embedder  # a replay may switch to another embedder
+    paths = catalog.create(name, {"created_at": utc_now_iso(), "embedder": embedder.name,
+                                  "dim": embedder.dim, "llm_model": settings.llm_model})
+    gen = open_generation(settings, embedder, paths, runner.store)
+    progress = Progress(name, started=_monotonic())
+    replayer = Replayer(runner.store, gen.store, gen.service, progress, on_progress)
+    try:
+        while replayer.catch_up() and replayer.remaining() > 100:
+            pass  # the live log keeps growing: converge before pausing the processor
+        with runner.paused():
+            replayer.catch_up()
+            _carry_over_changes(runtime.lifecycle, gen.lifecycle, runtime.store)
+            catalog.switch(name)
+            _adopt(runtime, gen)
+            runtime.embedder = embedder
+    except Exception as exc:
+        progress.state, progress.error = "failed", repr(exc)
+        catalog.mark(name, state="failed", error=repr(exc))
+        gen.close(runner.store)
+        raise
+    progress.state = "done"
+    catalog.mark(name, state="current", events=progress.applied)
+    return progress
+
+
+def _adopt(runtime: Runtime, gen: Generation) -> None:
+    """Point the runtime at the new generation; in-flight requests finish on the old one."""
+    old = runtime.generations.get(runtime.generation)
+    _runner_of(runtime).use_generation(gen.store, gen.service)
+    runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store
+    runtime.index, runtime.store, runtime.lifecycle = gen.index, gen.store, gen.lifecycle
+    runtime.generations[gen.name] = gen
+    runtime.generation = gen.name
+    if old is not None:
+        old.sweeper.stop()
+    gen.sweeper.start()
+
+
+def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:
+    """Manual and sweeper status/tier changes are not in the event log: replay the old
+    generation's changelog into the new one (memories that no longer exist are skipped)."""
+    if old is None or new is None:
+        return
+    changes = old.tables.read_changes(0, 1_000_000)
+    new.replay((row[1], row[3]) for row in changes)
+
+
+def _runner_of(runtime: Runtime) -> Any:
+    from streams.embedded import EmbeddedRunner
+
+    if not isinstance(runtime.gateway, EmbeddedRunner):
+        raise ValueError("replay into a generation needs the embedded runtime")
+    return runtime.gateway
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
