@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +12,7 @@ import orjson
 
 from breadcrumb import client as local_client
 from infra.settings import Settings
+from query_api.telemetry import configure_logging, uvicorn_log_config
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -79,15 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
         settings = _settings(args)
     except ValueError as exc:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
+    configure_logging(settings, verbose=args.verbose)
     builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
                "worker": cmd_worker}
     handler = builtin.get(args.command) or args.handler
@@ -108,7 +105,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     app = create_app(runtime)
     marker = local_client.write_server_marker(settings)
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+                    log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5)
     finally:
         marker.unlink(missing_ok=True)
     return 0

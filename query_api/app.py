@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from infra.bootstrap import Runtime
 from query_api.errors import ApiError, install_error_handlers
 from query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 10_000
@@ -57,7 +58,9 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
 
     @app.post("/v1/recall")
     async def post_recall(req: RecallRequest) -> dict[str, Any]:
-        return await run_in_threadpool(runtime.recall.recall, req)
+        response: dict[str, Any] = await run_in_threadpool(runtime.recall.recall, req)
+        telemetry_of(app).record_recall(response, req.user_id)
+        return response
 
     @app.post("/v1/recall_source")
     async def post_recall_source(req: RecallSourceRequest) -> dict[str, Any]:

@@ -328,6 +328,11 @@ class SqlStore(LogStateMixin, ABC):
             self._execute("UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
                           f"WHERE user_id = ? AND id IN ({s.marks(len(ids))})", (at, user_id, *ids))
 
+    def memory_counts_by_status_tier(self) -> list[tuple[str, str, int]]:
+        """(status, tier, count) for every combination present."""
+        rows = self._read("SELECT status, tier, COUNT(*) FROM agent_memories GROUP BY status, tier")
+        return [(str(a), str(b), int(c)) for a, b, c in rows]
+
     def memory_counts(self) -> dict[str, dict[str, int]]:
         """``{"by_status": {...}, "by_tier": {...}}`` over all users."""
         out: dict[str, dict[str, int]] = {}

@@ -42,6 +42,7 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
         web_port=settings.worker_web_port,
         web_host="127.0.0.1",
         topic_allow_declare=True,
+        datadir=str(settings.data_dir / "faust"),  # Faust's own files, not the cwd
         key_serializer="raw",  # table keys/values are bytes we encode ourselves
         value_serializer="raw",
     )
@@ -62,7 +63,9 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
         if entry is _UNDECODABLE:
             service.reject("value is not JSON", None, text)
             return HandleResult("rejected"), local, letters
-        return service.handle(entry, text), local, letters
+        result = service.handle(entry, text)
+        parts.store.incr("events_processed" if result.outcome != "flushed" else "flushes", 1)
+        return result, local, letters
 
     @app.agent(events)
     async def ingest(stream: Any) -> Any:
@@ -171,8 +174,12 @@ def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
         def capture_signals(self) -> Iterator[None]:  # Faust owns the signals here
             yield
 
+    from query_api.telemetry import uvicorn_log_config
+
     server = _InLoopServer(uvicorn.Config(http, host=settings.host, port=settings.port,
-                                          log_level="info", lifespan="off"))
+                                          log_level="info", lifespan="off",
+                                          log_config=uvicorn_log_config(settings),
+                                          timeout_graceful_shutdown=5))
 
     @app.task
     async def serve_http() -> None:

@@ -65,8 +65,10 @@ def start_worker(settings: Settings, log: Path, *args: str) -> subprocess.Popen[
     for name in ("mode", "data_dir", "topic_prefix", "worker_id", "worker_web_port",
                  "idle_flush_seconds", "mysql_database", "port"):
         env[f"BREADCRUMB_{name.upper()}"] = str(getattr(settings, name))
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     return subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker", *args],
-                            stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env)
+                            stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env,
+                            cwd=log.parent)
 
 
 def stop_worker(worker: subprocess.Popen[bytes]) -> None:

@@ -1,0 +1,171 @@
+"""Claude Code session JSONL (``~/.claude/projects/<project>/<sessionId>.jsonl``).
+
+Records of ``type`` user / assistant / system carry ``message.content`` as a string or
+an array of ``text`` / ``tool_use`` / ``tool_result`` blocks; ``toolUseResult`` holds
+the tool's own result (``stdout`` / ``stderr`` for Bash). Bash calls become
+``tool_call`` (their results ``test_result`` when the command runs tests), Edit /
+Write / MultiEdit / NotebookEdit calls become ``file_edit`` with ``attrs.path``.
+Thinking blocks, summaries and file-history snapshots are skipped (and counted).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from breadcrumb.importers.common import (
+    Draft,
+    Parsed,
+    ToolCall,
+    as_json_text,
+    is_test_command,
+    parse_ts,
+    render_edit,
+    result_attrs,
+    result_kind,
+)
+
+SHELL_TOOLS = frozenset({"Bash"})
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+_META_PREFIXES = ("<command-name>", "<local-command-stdout>", "<command-message>",
+                  "Caveat: The messages below")
+
+
+def parse(records: list[tuple[int, Any]]) -> Parsed:
+    """Drafts for ``(line_number, record)`` pairs of one session file."""
+    parsed = Parsed(drafts=[], agent="claude-code")
+    calls: dict[str, ToolCall] = {}
+    for line, record in records:
+        if not isinstance(record, dict):
+            parsed.skipped["not an object"] += 1
+            continue
+        _session_facts(parsed, record)
+        kind = record.get("type")
+        if kind in ("user", "assistant"):
+            parsed.drafts.extend(_message(line, record, calls, parsed))
+        elif kind == "system" and isinstance(record.get("content"), str):
+            parsed.drafts.append(Draft(str(line), "system", "note", record["content"],
+                                       parse_ts(record.get("timestamp")),
+                                       attrs=_subtype(record)))
+        else:
+            parsed.skipped[f"record type {kind}"] += 1
+    return parsed
+
+
+def _session_facts(parsed: Parsed, record: dict[str, Any]) -> None:
+    if parsed.session_id is None and isinstance(record.get("sessionId"), str):
+        parsed.session_id = record["sessionId"]
+    cwd = record.get("cwd")
+    if parsed.project is None and isinstance(cwd, str) and cwd.strip("/"):
+        parsed.project = posixpath.basename(cwd.rstrip("/"))[:128]
+
+
+def _subtype(record: dict[str, Any]) -> dict[str, Any]:
+    return {"subtype": record["subtype"]} if isinstance(record.get("subtype"), str) else {}
+
+
+def _message(line: int, record: dict[str, Any], calls: dict[str, ToolCall],
+             parsed: Parsed) -> list[Draft]:
+    message = record.get("message")
+    if not isinstance(message, dict):
+        parsed.skipped["record without message"] += 1
+        return []
+    ts = parse_ts(record.get("timestamp"))
+    role = "assistant" if record["type"] == "assistant" else "user"
+    content = message.get("content")
+    if isinstance(content, str):
+        return [_text(str(line), role, content, ts, record)]
+    drafts: list[Draft] = []
+    for number, block in enumerate(content if isinstance(content, list) else []):
+        position = f"{line}.{number}"
+        draft = _block(position, role, block, ts, record, calls)
+        if draft is None:
+            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
+            parsed.skipped[f"{kind} block"] += 1
+        else:
+            drafts.append(draft)
+    return drafts
+
+
+def _text(position: str, role: str, text: str, ts: str | None,
+          record: dict[str, Any]) -> Draft:
+    if role == "user" and (record.get("isMeta") or text.startswith(_META_PREFIXES)):
+        return Draft(position, "system", "note", text, ts)
+    return Draft(position, role, "message", text, ts)
+
+
+def _block(position: str, role: str, block: Any, ts: str | None, record: dict[str, Any],
+           calls: dict[str, ToolCall]) -> Draft | None:
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str) and block["text"]:
+        return _text(position, role, block["text"], ts, record)
+    if kind == "tool_use":
+        return _tool_use(position, block, ts, calls)
+    if kind == "tool_result":
+        return _tool_result(position, block, ts, record, calls)
+    return None  # thinking, redacted_thinking, image, empty text
+
+
+def _tool_use(position: str, block: dict[str, Any], ts: str | None,
+              calls: dict[str, ToolCall]) -> Draft:
+    name = str(block.get("name") or "tool")
+    raw_input = block.get("input")
+    args: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    command = args.get("command") if name in SHELL_TOOLS else None
+    call = ToolCall(name, command if isinstance(command, str) else None)
+    call.is_test = is_test_command(call.command)
+    calls[str(block.get("id"))] = call
+    attrs: dict[str, Any] = {"tool_use_id": block.get("id")} if block.get("id") else {}
+    if name in EDIT_TOOLS:
+        path = str(args.get("file_path") or args.get("notebook_path") or "")
+        return Draft(position, "assistant", "file_edit", _edit_text(name, path, args), ts,
+                     name, {**attrs, "path": path})
+    if call.command is not None:
+        return Draft(position, "assistant", "tool_call", call.command, ts, name,
+                     {**attrs, "command": call.command})
+    return Draft(position, "assistant", "tool_call", as_json_text(raw_input), ts, name, attrs)
+
+
+def _edit_text(name: str, path: str, args: dict[str, Any]) -> str:
+    if name == "Write":
+        return render_edit(name, path, written=str(args.get("content", "")))
+    if name == "NotebookEdit":
+        return render_edit(name, path, written=str(args.get("new_source", "")))
+    if name == "MultiEdit" and isinstance(args.get("edits"), list):
+        parts = [render_edit(name, path, str(e.get("old_string", "")),
+                             str(e.get("new_string", "")))
+                 for e in args["edits"] if isinstance(e, dict)]
+        return "\n".join(parts)
+    return render_edit(name, path, str(args.get("old_string", "")),
+                       str(args.get("new_string", "")))
+
+
+def _tool_result(position: str, block: dict[str, Any], ts: str | None,
+                 record: dict[str, Any], calls: dict[str, ToolCall]) -> Draft:
+    call = calls.get(str(block.get("tool_use_id")))
+    text = _result_text(block.get("content"), record.get("toolUseResult"))
+    failed = bool(block.get("is_error"))
+    attrs = result_attrs(call, text, failed)
+    if block.get("tool_use_id"):
+        attrs["tool_use_id"] = block["tool_use_id"]
+    extra = record.get("toolUseResult")
+    if isinstance(extra, dict) and extra.get("interrupted"):
+        attrs["interrupted"] = True
+    return Draft(position, "tool", result_kind(call), text, ts,
+                 call.name if call else None, attrs)
+
+
+def _result_text(content: Any, tool_result: Any) -> str:
+    """The output the model saw, verbatim; Bash stdout/stderr when the block is empty."""
+    if isinstance(content, list):
+        parts = [str(b.get("text", "")) if isinstance(b, dict) and b.get("type") == "text"
+                 else "[image]" for b in content]
+        text = "\n".join(parts)
+    else:
+        text = content if isinstance(content, str) else ""
+    if not text and isinstance(tool_result, dict):
+        streams = [tool_result.get("stdout"), tool_result.get("stderr")]
+        text = "\n".join(s for s in streams if isinstance(s, str) and s)
+    return text

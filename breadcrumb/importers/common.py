@@ -1,0 +1,206 @@
+"""What every importer shares: drafts, kinds for tool calls, ids, timestamps, session_end.
+
+A format parser turns transcript records into :class:`Draft` events (role, kind,
+verbatim content, the record's own timestamp if it has one, and a position such as
+``"12"`` or ``"12.3"`` naming the record and block). :func:`finalize` turns drafts into
+contract events: deterministic ``event_id`` (uuid5 over source file + position, so a
+re-import is a no-op), kept or synthesized timestamps, and a closing ``session_end``.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+#: uuid5 namespace of imported events.
+IMPORT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/importers/v1")
+
+_TEST_RE = re.compile(
+    r"(?:^|[\s;&|(/])(?:pytest|py\.test|python3? -m (?:pytest|unittest)|tox|nox|"
+    r"(?:npm|pnpm|yarn|bun)(?: run)? test|npx (?:vitest|jest)|vitest|jest|"
+    r"go test|cargo (?:test|nextest)|mvn(?:w)? test|gradle(?:w)? test|\./gradlew test|"
+    r"rspec|phpunit|dotnet test|make (?:test|check)|ctest|mix test|deno test)(?:$|[\s;&|)])"
+)
+_EXIT_RES = (
+    re.compile(r"^(?:Error: )?Exit code:? (\d+)", re.MULTILINE),
+    re.compile(r"Process exited with code (\d+)"),
+    re.compile(r"exit(?:ed with)? (?:code|status)[:=]? ?(\d+)", re.IGNORECASE),
+)
+_PATCH_PATH_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_MOVE_RE = re.compile(r"^\*\*\* Move to: (.+)$", re.MULTILINE)
+
+
+class ImportFormatError(ValueError):
+    """The file is not a transcript of the requested format (names file and record)."""
+
+
+@dataclass(slots=True)
+class Draft:
+    """An event before ids, tenant and missing timestamps are filled in."""
+
+    position: str
+    role: str
+    kind: str
+    content: str
+    ts: str | None = None
+    tool: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A parser's output: drafts, what the transcript says about itself, what was skipped."""
+
+    drafts: list[Draft]
+    session_id: str | None = None
+    project: str | None = None
+    agent: str | None = None
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """Tenant and naming of the imported thread; ``base_time`` for records without a time."""
+
+    user_id: str = "local"
+    project_id: str | None = None
+    thread_id: str | None = None
+    agent_id: str | None = None
+    base_time: datetime = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call remembered until its result arrives (results name their call id)."""
+
+    name: str
+    command: str | None = None
+    is_test: bool = False
+
+
+def is_test_command(command: str | None) -> bool:
+    """True for a shell command that runs a test suite (pytest, npm test, go test, …)."""
+    return bool(command) and _TEST_RE.search(str(command)) is not None
+
+
+def exit_code_in(text: str) -> int | None:
+    """The exit code a tool output reports (``Exit code 1``, ``exit status 2``), if any."""
+    for pattern in _EXIT_RES:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Files an ``apply_patch`` envelope touches, in order, without repeats."""
+    found = _PATCH_PATH_RE.findall(patch) + _PATCH_MOVE_RE.findall(patch)
+    return list(dict.fromkeys(p.strip() for p in found))
+
+
+def render_edit(tool: str, path: str, old: str | None = None, new: str | None = None,
+                written: str | None = None) -> str:
+    """Readable, verbatim text of an edit: the strings appear unchanged inside it."""
+    if written is not None:
+        return f"{tool} {path}\n{written}"
+    return f"{tool} {path}\n--- old\n{old or ''}\n+++ new\n{new or ''}"
+
+
+def result_kind(call: ToolCall | None) -> str:
+    return "test_result" if call is not None and call.is_test else "tool_result"
+
+
+def result_attrs(call: ToolCall | None, text: str, failed: bool | None,
+                 exit_code: int | None = None) -> dict[str, Any]:
+    """``exit_code`` when known (stated, or 0 for a shell call that did not fail)."""
+    attrs: dict[str, Any] = {}
+    code = exit_code if exit_code is not None else exit_code_in(text[:2000]) if failed else None
+    if code is None and failed is False and call is not None and call.command is not None:
+        code = 0
+    if code is not None:
+        attrs["exit_code"] = code
+    if failed:
+        attrs["is_error"] = True
+    if call is not None and call.command is not None:
+        attrs["command"] = call.command
+    return attrs
+
+
+def as_json_text(value: Any) -> str:
+    """A tool input as JSON text (keys kept in the order the agent wrote them)."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
+
+
+def parse_ts(value: Any) -> str | None:
+    """The record's time as RFC 3339 with an offset; verbatim when it already is one."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 10**11 else value
+        return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
+    return value
+
+
+def finalize(parsed: Parsed, options: ImportOptions, source: str, fmt: str,
+             default_thread: str) -> list[dict[str, Any]]:
+    """Contract events for the drafts, in order, closed by a ``session_end``."""
+    thread = options.thread_id or parsed.session_id or default_thread
+    base = {"user_id": options.user_id, "thread_id": thread[:256],
+            "project_id": options.project_id or parsed.project,
+            "agent_id": options.agent_id or parsed.agent}
+    base = {k: v for k, v in base.items() if v is not None}
+    times = _timestamps(parsed.drafts, options.base_time)
+    events = [_event(draft, ts, base, _ident(fmt, options, thread, source, draft.position))
+              for draft, ts in zip(parsed.drafts, times, strict=True)]
+    end_ts = times[-1] if times else _iso(options.base_time)
+    closing = Draft("end", "system", "session_end",
+                    f"end of imported {fmt} session {thread} ({source})")
+    events.append(_event(closing, end_ts, base, _ident(fmt, options, thread, source, "end")))
+    return events
+
+
+def _ident(fmt: str, options: ImportOptions, thread: str, source: str, position: str) -> str:
+    name = f"{fmt}:{options.user_id}/{thread}:{source}:{position}"
+    return str(uuid.uuid5(IMPORT_NAMESPACE, name))
+
+
+def _event(draft: Draft, ts: str, base: dict[str, Any], event_id: str) -> dict[str, Any]:
+    event: dict[str, Any] = {"event_id": event_id, **base, "ts": ts, "role": draft.role,
+                             "kind": draft.kind, "content": draft.content}
+    if draft.tool:
+        event["tool"] = draft.tool[:128]
+    if draft.attrs:
+        event["attrs"] = draft.attrs
+    return event
+
+
+def _timestamps(drafts: list[Draft], base_time: datetime) -> list[str]:
+    """Kept where given; otherwise one second after the last known time (or base_time)."""
+    out: list[str] = []
+    anchor, since = base_time, 0
+    for draft in drafts:
+        if draft.ts is not None:
+            out.append(draft.ts)
+            anchor, since = datetime.fromisoformat(draft.ts), 0
+            continue
+        since += 1
+        out.append(_iso(anchor + timedelta(seconds=since)))
+    return out
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

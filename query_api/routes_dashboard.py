@@ -1,0 +1,101 @@
+"""The live dashboard: ``GET /dashboard`` (static page) fed by ``GET /v1/dashboard/stream`` (SSE).
+
+Each SSE message is one JSON snapshot (:meth:`query_api.telemetry.Telemetry.snapshot`):
+``at``, ``stats`` (the ``/v1/stats`` body), ``rates``, ``history``, ``recalls``,
+``stats_errors``. A failed stats read is sent as ``event: error`` and the stream goes on.
+A stream ends after ``STREAM_MAX_SECONDS`` (the browser's EventSource reconnects after
+``RETRY_MS``): uvicorn waits for open responses on shutdown, so an open tab must not hold a
+``breadcrumb serve`` stop for longer than that. Everything is served locally (no CDN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, StreamingResponse
+
+from query_api.errors import ApiError
+from query_api.telemetry import Telemetry, telemetry_of
+
+log = logging.getLogger(__name__)
+router = APIRouter()
+
+STATIC = Path(__file__).resolve().parent / "static"
+ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css",
+          "favicon.svg": "image/svg+xml"}
+STREAM_MAX_SECONDS = 15.0
+RETRY_MS = 1000
+NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+@router.get("/dashboard", include_in_schema=False)
+async def dashboard_page() -> FileResponse:
+    """The dashboard HTML page."""
+    return FileResponse(STATIC / "dashboard.html", media_type="text/html", headers=NO_CACHE)
+
+
+@router.get("/dashboard/assets/{name}", include_in_schema=False)
+async def dashboard_asset(name: str) -> FileResponse:
+    """The page's script, style sheet and icon (a fixed list: no path is built from input)."""
+    if name not in ASSETS:
+        raise ApiError(404, "not_found", f"no dashboard asset {name!r}")
+    return FileResponse(STATIC / name, media_type=ASSETS[name], headers=NO_CACHE)
+
+
+@router.get("/v1/dashboard/snapshot")
+async def dashboard_snapshot(request: Request) -> dict[str, Any]:
+    """One snapshot as JSON (the same body as one SSE message)."""
+    telemetry = telemetry_of(request.app)
+    try:
+        return await run_in_threadpool(telemetry.snapshot)
+    except Exception as exc:  # shown to the caller as a 503, logged with its cause
+        log.warning("dashboard: reading stats failed: %s", exc)
+        raise ApiError(503, "stats_unavailable", f"reading stats failed: {exc}") from exc
+
+
+@router.get("/v1/dashboard/stream")
+async def dashboard_stream(
+    request: Request,
+    interval: float | None = Query(None, ge=0.2, le=60, description="seconds between messages"),
+    limit: int | None = Query(None, ge=1, le=100_000, description="stop after this many"),
+) -> StreamingResponse:
+    """Server-sent events: one JSON snapshot every ``interval`` seconds (default ~1 s)."""
+    runtime = request.app.state.runtime
+    period = interval or float(getattr(runtime.settings, "dashboard_interval_seconds", 1.0))
+    frames = sse_frames(telemetry_of(request.app), period, limit)
+    return StreamingResponse(frames, media_type="text/event-stream",
+                             headers={**NO_CACHE, "X-Accel-Buffering": "no"})
+
+
+async def sse_frames(
+    telemetry: Telemetry, interval: float, limit: int | None,
+    max_seconds: float = STREAM_MAX_SECONDS,
+) -> AsyncIterator[str]:
+    """``retry:`` then snapshot frames until ``limit`` or ``max_seconds``."""
+    yield f"retry: {RETRY_MS}\n\n"
+    started = time.monotonic()
+    sent = 0
+    while True:
+        yield await _frame(telemetry)
+        sent += 1
+        if (limit is not None and sent >= limit) or time.monotonic() - started > max_seconds:
+            return
+        await asyncio.sleep(interval)
+
+
+async def _frame(telemetry: Telemetry) -> str:
+    try:
+        snapshot = await run_in_threadpool(telemetry.snapshot)
+    except Exception as exc:  # the page shows it; counted in telemetry.stats_errors
+        log.warning("dashboard: reading stats failed: %s", exc)
+        error = {"error": str(exc), "stats_errors": telemetry.stats_errors}
+        return f"event: error\ndata: {orjson.dumps(error).decode()}\n\n"
+    return f"data: {orjson.dumps(snapshot).decode()}\n\n"

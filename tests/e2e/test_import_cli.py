@@ -1,0 +1,62 @@
+"""``breadcrumb import`` as a user runs it, on the embedded default, then ``recall``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.test_importers import CLAUDE, CODEX
+
+CLI = [sys.executable, "-m", "breadcrumb.cli"]
+
+
+def _run(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args, "--data-dir", str(data_dir), "--embedder", "hash"],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_import_claude_code_then_recall_the_exact_value(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    imported = _run("import", "--format", "claude-code", str(CLAUDE), "--user", "dev",
+                    data_dir=data)
+    assert imported.returncode == 0, imported.stderr
+    report = json.loads(imported.stdout)
+    assert report["accepted"] == report["events"] == 15 and report["rejected"] == []
+    assert report["thread_id"] == "7f3c2a1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
+    assert "15/15 events" in imported.stderr  # the progress bar
+
+    again = _run("import", "--format", "claude-code", str(CLAUDE), "--user", "dev",
+                 data_dir=data)
+    assert json.loads(again.stdout)["duplicates"] == 15  # idempotent re-import
+
+    recall = _run("recall", "which Redis URL keeps the login rate limit counters?",
+                  "--user", "dev", "--json", data_dir=data)
+    assert recall.returncode == 0, recall.stderr
+    answer = json.loads(recall.stdout)
+    assert answer["memories"][0]["source_range"]["thread_id"] == report["thread_id"]
+    assert "redis://cache.internal:6380/2" in "\n".join(
+        e["extracted_text"] for e in answer["evidence"])
+    other = _run("recall", "Redis URL", "--user", "someone-else", "--json", data_dir=data)
+    assert json.loads(other.stdout)["memories"] == []
+
+
+def test_import_codex_with_explicit_thread_and_project(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    imported = _run("import", "--format", "codex", str(CODEX), "--user", "dev", "--project",
+                    "inv", "--thread", "csv-fix", data_dir=data)
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["thread_id"] == "csv-fix"
+    recall = _run("recall", "what was the go test build failure in the CSV export?",
+                  "--user", "dev", "--project", "inv", "--json", data_dir=data)
+    answer = json.loads(recall.stdout)
+    assert answer["memories"][0]["source_range"]["thread_id"] == "csv-fix"
+    text = "\n".join(e["extracted_text"] for e in answer["evidence"])
+    assert "undefined: csv" in text or "imported and not used" in text
+
+
+def test_import_of_a_wrong_format_fails_clearly(tmp_path: Path) -> None:
+    wrong = _run("import", "--format", "openai", str(CLAUDE), data_dir=tmp_path / "data")
+    assert wrong.returncode == 2
+    assert "breadcrumb import:" in wrong.stderr and "not JSON" in wrong.stderr

@@ -1,0 +1,155 @@
+"""Transcript importers: sample files → contract events (kinds, verbatim content, times)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from breadcrumb.importers import ImportFormatError, ImportOptions, import_file, import_records
+from breadcrumb.importers.common import exit_code_in, is_test_command, patch_paths
+from processors.validate import Rejection, validate_event
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
+CLAUDE = FIXTURES / "claude-code-session.jsonl"
+CODEX = FIXTURES / "codex-rollout.jsonl"
+OPENAI = FIXTURES / "openai-chat.json"
+OPTIONS = ImportOptions(user_id="u1")
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def _kinds(events: list[dict[str, Any]]) -> list[str]:
+    return [e["kind"] for e in events]
+
+
+@pytest.mark.parametrize(("path", "fmt"), [(CLAUDE, "claude-code"), (CODEX, "codex"),
+                                           (OPENAI, "openai")])
+def test_every_imported_event_satisfies_the_contract(path: Path, fmt: str) -> None:
+    events = import_file(path, fmt, OPTIONS).events
+    problems = [(e, r.message()) for e in events
+                if isinstance(r := validate_event(e), Rejection)]
+    assert problems == []
+    assert events[-1]["kind"] == "session_end"
+    assert len({e["event_id"] for e in events}) == len(events)
+    assert {e["thread_id"] for e in events} == {events[0]["thread_id"]}
+    assert all(e.get("index") is None for e in events)  # the pipeline assigns indexes
+
+
+@pytest.mark.parametrize(("path", "fmt"), [(CLAUDE, "claude-code"), (CODEX, "codex"),
+                                           (OPENAI, "openai")])
+def test_reimport_gives_the_same_event_ids(path: Path, fmt: str) -> None:
+    first = [e["event_id"] for e in import_file(path, fmt, OPTIONS).events]
+    again = [e["event_id"] for e in import_file(path, fmt, OPTIONS).events]
+    other_user = [e["event_id"] for e in import_file(path, fmt, ImportOptions("u2")).events]
+    assert first == again
+    assert not set(first) & set(other_user)
+
+
+def test_claude_code_session_maps_tests_edits_and_keeps_content() -> None:
+    events = import_file(CLAUDE, "claude-code", OPTIONS).events
+    records = _records(CLAUDE)
+    assert events[0]["thread_id"] == "7f3c2a1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
+    assert events[0]["project_id"] == "shop-api" and events[0]["agent_id"] == "claude-code"
+    tests = [e for e in events if e["kind"] == "test_result"]
+    assert [t["attrs"]["exit_code"] for t in tests] == [1, 0]
+    assert tests[0]["attrs"]["command"] == "python -m pytest tests/test_rate_limit.py -q"
+    assert "FAILED tests/test_rate_limit.py::test_sixth_attempt_is_blocked" in tests[0]["content"]
+    edit = next(e for e in events if e["kind"] == "file_edit")
+    assert edit["tool"] == "Edit"
+    assert edit["attrs"]["path"] == "/home/dev/shop-api/src/middleware/rate_limit.py"
+    edit_input = next(b["input"] for r in records if r.get("type") == "assistant"
+                      for b in r["message"]["content"] if b.get("name") == "Edit")
+    assert edit_input["new_string"] in edit["content"]
+    assert edit_input["old_string"] in edit["content"]
+    prompt = next(r["message"]["content"] for r in records if r.get("type") == "user"
+                  and isinstance(r["message"]["content"], str) and not r.get("isMeta"))
+    user = next(e for e in events if e["role"] == "user")
+    assert user["content"] == prompt and user["ts"] == "2026-11-20T14:02:13.087Z"
+    assert events[0]["role"] == "system"  # the isMeta caveat is a note, not the user
+    assert _kinds(events).count("tool_call") == 3  # Read + two Bash runs
+
+
+def test_claude_code_timestamps_are_the_records_own() -> None:
+    events = import_file(CLAUDE, "claude-code", OPTIONS).events
+    stamps = {r["timestamp"] for r in _records(CLAUDE) if "timestamp" in r}
+    assert all(e["ts"] in stamps for e in events)
+    assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
+
+
+def test_codex_rollout_maps_apply_patch_and_shell_calls() -> None:
+    result = import_file(CODEX, "codex", OPTIONS)
+    events = result.events
+    assert events[0]["thread_id"] == "0199a4c2-7e31-7b40-9d15-3f6e2a8b4c10"
+    assert events[0]["project_id"] == "inventory-svc" and events[0]["agent_id"] == "codex"
+    edits = [e for e in events if e["kind"] == "file_edit"]
+    assert len(edits) == 2  # custom_tool_call apply_patch and shell ["apply_patch", ...]
+    assert edits[0]["attrs"]["paths"] == ["internal/export/csv.go",
+                                          "internal/export/csv_test.go"]
+    assert edits[0]["content"].startswith("*** Begin Patch") and "csv.NewWriter(w)" in edits[0][
+        "content"]
+    tests = [e for e in events if e["kind"] == "test_result"]
+    assert [(t["attrs"]["command"], t["attrs"]["exit_code"]) for t in tests] == [
+        ("go test ./internal/export/...", 1), ("go test ./internal/export/...", 0)]
+    assert "undefined: csv" in tests[0]["content"]
+    shell = next(e for e in events if e["kind"] == "tool_call")
+    assert shell["content"] == 'rg -n "func ExportCSV" -A 12 internal/export/csv.go'
+    assert result.skipped["record type event_msg"] == 3  # duplicates of response items
+    assert events[1]["content"].startswith("The CSV export breaks")
+    assert events[1]["ts"] == "2026-11-21T08:15:09.006Z"
+
+
+def test_openai_chat_synthesizes_times_from_the_base_time() -> None:
+    base = datetime(2026, 11, 22, 10, 0, tzinfo=UTC)
+    events = import_file(OPENAI, "openai", ImportOptions("u1", base_time=base)).events
+    assert [e["ts"] for e in events[:3]] == ["2026-11-22T10:00:01Z", "2026-11-22T10:00:02Z",
+                                            "2026-11-22T10:00:03Z"]
+    assert _kinds(events) == ["message", "message", "tool_call", "tool_result", "message",
+                              "file_edit", "tool_result", "tool_call", "test_result",
+                              "message", "session_end"]
+    edit = events[5]
+    assert edit["attrs"]["path"] == "config/vat.yaml" and "  DE: 0.19" in edit["content"]
+    test = events[8]
+    assert test["attrs"] == {"exit_code": 0, "command": "npm test -- --runInBand "
+                             "tests/vat.test.ts", "tool_call_id": "call_q7R8s9T0u1V2w3X4"}
+    raw = json.loads(OPENAI.read_text("utf-8"))["messages"]
+    assert test["content"] == raw[7]["content"]  # tool output verbatim
+
+
+def test_openai_plain_list_and_options_override_thread_and_project() -> None:
+    messages = [{"role": "user", "content": "hi", "timestamp": "2026-01-02T03:04:05+09:00"},
+                {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]
+    options = ImportOptions("u9", project_id="p", thread_id="t", agent_id="a")
+    events = import_records(messages, "openai", options, "x.json", "x").events
+    assert [e["ts"] for e in events] == ["2026-01-02T03:04:05+09:00",
+                                         "2026-01-01T18:04:06Z", "2026-01-01T18:04:06Z"]
+    assert {(e["user_id"], e["thread_id"], e["project_id"], e["agent_id"]) for e in events} == {
+        ("u9", "t", "p", "a")}
+
+
+def test_a_file_of_another_format_is_refused_with_a_reason() -> None:
+    with pytest.raises(ImportFormatError, match="no codex transcript records"):
+        import_file(CLAUDE, "codex", OPTIONS)
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    ("python -m pytest tests/ -q", True), ("npm test", True), ("npm run test -- x", True),
+    ("npx vitest run", True), ("go test ./...", True), ("cargo test --lib", True),
+    ("cd web && yarn test", True), ("pytest", True), ("cat pytest.ini", False),
+    ("ls tests", False), ("git commit -m 'go test'", False),
+])
+def test_test_command_detection(command: str, expected: bool) -> None:
+    assert is_test_command(command) is expected
+
+
+def test_exit_codes_and_patch_paths() -> None:
+    assert exit_code_in("Exit code 101\nerror[E0433]") == 101
+    assert exit_code_in("Exit code: 2\nWall time: 1s") == 2
+    assert exit_code_in("all good") is None
+    patch = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n*** Add File: c.py\n"
+    assert patch_paths(patch) == ["a.py", "c.py", "b.py"]
