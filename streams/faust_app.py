@@ -63,8 +63,9 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
         if entry is _UNDECODABLE:
             service.reject("value is not JSON", None, text)
             return HandleResult("rejected"), local, letters
-        result = service.handle(entry, text)
-        parts.store.incr("events_processed" if result.outcome != "flushed" else "flushes", 1)
+        with parts.store.transaction():  # one commit per message, not one per statement
+            result = service.handle(entry, text)
+            parts.store.incr("events_processed" if result.outcome != "flushed" else "flushes")
         return result, local, letters
 
     @app.agent(events)
