@@ -29,6 +29,13 @@ class Backend(Protocol):
 
     def recall(self, body: dict[str, Any]) -> dict[str, Any]: ...
 
+    def recall_source(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]: ...
+
+    def thread_events(self, user_id: str, thread_id: str, start: int = 0,
+                      end: int | None = None) -> list[dict[str, Any]]: ...
+
     def stats(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -138,6 +145,27 @@ class HttpBackend:
         result: dict[str, Any] = self._call("POST", "/v1/recall", json=body)
         return result
 
+    def recall_source(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /v1/recall_source``: a RecalledEvidence."""
+        result: dict[str, Any] = self._call("POST", "/v1/recall_source", json=body)
+        return result
+
+    def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
+        """``GET /v1/memories/{id}``."""
+        result: dict[str, Any] = self._call("GET", f"/v1/memories/{memory_id}",
+                                            params={"user_id": user_id})
+        return result
+
+    def thread_events(self, user_id: str, thread_id: str, start: int = 0,
+                      end: int | None = None) -> list[dict[str, Any]]:
+        """``GET /v1/threads/{thread_id}/events``: verbatim events, in index order."""
+        params: dict[str, Any] = {"user_id": user_id, "start": start}
+        if end is not None:
+            params["end"] = end
+        result: list[dict[str, Any]] = self._call("GET", f"/v1/threads/{thread_id}/events",
+                                                  params=params)
+        return result
+
     def stats(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/v1/stats")
         return result
@@ -177,6 +205,26 @@ class LocalBackend:
 
         clean = {k: v for k, v in body.items() if v is not None}
         return self.runtime.recall.recall(RecallRequest(**clean))
+
+    def recall_source(self, body: dict[str, Any]) -> dict[str, Any]:
+        """recallMemorySource on the local runtime (same checks as the endpoint)."""
+        from query_api.models import RecallSourceRequest
+
+        req = RecallSourceRequest(**body)
+        if req.source_end_index < req.source_start_index:
+            raise ClientError("source_end_index is before source_start_index")
+        return self.runtime.recall.recall_source(req)
+
+    def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]:
+        memory = self.runtime.memories.get_memory(user_id, memory_id)
+        if memory is None:
+            raise ClientError(f"no memory {memory_id} for this user")
+        return memory.to_dict()
+
+    def thread_events(self, user_id: str, thread_id: str, start: int = 0,
+                      end: int | None = None) -> list[dict[str, Any]]:
+        last = end if end is not None else start + 999
+        return [e.to_dict() for e in self.runtime.raw.get_range(user_id, thread_id, start, last)]
 
     def stats(self) -> dict[str, Any]:
         from query_api.app import stats

@@ -1,34 +1,80 @@
-"""Decide: does a question need the verbatim source, or is a summary enough?"""
+"""Decide: does a question need the verbatim source, or is a summary enough?
+
+Rules in English and Japanese; an optional LLM classifier (any callable that answers
+``{"classification": ..., "reason": ...}``) is consulted only when no rule matched.
+:func:`analyze_query` also reads what *kind* of exact value a question asks for
+(regex, port, image, SQL, ...) and whether it asks for the newest or the first value:
+Retrieve uses both for ranking, Extract for picking lines.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SUMMARY_OK = "summary_ok"
 EXACT = "exact_value_needed"
 AMBIGUOUS = "ambiguous"
+CLASSIFICATIONS = (SUMMARY_OK, EXACT, AMBIGUOUS)
 
 _EXACT_EN = re.compile(
-    r"\b(regex|regexp|regular expression|sql|query string|path|port|env(ironment)? var"
+    r"\b(regex(es)?|regexp|regular expression|sql|query string|path|port|env(ironment)? var\w*"
     r"|endpoint|url|config(uration)? value|function name|exact(ly)?|verbatim|command"
-    r"|error message|stack ?trace|version|image tag|cron|schema|column|table name|snippet"
-    r"|code|literal|value of|what was the|show me the|copy of|failing (line|test))\b",
+    r"|error message|stack ?trace|version|image( tag)?|tag|cron|schema|column|table name"
+    r"|snippet|code|literal|value of|show me the|copy of|failing (line|test)|id|arxiv"
+    r"|set to|which \w+|what \w+ (is|was|does|did)( \w+)? (set|use|run|add|hit|store)\w*)\b",
     re.IGNORECASE,
 )
 _EXACT_JA = re.compile(
-    r"(正規表現|正確|もう一回出して|もう一度出して|そのまま|原文|全文|パス|ポート|環境変数"
-    r"|エンドポイント|設定値|関数名|コマンド|エラー(メッセージ|文)?|バージョン|コード|値を|SQL|クエリ)"
+    r"(正規表現|正確|もう一回出して|もう一度|そのまま|原文|全文|パス|ポート|環境変数"
+    r"|エンドポイント|設定値|関数名|コマンド|エラー(メッセージ|文)?|バージョン|コード|値を|値は"
+    r"|SQL|クエリ|イメージ|タグ|カラム|ID|いくつ|どれ|何を使|cron|式は)"
 )
 _SUMMARY_EN = re.compile(
-    r"\b(summar(y|ise|ize)|overview|what did we (decide|do|discuss)|why did we|roughly"
-    r"|in short|gist|status of|how did .* go|did we)\b",
+    r"\b(summar(y|ise|ize)|overview|what did we (decide|do|discuss)"
+    r"|why did we|roughly|in short|gist|status of|how did .* go|what happened)\b",
     re.IGNORECASE,
 )
 _SUMMARY_JA = re.compile(r"(概要|要約|まとめ|何を決め|なぜ|どうなった|ざっくり|経緯)")
 _LITERAL = re.compile(
-    r"`[^`]+`|\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b|[\w.-]+/[\w./-]+|\b\w+\.(ts|py|js|sql|yml|yaml|json|toml)\b"
+    r"`[^`]+`|\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b|[\w.-]+/[\w./-]+"
+    r"|\b\w+\.(ts|py|js|sql|yml|yaml|json|toml)\b"
 )
+
+#: Words of a question -> the kinds of exact value (processors.hints kinds) it asks for.
+_KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), kinds) for p, kinds in (
+        (r"\bregex|regexp|regular expression|pattern|正規表現", ("regex",)),
+        (r"\bports?\b|ポート", ("port", "env")),
+        (r"\benv\b|environment|variable|\bset to\b|config|環境変数|設定", ("env", "quoted")),
+        (r"\bimages?\b|\btags?\b|イメージ|タグ|docker", ("image", "version")),
+        (r"\bsql\b|\bquery\b|クエリ|売上", ("sql",)),
+        (r"\bcolumns?\b|カラム|列", ("sql_column", "sql")),
+        (r"\btables?\b|テーブル", ("sql_table", "sql")),
+        (r"\bendpoint|\bapi\b|\broute|エンドポイント", ("endpoint",)),
+        (r"\burl\b|\blink\b", ("url",)),
+        (r"\bpath\b|\bfile\b|パス|ファイル", ("path", "file")),
+        (r"\bcron\b|schedule|スケジュール", ("cron",)),
+        (r"\berror|exception|fail|broke|crash|落ち|失敗|エラー", ("error", "nodeid")),
+        (r"\bpapers?\b|arxiv|論文", ("arxiv", "arxiv_id")),
+        (r"\bfunction|method|関数", ("identifier",)),
+        (r"\bdomains?\b|ドメイン", ("env", "domain")),
+        (r"\bcommand\b|コマンド", ("command",)),
+        (r"\bversion|バージョン", ("version",)),
+    )
+)
+_NEWEST = re.compile(
+    r"\b(current(ly)?|now|latest|newest|today|most recent|after)\b|今|現在|最新|最近|後の|対策後",
+    re.IGNORECASE,
+)
+_OLDEST = re.compile(
+    r"\b(first|original(ly)?|initial(ly)?|before|at first|earliest|used to)\b|最初|当初|元々|以前",
+    re.IGNORECASE,
+)
+_FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",
+                      re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +85,53 @@ class Decision:
     reason: str
 
 
-def decide(query: str, mode: str = "auto") -> Decision:
-    """Classify a query; ``mode`` summary / source overrides the rules."""
+@dataclass(frozen=True, slots=True)
+class QueryIntent:
+    """What a question asks for: value kinds, a time preference, failures."""
+
+    kinds: frozenset[str]
+    temporal: str | None  # "newest" | "oldest" | None
+    failure: bool
+
+
+#: An optional classifier: query -> {"classification": ..., "reason": ...} (an LLM port).
+Classifier = Callable[[str], Mapping[str, Any]]
+
+
+def analyze_query(query: str) -> QueryIntent:
+    """Value kinds asked for, newest/oldest preference and failure interest of a query."""
+    kinds: set[str] = set()
+    for pattern, found in _KIND_WORDS:
+        if pattern.search(query):
+            kinds.update(found)
+    newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
+    temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
+    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)))
+
+
+def decide(query: str, mode: str = "auto", classifier: Classifier | None = None) -> Decision:
+    """Classify a query; ``mode`` summary / source overrides the rules.
+
+    Rules first; when none matched and a ``classifier`` is given, its answer is used
+    (an invalid answer raises ``ValueError``: it is counted by the caller, never
+    guessed); otherwise the query is ``ambiguous`` and recalls conservatively.
+    """
     if mode == "summary":
         return Decision(SUMMARY_OK, "mode=summary requested")
     if mode == "source":
         return Decision(EXACT, "mode=source requested")
+    ruled = decide_by_rules(query)
+    if ruled is not None or classifier is None:
+        return ruled or Decision(AMBIGUOUS, "no rule matched; recalling the source conservatively")
+    return _classified(classifier(query))
+
+
+def decide_by_rules(query: str) -> Decision | None:
+    """The rule-based classification, or ``None`` when no rule matched."""
+    for name, pattern in (("en", _SUMMARY_EN), ("ja", _SUMMARY_JA)):
+        summary = pattern.search(query)
+        if summary and not _LITERAL.search(query) and not _asks_exact_word(query):
+            return Decision(SUMMARY_OK, f"asks for the gist ({name}: {summary.group(0)!r})")
     for name, pattern in (("en", _EXACT_EN), ("ja", _EXACT_JA)):
         match = pattern.search(query)
         if match:
@@ -52,8 +139,15 @@ def decide(query: str, mode: str = "auto") -> Decision:
     literal = _LITERAL.search(query)
     if literal:
         return Decision(EXACT, f"names a literal ({literal.group(0)!r})")
-    for name, pattern in (("en", _SUMMARY_EN), ("ja", _SUMMARY_JA)):
-        match = pattern.search(query)
-        if match:
-            return Decision(SUMMARY_OK, f"asks for the gist ({name}: {match.group(0)!r})")
-    return Decision(AMBIGUOUS, "no rule matched; recalling the source conservatively")
+    return None
+
+
+def _asks_exact_word(query: str) -> bool:
+    return bool(re.search(r"(?i)\bexact(ly)?\b|verbatim|正確|そのまま|原文", query))
+
+
+def _classified(answer: Mapping[str, Any]) -> Decision:
+    label = answer.get("classification")
+    if label not in CLASSIFICATIONS:
+        raise ValueError(f"classifier answered {label!r}, expected one of {CLASSIFICATIONS}")
+    return Decision(str(label), f"classifier: {answer.get('reason') or 'no reason given'}")

@@ -92,3 +92,102 @@ def sparse_query(text: str) -> SparseVector:
     """Query vector: weight 1.0 per unique query term."""
     indices = tuple(sorted({term_id(t) for t in lexical_terms(text)}))
     return SparseVector(indices=indices, values=tuple(1.0 for _ in indices))
+
+
+# ---- the query side: stopwords, light stems, a ja<->en glossary ------------------------
+#: English function words never worth matching in a question.
+EN_STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from into is are was were be been
+    do does did done have has had i you we they it its this that these those there what which
+    who whom when where why how all any some me my our your us them can could should would
+    will shall may might must please again now just also about show tell give get set""".split()
+)
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+#: Technical words of Japanese questions and their English forms (both directions).
+GLOSSARY: dict[str, tuple[str, ...]] = {
+    "正規表現": ("regex", "regexp"), "メールアドレス": ("email",), "メール": ("email",),
+    "認証": ("auth",), "サインアップ": ("signup", "sign"), "ドメイン": ("domains", "domain"),
+    "許可": ("allowed", "allow"), "ポート": ("port",), "イメージ": ("image",),
+    "タグ": ("tag",), "ローカル": ("local", "locally"), "エラー": ("error",),
+    "テスト": ("test", "tests"), "落ち": ("failed", "fail"), "失敗": ("failed", "fail"),
+    "クーポン": ("coupon",), "丸め": ("rounding",), "論文": ("paper", "papers", "arxiv"),
+    "フェア": ("fair",), "キューイング": ("queueing", "queue"), "レート": ("rate",),
+    "制限": ("limit", "limiting"), "チェックアウト": ("checkout",), "決め": ("decided",),
+    "決定": ("decided", "decision"), "在庫": ("inventory",), "同期": ("sync",),
+    "手動": ("manual", "manually"), "エンドポイント": ("endpoint",), "カラム": ("column",),
+    "金額": ("amount", "total", "cents"), "テーブル": ("table",), "売上": ("revenue",),
+    "先週": ("week",), "データベース": ("database", "db"), "設定": ("config",),
+    "環境変数": ("env",), "パス": ("path",), "関数": ("function",), "コマンド": ("command",),
+    "ファイル": ("file",), "サーバー": ("server",), "連続": ("double",), "ドット": ("dot",),
+    "バッチ": ("batch", "job"), "接続": ("connect", "connects"), "繋": ("connect", "connects"),
+    "アプリ": ("app",), "適応": ("adaptive",), "トークンバケット": ("token", "bucket"),
+    "バケット": ("bucket",), "トークン": ("token",), "全テスト": ("suite",),
+}
+_EN_TO_JA: dict[str, tuple[str, ...]] = {}
+for _ja, _ens in GLOSSARY.items():
+    for _en in _ens:
+        _EN_TO_JA[_en] = (*_EN_TO_JA.get(_en, ()), _ja)
+_SUFFIXES = (("ing", 5), ("ed", 4), ("ly", 5), ("es", 5), ("s", 4))  # (suffix, min length)
+EXPANSION_WEIGHT = 0.7
+#: A CJK word yields several overlapping bigrams; each weighs less than a whole word.
+CJK_BIGRAM_WEIGHT = 0.5
+
+
+def query_terms(text: str) -> dict[str, float]:
+    """Weighted terms of a *question*: words 1.0, CJK bigrams 0.5, stems/translations 0.7.
+
+    Drops English stopwords and CJK bigrams holding hiragana (particles such as
+    を, は, した); adds light English stems (``failed`` → ``fail``) and the English or
+    Japanese form of glossary words so a Japanese question meets an English memory.
+    """
+    weights: dict[str, float] = {}
+    for term in lexical_terms(text):
+        if term in EN_STOPWORDS or _HIRAGANA.search(term):
+            continue
+        weights[term] = CJK_BIGRAM_WEIGHT if _is_cjk_piece(term) else 1.0
+        stem = _stem(term)
+        if stem and stem not in weights:
+            weights[stem] = EXPANSION_WEIGHT
+    for extra in _translations(unicodedata.normalize("NFKC", text), set(weights)):
+        weights.setdefault(extra, CJK_BIGRAM_WEIGHT / 2 if _is_cjk_piece(extra)
+                           else EXPANSION_WEIGHT)
+    return weights
+
+
+def _is_cjk_piece(term: str) -> bool:
+    """A CJK bigram (or single character): one of several pieces of one word."""
+    return len(term) <= 2 and not term.isascii()
+
+
+def _stem(term: str) -> str | None:
+    if not term.isascii() or not term.isalpha():
+        return None
+    if term.endswith(("ss", "is", "us")):
+        return None
+    if term.endswith("es") and not term.endswith(("xes", "ches", "shes", "sses")):
+        return term[:-1] if len(term) > 4 else None  # "images" -> "image"
+    for suffix, min_len in _SUFFIXES:
+        if term.endswith(suffix) and len(term) >= min_len + len(suffix) - 2:
+            return term[: -len(suffix)]
+    return None
+
+
+def _translations(text: str, terms: set[str]) -> list[str]:
+    out: list[str] = []
+    for ja, ens in GLOSSARY.items():
+        if ja in text:
+            out.extend(ens)
+    for term in terms:
+        for ja in _EN_TO_JA.get(term, ()):
+            out.extend(_bigrams(ja))
+    return out
+
+
+def weighted_query(text: str) -> SparseVector:
+    """Query vector of :func:`query_terms` (the recall service's lexical channel)."""
+    by_id: dict[int, float] = {}
+    for term, weight in query_terms(text).items():
+        tid = term_id(term)
+        by_id[tid] = max(weight, by_id.get(tid, 0.0))
+    indices = tuple(sorted(by_id))
+    return SparseVector(indices=indices, values=tuple(by_id[i] for i in indices))

@@ -204,6 +204,7 @@ def _metadata(
         "language": lang,
         "agents": _dedupe(e.agent_id for e in events if e.agent_id),
         "cut_reason": reason,
+        "value_kinds": sorted({k for k, _v in typed}),  # recall boosts the kinds asked for
     }
 
 
@@ -252,7 +253,8 @@ _WORDY = re.compile(r"[A-Za-z\u3040-\u30ff\u4e00-\u9fff]{3,}")
 
 
 def _test_outcome(events: Sequence[Event], ja: bool) -> str:
-    results = [e for e in events if e.kind == "test_result"]
+    results = [e for e in events if e.kind == "test_result" or (
+        e.kind == "tool_result" and _TEST_COMMAND.search(str(e.attrs.get("command", ""))))]
     if not results:
         return ""
     code = _exit_code(results[-1])

