@@ -119,7 +119,7 @@ def _archive(life: MemoryLife, now: datetime, cfg: LifecycleConfig) -> Transitio
         reason = f"archive:superseded {_span(cfg.archive_superseded_after)}"
         return _t(life, "archived", life.tier, reason)
     unused = cfg.archive_unused_after
-    if unused and now - _ts(life.last_used_at or life.created_at) >= unused:
+    if unused and now - _ts(life.last_used_at or life.tier_since) >= unused:
         return _t(life, "archived", life.tier, f"archive:unused {_span(unused)}")
     return None
 

@@ -107,14 +107,17 @@ class LifecycleService:
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
         self.tables.replace_facts(obs.user_id, obs.id, rows)
-        self.tables.ensure_life(obs.user_id, obs.id, obs.created_at)
+        # TTLs and windows run on the wall clock from when the memory was stored, not from
+        # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
+        stored_at = self.clock().isoformat()
+        self.tables.ensure_life(obs.user_id, obs.id, stored_at)
         existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
         verdicts = sp.compare_facts(rows, existing)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
             newest = max(r.ts for r in rows)
             verdicts += sp.reversal_verdicts(obs.id, newest, [r.key for r in rows], existing)
         for verdict in verdicts:
-            self._apply_verdict(obs.user_id, verdict, obs.created_at)
+            self._apply_verdict(obs.user_id, verdict, stored_at)
         self._verify(obs, rows, existing, events)
         self._dedupe(obs, rows, existing)
         self._snapshot(obs.user_id, obs.id)
@@ -162,8 +165,8 @@ class LifecycleService:
             life = self.tables.get_life(obs.user_id, mid)
             step = lc.verify(life, checks[-1].kind) if life else None
             if step is not None:
-                self._set(obs.user_id, mid, "pipeline", step.reason, obs.created_at,
-                          tier=step.tier)
+                self._set(obs.user_id, mid, "pipeline", step.reason,
+                          self.clock().isoformat(), tier=step.tier)
 
     def _dedupe(self, obs: Observation, rows: list[sp.FactRow],
                 existing: list[sp.FactRow]) -> None:
@@ -179,7 +182,7 @@ class LifecycleService:
                 continue
             keep, drop = sorted((other, obs), key=lambda m: (m.created_at, m.id))
             self._set(obs.user_id, drop.id, "pipeline", f"duplicate of {keep.id}",
-                      obs.created_at, status="superseded", superseded_by=keep.id)
+                      self.clock().isoformat(), status="superseded", superseded_by=keep.id)
             self._note(obs.user_id, keep.id, "merged_ranges", drop.id,
                        drop.source_range.to_dict())
 

