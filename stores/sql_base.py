@@ -281,9 +281,10 @@ class SqlStore(LogStateMixin, ABC):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return []
-        rows = self._read(f"{s.SELECT_MEMORIES} WHERE user_id = ? AND id IN ({s.marks(len(ids))})",
-                          (user_id, *ids))
-        by_id = {r[0]: r for r in rows}
+        # Look up by primary key and check the owner here: with ``user_id = ?`` in the WHERE
+        # clause SQLite picks the (user_id, status) index and scans every memory of the user.
+        rows = self._read(f"{s.SELECT_MEMORIES} WHERE id IN ({s.marks(len(ids))})", ids)
+        by_id = {_text(r[0]): r for r in rows if _text(r[1]) == user_id}
         return [by_id[i] for i in ids if i in by_id]
 
     def list_memories(self, user_id: str, limit: int = 100, offset: int = 0) -> list[Observation]:
@@ -325,8 +326,9 @@ class SqlStore(LogStateMixin, ABC):
         if not ids:
             return
         with self.transaction():
+            owner = "user_id" if self.dialect.mysql else "+user_id"  # SQLite: use the PK
             self._execute("UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
-                          f"WHERE user_id = ? AND id IN ({s.marks(len(ids))})", (at, user_id, *ids))
+                          f"WHERE id IN ({s.marks(len(ids))}) AND {owner} = ?", (at, *ids, user_id))
 
     def memory_counts_by_status_tier(self) -> list[tuple[str, str, int]]:
         """(status, tier, count) for every combination present."""
@@ -371,3 +373,8 @@ class SqlStore(LogStateMixin, ABC):
         """The most recent dead letters, newest first."""
         rows = self._read(f"{s.SELECT_DEAD_LETTERS} ORDER BY id DESC LIMIT ?", (limit,))
         return [s.dead_letter_from_row(r) for r in rows]
+
+
+def _text(value: Any) -> str:
+    """An id column as text (MySQL returns VARBINARY columns as bytes)."""
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)

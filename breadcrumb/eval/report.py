@@ -1,0 +1,186 @@
+"""The report: ``eval.json`` (every number), ``eval.md`` (tables + per-answer reasons)
+and ``eval.png`` (the headline chart)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from breadcrumb.eval.methods import BREADCRUMB, LABELS, METHODS
+
+GOLDEN_COLUMNS = (
+    ("memory_hit1", "Memory Hit@1"), ("memory_hit5", "Memory Hit@5"),
+    ("source_hit1", "Source Hit@1"), ("source_hit5", "Source Hit@5"),
+    ("exact", "Exact Value Acc."), ("wrong_top1", "Wrong Memory Rate"),
+    ("stale_shown", "Stale value shown"), ("tokens_mean", "Tokens (mean)"),
+    ("latency_p50_ms", "Latency p50 ms"), ("latency_p95_ms", "Latency p95 ms"),
+)
+LOCOMO_COLUMNS = (
+    ("source_hit1", "Source Hit@1"), ("source_hit5", "Source Hit@5"),
+    ("evidence_any", "Evidence in budget"), ("evidence_recall", "Evidence recall"),
+    ("tokens_mean", "Tokens (mean)"), ("latency_p50_ms", "Latency p50 ms"),
+    ("latency_p95_ms", "Latency p95 ms"),
+)
+
+
+def fmt(value: Any) -> str:
+    """Rates as 0.000, other numbers rounded, missing as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}" if value <= 1.0 else f"{value:.1f}"
+    return str(value)
+
+
+def _table(summary: dict[str, dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> list[str]:
+    head = "| method | n | " + " | ".join(c[1] for c in columns) + " |"
+    lines = [head, "|" + "---|" * (len(columns) + 2)]
+    for method in METHODS:
+        if method in summary:
+            s = summary[method]
+            cells = " | ".join(fmt(s.get(c[0])) for c in columns)
+            lines.append(f"| {LABELS[method]} | {s['questions']} | {cells} |")
+    return lines
+
+
+def markdown(results: dict[str, Any], chart: str | None) -> str:
+    """The whole report as Markdown."""
+    out = ["# Breadcrumb evaluation", "", f"Embedder: `{results['embedder']}`; config: "
+           f"`{json.dumps(results['config'])}`; ingest: `{json.dumps(results['ingest'])}`", ""]
+    if chart:
+        out += [f"![headline metrics]({chart})", ""]
+    if "golden" in results:
+        out += _golden_section(results["golden"])
+    if "locomo" in results:
+        out += _locomo_section(results["locomo"], results.get("locomo_skipped", {}))
+    out += ["## Thresholds", ""]
+    verdicts = results.get("thresholds", [])
+    out += [f"- {'PASS' if v['passed'] else 'FAIL'} `{v['name']}`: {v['metric']} = "
+            f"{fmt(v['value'])} (limit {v['limit']})" for v in verdicts] or ["- none configured"]
+    return "\n".join(out) + "\n"
+
+
+def _golden_section(g: dict[str, Any]) -> list[str]:
+    s = g["summary"]
+    bc = s.get(BREADCRUMB, {})
+    out = ["## Golden agent history", "",
+           "Source Hit is measured on exact-value questions (source needed); Exact Value "
+           "Accuracy on questions with a value: evidence text (Breadcrumb), returned raw "
+           "text (Raw only), summary text (Summary compact).", ""]
+    out += _table(s, GOLDEN_COLUMNS)
+    out += ["", f"Decide accuracy (Breadcrumb): {fmt(bc.get('decide_accuracy'))}; source "
+            f"recalled when needed: {fmt(bc.get('source_when_needed'))}; source recalled when "
+            f"a summary was enough: {fmt(bc.get('source_when_not_needed'))}.", ""]
+    out += ["### Per category (Breadcrumb / Raw only / Summary compact)", "",
+            "| category | n | Memory Hit@5 | Exact |", "|---|---|---|---|"]
+    for cat, n, hit, exact in _per_category(g["rows"]):
+        out.append(f"| {cat} | {n} | {hit} | {exact} |")
+    out += ["", "### Every answer (Breadcrumb): top memory, score parts, reasons", "",
+            "| id | question | class (expected) | top-1 range | score parts | hit@5 | exact "
+            "| evidence / reason |", "|---|---|---|---|---|---|---|---|"]
+    out += [_answer_line(r) for r in g["rows"]]
+    return out + [""]
+
+
+def _per_category(rows: list[dict[str, Any]]) -> list[tuple[str, int, str, str]]:
+    cats = sorted({r["category"] for r in rows})
+    out = []
+    for cat in cats:
+        mine = [r for r in rows if r["category"] == cat]
+        hits, exacts = [], []
+        for method in (BREADCRUMB, "raw_only", "summary_compact"):
+            per = [r["methods"][method] for r in mine]
+            hits.append(_share([p["memory_hit5"] for p in per]))
+            exacts.append(_share([p["exact"] for p in per if p["exact"] is not None]))
+        out.append((cat, len(mine), " / ".join(hits), " / ".join(exacts)))
+    return out
+
+
+def _share(flags: list[bool]) -> str:
+    return f"{sum(flags)}/{len(flags)}" if flags else "–"
+
+
+def _cell(text: str, limit: int = 90) -> str:
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def _answer_line(r: dict[str, Any]) -> str:
+    b = r["methods"][BREADCRUMB]
+    top = b["top"][0] if b["top"] else None
+    rng = f"{top['thread_id']} [{top['start_index']}..{top['end_index']}]" if top else "–"
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in top["score_parts"].items()) if top else "–"
+    ev = b["evidence"][0]["reason"] if b["evidence"] else b.get("decision_reason", "")
+    cls = f"{b.get('classification')} ({r['expected_classification']})"
+    return (f"| {r['id']} | {_cell(r['question'], 60)} | {cls} | {rng} | {parts} | "
+            f"{fmt(b['memory_hit5'])} | {fmt(b['exact'])} | {_cell(ev)} |")
+
+
+def _locomo_section(lo: dict[str, Any], skipped: dict[str, int]) -> list[str]:
+    out = ["## LoCoMo (categories 1–4)", "",
+           "Breadcrumb asked with `mode=source`; Raw only = dense search over raw turns, "
+           "top turns packed into the same token budget. Source Hit@k: a returned source "
+           "range (Breadcrumb: top-k memories; Raw: top-k turns) contains an evidence turn. "
+           "Evidence in budget: an evidence turn's text is verbatim in the returned text.", ""]
+    out += _table(lo["summary"], LOCOMO_COLUMNS)
+    out += ["", "Category 5 (adversarial), reported separately:", ""]
+    out += _table(lo["adversarial"], LOCOMO_COLUMNS)
+    out += ["", "Per category (Source Hit@5 / evidence in budget):", "",
+            "| method | " + " | ".join(lo["by_category"][BREADCRUMB]) + " |",
+            "|---|" + "---|" * len(lo["by_category"][BREADCRUMB])]
+    for method, cats in lo["by_category"].items():
+        cells = " | ".join(
+            f"{fmt(c['source_hit5'])} / {fmt(c['evidence_any'])} (n={c['questions']})"
+            for c in cats.values())
+        out.append(f"| {LABELS[method]} | {cells} |")
+    out += ["", f"Questions skipped: `{json.dumps(skipped)}`", ""]
+    return out
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Grouped bars: golden hit/exact/wrong rates per method, LoCoMo hit/evidence."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = []
+    if "golden" in results:
+        panels.append(("Golden agent history", results["golden"]["summary"],
+                       [("memory_hit1", "Mem@1"), ("memory_hit5", "Mem@5"),
+                        ("source_hit5", "Src@5"), ("exact", "Exact"), ("wrong_top1", "Wrong")]))
+    if "locomo" in results:
+        panels.append(("LoCoMo (cat. 1-4)", results["locomo"]["summary"],
+                       [("source_hit1", "Src@1"), ("source_hit5", "Src@5"),
+                        ("evidence_any", "Evid.@budget")]))
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 4))
+    axes = axes if len(panels) > 1 else [axes]
+    for ax, (title, summary, metrics) in zip(axes, panels, strict=False):
+        methods = [m for m in METHODS if m in summary]
+        width = 0.8 / len(methods)
+        for i, method in enumerate(methods):
+            values = [summary[method].get(key) or 0.0 for key, _ in metrics]
+            xs = [j + i * width for j in range(len(metrics))]
+            ax.bar(xs, values, width, label=LABELS[method])
+        ax.set_xticks([j + width * (len(methods) - 1) / 2 for j in range(len(metrics))])
+        ax.set_xticklabels([label for _, label in metrics])
+        ax.set_ylim(0, 1)
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(results: dict[str, Any], out_dir: Path, stem: str = "eval") -> dict[str, Path]:
+    """Write ``<stem>.json``, ``<stem>.png`` and ``<stem>.md`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / f"{stem}.json", "png": out_dir / f"{stem}.png",
+             "md": out_dir / f"{stem}.md"}
+    paths["json"].write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    chart(results, paths["png"])
+    paths["md"].write_text(markdown(results, paths["png"].name), "utf-8")
+    return paths

@@ -1,0 +1,163 @@
+"""Run the evaluation: ingest through the public runtime, ask, score, check thresholds."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from breadcrumb.eval import golden, locomo
+from breadcrumb.eval.methods import BREADCRUMB, RAW, SUMMARY, Answer, Query, RawSearch, ask_recall
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """What to run (CLI flags)."""
+
+    fast: bool = False
+    k: int = 5
+    max_tokens: int = 800
+    golden: bool = True
+    locomo_dir: Path = locomo.DEFAULT_DIR
+    locomo_conversations: int = 5
+    locomo_sessions: int | None = None
+    locomo_questions: int = 40
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+
+def _bar(total: int, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, unit="step", dynamic_ncols=True, leave=True)
+
+
+def ingest(runtime: Any, events: list[dict[str, Any]], timeout: float = 7200.0) -> dict[str, Any]:
+    """Submit, flush every thread, wait until processed (progress from ``unprocessed``)."""
+    started = time.perf_counter()
+    gateway = runtime.gateway
+    result: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": 0}
+    for offset in range(0, len(events), 500):
+        part = gateway.submit(events[offset:offset + 500], "cli")
+        result["accepted"] += part.accepted
+        result["duplicates"] += part.duplicates
+        result["rejected"] += len(part.rejected)
+    for user, thread in dict.fromkeys((e["user_id"], e["thread_id"]) for e in events):
+        gateway.request_flush(user, thread, "flush")
+    total = gateway.unprocessed()
+    with _bar(total, "ingest") as bar:
+        while (left := gateway.unprocessed()) > 0:
+            bar.n = total - left
+            bar.refresh()
+            if time.perf_counter() - started > timeout:
+                raise TimeoutError(f"{left} log entries unprocessed after {timeout} s")
+            time.sleep(0.5)
+        bar.n = total
+    gateway.wait_processed(timeout)
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    result["events"] = len(events)
+    return result
+
+
+@contextmanager
+def started(runtime: Any) -> Iterator[Any]:
+    """Start the runtime's processors; always stop them."""
+    runtime.start()
+    try:
+        yield runtime
+    finally:
+        runtime.stop()
+
+
+def golden_methods(runtime: Any, cfg: EvalConfig
+                   ) -> dict[str, Callable[[golden.GoldenQuestion], Answer]]:
+    raw = RawSearch(runtime, lexical=True)
+
+    def query(q: golden.GoldenQuestion) -> Query:
+        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens)
+
+    return {RAW: lambda q: raw(query(q)),
+            SUMMARY: lambda q: ask_recall(runtime, query(q), SUMMARY),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q), BREADCRUMB)}
+
+
+def locomo_methods(runtime: Any, cfg: EvalConfig
+                   ) -> dict[str, Callable[[locomo.LocomoQuestion], Answer]]:
+    raw = RawSearch(runtime, lexical=False)
+
+    def query(q: locomo.LocomoQuestion, mode: str = "auto") -> Query:
+        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode)
+
+    return {RAW: lambda q: raw(query(q)),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB)}
+
+
+def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
+    """The whole evaluation; returns the JSON-ready results."""
+    out: dict[str, Any] = {"config": _config_view(cfg), "embedder": runtime.embedder.name}
+    questions = golden.load_questions(fast=cfg.fast) if cfg.golden else []
+    g_events = golden.load_events(questions, only_needed=cfg.fast) if questions else []
+    l_events: list[dict[str, Any]] = []
+    l_questions: list[locomo.LocomoQuestion] = []
+    if cfg.locomo_conversations > 0:
+        l_events, l_questions, skipped = locomo.load(
+            cfg.locomo_dir, cfg.locomo_conversations, cfg.locomo_sessions, cfg.locomo_questions)
+        out["locomo_skipped"] = skipped
+    with started(runtime):
+        out["ingest"] = ingest(runtime, g_events + l_events)
+        out["ingest"]["golden_events"] = len(g_events)
+        out["ingest"]["locomo_events"] = len(l_events)
+        out["ingest"]["index"] = runtime.index.count()
+        if questions:
+            gm = golden_methods(runtime, cfg)
+            with _bar(len(questions) * len(gm), "golden") as bar:
+                rows = golden.run_golden(runtime, questions, gm, bar.update)
+            out["golden"] = {"rows": rows,
+                             "summary": {name: golden.summarize(rows, name) for name in gm}}
+        if l_questions:
+            lm = locomo_methods(runtime, cfg)
+            with _bar(len(l_questions) * len(lm), "locomo") as bar:
+                lrows = locomo.run(l_questions, lm, bar.update)
+            out["locomo"] = {
+                "rows": lrows,
+                "summary": {name: locomo.summarize(lrows, name) for name in lm},
+                "adversarial": {name: locomo.summarize(lrows, name, True) for name in lm},
+                "by_category": {name: locomo.by_category(lrows, name) for name in lm},
+            }
+    out["thresholds"] = check_thresholds(out, cfg.thresholds)
+    return out
+
+
+def _config_view(cfg: EvalConfig) -> dict[str, Any]:
+    return {"fast": cfg.fast, "k": cfg.k, "max_tokens": cfg.max_tokens,
+            "locomo_conversations": cfg.locomo_conversations,
+            "locomo_sessions": cfg.locomo_sessions, "locomo_questions": cfg.locomo_questions}
+
+
+#: Threshold names → (section, method, metric, direction).
+THRESHOLDS: dict[str, tuple[str, str, str, str]] = {
+    "min_memory_hit5": ("golden", BREADCRUMB, "memory_hit5", "min"),
+    "min_source_hit5": ("golden", BREADCRUMB, "source_hit5", "min"),
+    "min_exact": ("golden", BREADCRUMB, "exact", "min"),
+    "max_wrong": ("golden", BREADCRUMB, "wrong_top1", "max"),
+    "min_decide": ("golden", BREADCRUMB, "decide_accuracy", "min"),
+    "min_locomo_source_hit5": ("locomo", BREADCRUMB, "source_hit5", "min"),
+    "min_locomo_evidence": ("locomo", BREADCRUMB, "evidence_any", "min"),
+}
+
+
+def check_thresholds(results: dict[str, Any], thresholds: dict[str, float]
+                     ) -> list[dict[str, Any]]:
+    """One verdict per configured threshold; a missing metric fails."""
+    verdicts = []
+    for name, limit in sorted(thresholds.items()):
+        if name not in THRESHOLDS:
+            raise ValueError(f"unknown threshold {name!r}; known: {', '.join(THRESHOLDS)}")
+        section, method, metric, direction = THRESHOLDS[name]
+        value = results.get(section, {}).get("summary", {}).get(method, {}).get(metric)
+        ok = value is not None and (value >= limit if direction == "min" else value <= limit)
+        verdicts.append({"name": name, "metric": f"{section}.{method}.{metric}",
+                         "limit": limit, "value": value, "passed": ok})
+    return verdicts
