@@ -10,9 +10,9 @@ turns that hold its answer.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 from breadcrumb.eval import metrics as m
 from breadcrumb.eval.methods import Answer
+
 
 def _default_dir() -> Path:
     """``BREADCRUMB_LOCOMO_DIR``, else ``shared/data/locomo`` beside the repository
