@@ -86,6 +86,17 @@ def build_observer(settings: Settings) -> ObserveFn | None:
     return build_llm_observer(settings)
 
 
+def build_recall_llm(settings: Settings) -> dict[str, Any]:
+    """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
+    if not settings.llm_model:
+        return {}
+    from stores.llm_observer import build_chat_client
+    from stores.llm_recall import LlmClassifier, LlmQuoter
+
+    chat = build_chat_client(settings)
+    return {"classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
+
+
 def pipeline_config(settings: Settings) -> PipelineConfig:
     return PipelineConfig(
         segmenter=SegmenterConfig(

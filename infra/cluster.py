@@ -10,6 +10,7 @@ from infra.bootstrap import (
     Runtime,
     build_lifecycle,
     build_observer,
+    build_recall_llm,
     pipeline_config,
     score_weights,
     utc_now,
@@ -151,7 +152,8 @@ def build_cluster_runtime(
 
     changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
     lifecycle, raw = build_lifecycle(settings, store, index, build_cold_store(settings), changelog)
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
+    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
+                           **build_recall_llm(settings))
     return Runtime(
         settings=settings,
         gateway=gateway,

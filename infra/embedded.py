@@ -18,6 +18,7 @@ from infra.bootstrap import (
     Runtime,
     build_lifecycle,
     build_observer,
+    build_recall_llm,
     pipeline_config,
     score_weights,
     sweeper_for,
@@ -75,7 +76,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
         observer=build_observer(settings),
         on_observation=lifecycle.on_observation if settings.lifecycle_enabled else None,
     )
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now)
+    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
+                           **build_recall_llm(settings))
     return Generation(paths.name, store, index, raw, lifecycle, service, recall,
                       sweeper_for(settings, lifecycle))
 
