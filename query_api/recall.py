@@ -249,8 +249,13 @@ class RecallService:
         budget = req.max_tokens
         evidence: list[dict[str, Any]] = []
         level = 0
-        for cand in _hops(top, query.text):
+        hops = _hops(top, query.text)
+        if req.include_superseded:  # history asked for: also follow what the answer replaced
+            hops += _replaced(hops, top)
+        for cand in hops:
             cut, used = self._extract(req.user_id, query, cand.memory, budget)
+            cut, stale = _drop_superseded(cut, cand.memory, req.include_superseded,
+                                          self.embedder.count_tokens)
             if not cut.lines:
                 continue
             level = max(level, used)
@@ -258,8 +263,11 @@ class RecallService:
             rng = cand.memory.source_range
             reason = (f"{decision.reason}; level {used}; {len(cut.lines)} line(s), "
                       f"{cut.tokens} tokens")
-            evidence.append(_evidence(cand.memory.id, rng.thread_id, rng.start_index,
-                                      rng.end_index, cut, reason))
+            item = _evidence(cand.memory.id, rng.thread_id, rng.start_index, rng.end_index,
+                             cut, reason)
+            if stale:  # history was asked for: say which values are no longer current
+                item["superseded_values"] = stale
+            evidence.append(item)
             if budget <= 0:
                 break
         return evidence, level
@@ -344,6 +352,35 @@ def _value_hit(memory: Observation, query: _Query) -> float:
 def _passage(payload: dict[str, Any]) -> Passage:
     return Passage(str(payload["event_id"]), int(payload["event_index"]),
                    int(payload["char_start"]), str(payload["text"]))
+
+
+def _replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:
+    """Candidates whose facts the followed memories superseded (for history questions)."""
+    linked = {str(v.get("memory_id")) for c in hops
+              for v in (c.memory.metadata.get("supersedes_facts") or {}).values()
+              if isinstance(v, dict)}
+    linked |= {str(c.memory.supersedes_memory_id) for c in hops if c.memory.supersedes_memory_id}
+    chosen = {c.memory.id for c in hops}
+    return [c for c in top if c.memory.id in linked and c.memory.id not in chosen]
+
+
+def _drop_superseded(
+    cut: Extract, memory: Observation, include: bool, count: Callable[[str], int]
+) -> tuple[Extract, list[str]]:
+    """Lines carrying a fact value that a newer memory replaced are history, not answers.
+
+    Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
+    stay); with it they are kept and the values are named in ``superseded_values``.
+    """
+    facts = memory.metadata.get("superseded_facts") or {}
+    stale = sorted({str(f.get("value")) for f in facts.values()
+                    if isinstance(f, dict) and f.get("value")})
+    if not stale:
+        return cut, []
+    if include:
+        return cut, [v for v in stale if v in cut.text]
+    kept = tuple(ln for ln in cut.lines if not any(v in ln.text for v in stale))
+    return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
 
 
 def _evidence(
