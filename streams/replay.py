@@ -85,11 +85,12 @@ class Replayer:
             entries = self.log.read_log_all(cursor, self.batch)
             if not entries:
                 return applied
-            for seq, payload in entries:
-                apply_entry(self.derived, self.service, seq, payload)
-                cursor = seq
-                applied += 1
-                self.progress.applied += 1
+            with self.derived.transaction():  # one commit per batch (the cursor moves with it)
+                for seq, payload in entries:
+                    apply_entry(self.derived, self.service, seq, payload)
+                    cursor = seq
+                    applied += 1
+                    self.progress.applied += 1
             if self.on_progress is not None:
                 self.on_progress(self.progress)
 
