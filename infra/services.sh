@@ -35,10 +35,14 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # wait_port PORT SECONDS PIDFILE MARKER LOGFILE: wait for PORT; fail early if the process died.
 wait_port() {
-  local port="$1" secs="$2" pidfile="$3" marker="$4" logfile="$5" i
+  local port="$1" secs="$2" pidfile="$3" marker="$4" logfile="$5" i gone=0
   for ((i = 0; i < secs * 10; i++)); do
     port_open "$port" && return 0
-    if ! pid_alive "$pidfile" "$marker"; then
+    # /proc/PID/cmdline can read empty for an instant while a wrapper execs the real
+    # binary: only a process missing on 5 checks in a row (0.5 s) has really died.
+    if pid_alive "$pidfile" "$marker"; then
+      gone=0
+    elif ((++gone >= 5)); then
       tail -n 30 "$logfile" >&2 || true
       die "process for port $port exited during start (log: $logfile)"
     fi
