@@ -335,7 +335,9 @@ def _tag_match(memory: Observation, query: _Query) -> float:
     overlap = len(tag_terms & set(content)) / len(content) if content else 0.0
     kinds = set(memory.metadata.get("value_kinds") or ())
     kind_hit = 1.0 if query.intent.kinds & kinds else 0.0
-    return overlap + kind_hit + _value_hit(memory, query)
+    # a question about a failure prefers the range that holds the failure, not the request
+    fail_hit = 1.0 if query.intent.failure and ("error" in memory.tags or "error" in kinds) else 0.0
+    return overlap + kind_hit + fail_hit + _value_hit(memory, query)
 
 
 def _value_hit(memory: Observation, query: _Query) -> float:

@@ -126,8 +126,9 @@ def _auth_v1(out: list[dict[str, Any]]) -> None:
                "--- a/src/auth/validate-email.ts\n+++ b/src/auth/validate-email.ts\n"
                "@@ -1,4 +1,4 @@\n-export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+$/;\n"
                f"+export const EMAIL_RE = {REGEX_V1};\n")
-    _plant(REGEX_V1, e, "What is the email validation regex in validate-email.ts?",
-           "認証のメールアドレス正規表現をもう一回出して", "u1")
+    # asked as the *first* version: a later thread replaces it (newer beats older otherwise)
+    _plant(REGEX_V1, e, "What was the first email validation regex we put in validate-email.ts?",
+           "最初に決めた認証のメールアドレス正規表現をもう一回出して", "u1")
     e = t.edit(".env", "--- a/.env\n+++ b/.env\n@@ -3,0 +4 @@\n"
                "+AUTH_ALLOWED_DOMAINS=example.com,corp.example\n")
     _plant("AUTH_ALLOWED_DOMAINS=example.com,corp.example", e,
