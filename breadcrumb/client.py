@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,6 +83,18 @@ def _thread_keys(items: list[Any]) -> list[tuple[str, str]]:
     return list(keys)
 
 
+def _submit_batches(submit: Callable[[list[Any]], dict[str, Any]], items: list[Any],
+                    batch: int) -> dict[str, Any]:
+    """Submit in batches; rejected positions are given in the whole input's numbering."""
+    totals: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
+    for offset in range(0, len(items), batch):
+        part = submit(items[offset: offset + batch])
+        totals["accepted"] += part["accepted"]
+        totals["duplicates"] += part["duplicates"]
+        totals["rejected"] += [{**r, "position": r["position"] + offset} for r in part["rejected"]]
+    return totals
+
+
 def _report(totals: dict[str, Any], bad_lines: list[dict[str, Any]] | None,
             started: float) -> dict[str, Any]:
     totals["rejected"] = list(bad_lines or []) + totals["rejected"]
@@ -119,14 +132,7 @@ class HttpBackend:
     def ingest(self, items: list[Any], flush: bool, batch: int, timeout: float,
                bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
-        totals: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
-        for offset in range(0, len(items), batch):
-            part = self.submit(items[offset: offset + batch])
-            totals["accepted"] += part["accepted"]
-            totals["duplicates"] += part["duplicates"]
-            totals["rejected"] += [
-                {**r, "position": r["position"] + offset} for r in part["rejected"]
-            ]
+        totals = _submit_batches(self.submit, items, batch)
         if flush:
             for user_id, thread_id in _thread_keys(items):
                 self._call("POST", "/v1/flush", json={"user_id": user_id, "thread_id": thread_id})
@@ -185,15 +191,8 @@ class LocalBackend:
     def ingest(self, items: list[Any], flush: bool, batch: int, timeout: float,
                bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
-        totals: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
         gateway = self.runtime.gateway
-        for offset in range(0, len(items), batch):
-            part = gateway.submit(items[offset: offset + batch], "cli").to_dict()
-            totals["accepted"] += part["accepted"]
-            totals["duplicates"] += part["duplicates"]
-            totals["rejected"] += [
-                {**r, "position": r["position"] + offset} for r in part["rejected"]
-            ]
+        totals = _submit_batches(lambda part: gateway.submit(part, "cli").to_dict(), items, batch)
         if flush:
             for user_id, thread_id in _thread_keys(items):
                 gateway.request_flush(user_id, thread_id, "flush")
