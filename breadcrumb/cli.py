@@ -149,18 +149,10 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def read_jsonl(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
     """Parse one JSON value per line; unparsable lines are reported, not dropped silently."""
-    items: list[Any] = []
-    bad: list[dict[str, Any]] = []
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append(orjson.loads(line))
-            except orjson.JSONDecodeError as exc:
-                bad.append({"line": number, "error": f"not JSON: {exc}",
-                            "payload": line.decode("utf-8", "replace")})
-    return items, bad
+    from breadcrumb.jsonl import read_records
+
+    records, bad = read_records(path)
+    return [value for _, value in records], bad
 
 
 def format_answer(answer: dict[str, Any]) -> str:

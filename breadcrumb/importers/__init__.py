@@ -73,14 +73,6 @@ def _parse(records: list[Any], fmt: str) -> Parsed:
 
 
 def _jsonl(path: Path) -> tuple[list[tuple[int, Any]], list[dict[str, Any]]]:
-    records: list[tuple[int, Any]] = []
-    bad: list[dict[str, Any]] = []
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((number, orjson.loads(line)))
-            except orjson.JSONDecodeError as exc:
-                bad.append({"line": number, "error": f"not JSON: {exc}"})
-    return records, bad
+    from breadcrumb.jsonl import read_records
+
+    return read_records(path)
