@@ -9,7 +9,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from infra.bootstrap import Runtime
@@ -155,4 +154,4 @@ def health(runtime: Runtime) -> dict[str, Any]:
     return {"status": status, "mode": runtime.settings.mode, "components": components}
 
 
-__all__ = ["create_app", "RequestValidationError"]
+__all__ = ["create_app", "health", "stats"]
