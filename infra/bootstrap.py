@@ -54,6 +54,9 @@ class Runtime:
             fn()
 
     def stop(self) -> None:
+        flush = getattr(self.recall, "flush_usage", None)
+        if flush is not None:  # write pending usage before the stores close
+            flush()
         for fn in reversed(self.stoppers):
             try:
                 fn()

@@ -17,6 +17,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -107,6 +108,19 @@ class RecallService:
         self.classifier = classifier
         self.quoter = quoter
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
+        # usage accounting is written off the answer's path, in order, by one thread
+        self._usage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-usage")
+
+    def _record_usage(self, user_id: str, memory_ids: list[str], at: str) -> None:
+        try:
+            self.memories.record_usage(user_id, memory_ids, at)
+        except Exception:  # counted and logged; a lost hit never fails a recall
+            self.errors["usage"] += 1
+            log.exception("recording usage failed")
+
+    def flush_usage(self) -> None:
+        """Wait until every recorded use is written (tests, shutdown)."""
+        self._usage.submit(lambda: None).result()
 
     # ------------------------------------------------------------------ public
     def recall(self, req: RecallRequest) -> dict[str, Any]:
@@ -122,9 +136,8 @@ class RecallService:
         token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.embedder.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
-            self.memories.record_usage(
-                req.user_id, [c.memory.id for c in top], self.clock().isoformat()
-            )
+            self._usage.submit(self._record_usage, req.user_id, [c.memory.id for c in top],
+                               self.clock().isoformat())
         return {
             "query": req.query,
             "classification": decision.classification,
