@@ -19,31 +19,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def fresh_database(tag: str) -> str:
-    """Create a throw-away database ``bc_test_<tag>`` (the breadcrumb user may)."""
+def _admin_sql(statement: str) -> None:
+    """Run one statement as the breadcrumb user, outside any database."""
     import pymysql
 
-    name = f"bc_test_{tag}"
     conn = pymysql.connect(host="127.0.0.1", port=int(os.environ.get("BREADCRUMB_MYSQL_PORT",
                            "3306")), user="breadcrumb", password="breadcrumb")
     try:
         with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+            cur.execute(statement)
     finally:
         conn.close()
+
+
+def fresh_database(tag: str) -> str:
+    """Create a throw-away database ``bc_test_<tag>`` (the breadcrumb user may)."""
+    name = f"bc_test_{tag}"
+    _admin_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
     return name
 
 
 def drop_database(name: str) -> None:
-    import pymysql
-
-    conn = pymysql.connect(host="127.0.0.1", port=int(os.environ.get("BREADCRUMB_MYSQL_PORT",
-                           "3306")), user="breadcrumb", password="breadcrumb")
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-    finally:
-        conn.close()
+    _admin_sql(f"DROP DATABASE IF EXISTS `{name}`")
 
 
 def cluster_settings(tmp_path: Path, **overrides: object) -> Settings:

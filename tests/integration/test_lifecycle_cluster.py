@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 
 from infra.bootstrap import build_lifecycle
 from infra.cluster import build_sql_store, declare_topics
+from processors.lexical import sparse_vector
 from stores.cold import LocalColdStore
 from stores.qdrant_edge_index import QdrantEdgeIndex
 from streams.lifecycle import KafkaChangelog
@@ -36,7 +39,24 @@ async def _read_topic(bootstrap: str, topic: str) -> list[tuple[str, Any]]:
     return [(r.key.decode(), None if r.value is None else json.loads(r.value)) for r in records]
 
 
-def test_sweeps_publish_to_kafka_and_replay_agrees(tmp_path: Path) -> None:
+@dataclass
+class World:
+    """One memory of u1 on MySQL + Qdrant Edge, its lifecycle publishing to the real topic."""
+
+    settings: Any
+    store: Any
+    index: QdrantEdgeIndex
+    topic: str
+    life: Any
+    mem: Observation
+    t0: datetime
+
+    def topic_values(self) -> list[tuple[str, Any]]:
+        return asyncio.run(_read_topic(self.settings.kafka_bootstrap, self.topic))
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> Iterator[World]:
     settings = cluster_settings(tmp_path)
     asyncio.run(declare_topics(settings))
     store = build_sql_store(settings)
@@ -49,30 +69,12 @@ def test_sweeps_publish_to_kafka_and_replay_agrees(tmp_path: Path) -> None:
         life, _raw = build_lifecycle(settings, store, index, LocalColdStore(tmp_path / "c"), kafka)
         mem = Observation(MID, "u1", "p", "s", SourceRange("t", 0, 1), (), (), "", 0.5,
                           "2024-05-01T00:00:00+00:00")
-        from processors.lexical import sparse_vector
-
         index.upsert_memories([mem], [[0.1, 0.2, 0.3, 0.4]], [sparse_vector("s")])
         store.upsert_memory(mem)
         life.tables.ensure_life("u1", MID, mem.created_at)
         t0 = life.clock().replace(year=2024, month=5, day=1, hour=0, minute=0, second=0,
                                   microsecond=0)
-        for i in range(3):
-            store.record_usage("u1", [MID], (t0 + timedelta(hours=i)).isoformat())
-        life.sweep(t0 + timedelta(hours=3))
-        life.sweep(t0 + timedelta(days=31))
-        row = store.get_memory_row("u1", MID)
-        assert (row["status"], row["tier"]) == ("active", "provisional")
-        life.sweep(t0 + timedelta(days=38))
-        assert store.get_memory_row("u1", MID) is None
-        values = asyncio.run(_read_topic(settings.kafka_bootstrap, topic))
-        assert [(k, v and v["tier"]) for k, v in values] == [
-            (MID, "confirmed"), (MID, "provisional"), (MID, None)]
-        audit = store.list_audit("u1", MID)
-        assert [a["to_value"] for a in audit] == ["confirmed", "provisional", "deleted"]
-        # replay the topic into a re-created memory: the tombstone deletes it again
-        store.upsert_memory(mem)
-        assert life.replay(values) >= 1
-        assert store.get_memory_row("u1", MID) is None
+        yield World(settings, store, index, topic, life, mem, t0)
     finally:
         kafka.stop()
         index.close()
@@ -80,72 +82,70 @@ def test_sweeps_publish_to_kafka_and_replay_agrees(tmp_path: Path) -> None:
         drop_database(settings.mysql_database)
 
 
-def test_full_walk_sql_payload_topic_and_audit_agree(tmp_path: Path) -> None:
+def test_sweeps_publish_to_kafka_and_replay_agrees(world: World) -> None:
+    store, life, t0 = world.store, world.life, world.t0
+    for i in range(3):
+        store.record_usage("u1", [MID], (t0 + timedelta(hours=i)).isoformat())
+    life.sweep(t0 + timedelta(hours=3))
+    life.sweep(t0 + timedelta(days=31))
+    row = store.get_memory_row("u1", MID)
+    assert (row["status"], row["tier"]) == ("active", "provisional")
+    life.sweep(t0 + timedelta(days=38))
+    assert store.get_memory_row("u1", MID) is None
+    values = world.topic_values()
+    assert [(k, v and v["tier"]) for k, v in values] == [
+        (MID, "confirmed"), (MID, "provisional"), (MID, None)]
+    audit = store.list_audit("u1", MID)
+    assert [a["to_value"] for a in audit] == ["confirmed", "provisional", "deleted"]
+    # replay the topic into a re-created memory: the tombstone deletes it again
+    store.upsert_memory(world.mem)
+    assert life.replay(values) >= 1
+    assert store.get_memory_row("u1", MID) is None
+
+
+def test_full_walk_sql_payload_topic_and_audit_agree(world: World) -> None:
     """Every promotion, demotion, manual status change and the deletion, with an injected
     clock: the SQL row, the Qdrant payload, the real Kafka topic and the audit agree."""
-    settings = cluster_settings(tmp_path)
-    asyncio.run(declare_topics(settings))
-    store = build_sql_store(settings)
-    index = QdrantEdgeIndex(tmp_path / "v", 4)
-    index.ensure()
-    topic = settings.topic(MEMORY_STATUS)
-    kafka = KafkaChangelog(settings.kafka_bootstrap, topic)
-    kafka.start()
+    store, life, t0 = world.store, world.life, world.t0
     seen: list[tuple[str, str]] = []
-    try:
-        life, _raw = build_lifecycle(settings, store, index, LocalColdStore(tmp_path / "c"), kafka)
-        mem = Observation(MID, "u1", "p", "s", SourceRange("t", 0, 1), (), (), "", 0.5,
-                          "2024-05-01T00:00:00+00:00")
-        from processors.lexical import sparse_vector
 
-        index.upsert_memories([mem], [[0.1, 0.2, 0.3, 0.4]], [sparse_vector("s")])
-        store.upsert_memory(mem)
-        life.tables.ensure_life("u1", MID, mem.created_at)
-        t0 = life.clock().replace(year=2024, month=5, day=1, hour=0, minute=0, second=0,
-                                  microsecond=0)
+    def state() -> tuple[str, str]:
+        row = store.get_memory_row("u1", MID)
+        payload = world.index._memory_payloads({MID})[MID]
+        assert (payload["status"], payload["tier"]) == (row["status"], row["tier"])
+        seen.append((row["status"], row["tier"]))
+        return row["status"], row["tier"]
 
-        def state() -> tuple[str, str]:
-            row = store.get_memory_row("u1", MID)
-            payload = index._memory_payloads({MID})[MID]
-            assert (payload["status"], payload["tier"]) == (row["status"], row["tier"])
-            seen.append((row["status"], row["tier"]))
-            return row["status"], row["tier"]
+    for i in range(3):
+        store.record_usage("u1", [MID], (t0 + timedelta(hours=i + 1)).isoformat())
+    life.sweep(t0 + timedelta(hours=4))
+    assert state() == ("active", "confirmed")
+    for i in range(10):
+        store.record_usage("u1", [MID], (t0 + timedelta(hours=5 + i)).isoformat())
+    life.sweep(t0 + timedelta(hours=20))
+    assert state() == ("active", "active")
+    life.sweep(t0 + timedelta(days=400))
+    assert state() == ("active", "confirmed")
+    life.sweep(t0 + timedelta(days=431))
+    assert state() == ("active", "provisional")
+    life.clock = lambda: t0 + timedelta(days=432)
+    life.set_manual("u1", MID, "alice", "wrong value", status="conflicted")
+    assert state() == ("conflicted", "provisional")
+    life.set_manual("u1", MID, "alice", "fixed", status="active")
+    assert state() == ("active", "provisional")
+    life.sweep(t0 + timedelta(days=439))
+    assert store.get_memory_row("u1", MID) is None
 
-        for i in range(3):
-            store.record_usage("u1", [MID], (t0 + timedelta(hours=i + 1)).isoformat())
-        life.sweep(t0 + timedelta(hours=4))
-        assert state() == ("active", "confirmed")
-        for i in range(10):
-            store.record_usage("u1", [MID], (t0 + timedelta(hours=5 + i)).isoformat())
-        life.sweep(t0 + timedelta(hours=20))
-        assert state() == ("active", "active")
-        life.sweep(t0 + timedelta(days=400))
-        assert state() == ("active", "confirmed")
-        life.sweep(t0 + timedelta(days=431))
-        assert state() == ("active", "provisional")
-        life.clock = lambda: t0 + timedelta(days=432)
-        life.set_manual("u1", MID, "alice", "wrong value", status="conflicted")
-        assert state() == ("conflicted", "provisional")
-        life.set_manual("u1", MID, "alice", "fixed", status="active")
-        assert state() == ("active", "provisional")
-        life.sweep(t0 + timedelta(days=439))
-        assert store.get_memory_row("u1", MID) is None
-
-        values = asyncio.run(_read_topic(settings.kafka_bootstrap, topic))
-        on_topic = [(k, None if v is None else (v["status"], v["tier"])) for k, v in values]
-        assert on_topic == [(MID, s) for s in seen] + [(MID, None)]
-        audit = [(a["field"], a["from_value"], a["to_value"], a["actor"])
-                 for a in store.list_audit("u1", MID)]
-        assert audit == [
-            ("tier", "provisional", "confirmed", "sweeper"),
-            ("tier", "confirmed", "active", "sweeper"),
-            ("tier", "active", "confirmed", "sweeper"),
-            ("tier", "confirmed", "provisional", "sweeper"),
-            ("status", "active", "conflicted", "alice"),
-            ("status", "conflicted", "active", "alice"),
-            ("tier", "provisional", "deleted", "sweeper")]
-    finally:
-        kafka.stop()
-        index.close()
-        store.close()
-        drop_database(settings.mysql_database)
+    on_topic = [(k, None if v is None else (v["status"], v["tier"]))
+                for k, v in world.topic_values()]
+    assert on_topic == [(MID, s) for s in seen] + [(MID, None)]
+    audit = [(a["field"], a["from_value"], a["to_value"], a["actor"])
+             for a in store.list_audit("u1", MID)]
+    assert audit == [
+        ("tier", "provisional", "confirmed", "sweeper"),
+        ("tier", "confirmed", "active", "sweeper"),
+        ("tier", "active", "confirmed", "sweeper"),
+        ("tier", "confirmed", "provisional", "sweeper"),
+        ("status", "active", "conflicted", "alice"),
+        ("status", "conflicted", "active", "alice"),
+        ("tier", "provisional", "deleted", "sweeper")]
