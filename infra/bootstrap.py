@@ -45,6 +45,7 @@ class Runtime:
     lifecycle: Any = None  # issue 5: streams.lifecycle.LifecycleService (status/tier owner)
     generation: str = "main"  # embedded: the generation of derived stores in use
     generations: dict[str, Any] = field(default_factory=dict)
+    generation_manager: Any = None  # cluster: infra.cluster_generations.ClusterGenerations
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)

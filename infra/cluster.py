@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from infra.bootstrap import (
     Runtime,
     build_lifecycle,
     build_observer,
-    build_recall_llm,
     pipeline_config,
-    score_weights,
-    utc_now,
     utc_now_iso,
 )
 from infra.settings import Settings
-from query_api.recall import RecallService
 from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
 from streams.service import IngestService, ObserveFn
 
@@ -78,6 +74,10 @@ class WorkerParts:
     clock: Callable[[], str]
     observer: ObserveFn | None = None
     lifecycle: Any = None  # issue 5: LifecycleService publishing to a CollectingChangelog
+    generation: str = "main"  # which generation of derived stores this worker fills
+    catalog: Any = None  # stores.cluster_generations.ClusterCatalog (the alias)
+    publishing: bool = True  # only the current generation's worker publishes
+    positions: dict[int, int] = field(default_factory=dict)  # partition -> last offset done
 
     def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
         """An ingest service bound to one message's state and dead-letter capture."""
@@ -108,12 +108,17 @@ class _Mirrored:
         self.mirror.put_state(key, state)
 
 
-def build_worker_parts(settings: Settings, embedder: Embedder | None = None) -> WorkerParts:
+def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
+                       index: Any = None) -> WorkerParts:
+    """Ports of one generation (``settings`` from ``generation_settings``)."""
     from infra.bootstrap import build_embedder
 
     embedder = embedder or build_embedder(settings)
     store = build_sql_store(settings)
-    index = build_vector_index(settings, embedder.dim)
+    if index is None:
+        index = build_vector_index(settings, embedder.dim)
+    else:
+        index.ensure()
     parts = WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
     if settings.lifecycle_enabled:  # issue 5: the Faust agent/timer send what it collects
         from streams.lifecycle import CollectingChangelog
@@ -139,34 +144,37 @@ def build_cold_store(settings: Settings) -> Any:
 def build_cluster_runtime(
     settings: Settings, embedder: Embedder, index: Any | None = None
 ) -> Runtime:
-    """The query service in cluster mode: publishes to Kafka, reads MySQL and Qdrant."""
+    """The query service in cluster mode: publishes to Kafka, reads the MySQL database and
+    Qdrant collections of the generation the alias names (and follows the alias)."""
+    from infra.cluster_generations import ClusterGenerations
+    from stores.cluster_generations import generation_settings
     from streams.kafka_gateway import KafkaGateway
-
-    store = build_sql_store(settings)
-    shared_index = index is not None
-    index = index if index is not None else build_vector_index(settings, embedder.dim)
-    gateway = KafkaGateway(settings, store, utc_now_iso)
-    # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
     from streams.lifecycle import KafkaChangelog
     from topics.names import MEMORY_STATUS
 
+    # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
     changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
-    lifecycle, raw = build_lifecycle(settings, store, index, build_cold_store(settings), changelog)
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
-                           **build_recall_llm(settings))
-    return Runtime(
+    gens = ClusterGenerations(settings, embedder, changelog, shared_index=index)
+    view = gens.open_view(gens.catalog.current())
+    gateway = KafkaGateway(settings, view.store, utc_now_iso)
+    gateway.group = generation_settings(settings, view.name).worker_id
+    runtime = Runtime(
         settings=settings,
         gateway=gateway,
-        recall=recall,
-        raw=raw,
-        memories=store,
-        dead_letters=store,
-        index=index,
+        recall=view.recall,
+        raw=view.raw,
+        memories=view.store,
+        dead_letters=view.store,
+        index=view.index,
         embedder=embedder,
-        store=store,
-        lifecycle=lifecycle,
-        extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster"},
-        starters=[gateway.start, changelog.start],
-        stoppers=([] if shared_index else [index.close]) + [store.close, gateway.stop,
-                                                             changelog.stop],
+        store=view.store,
+        lifecycle=view.lifecycle,
+        generation=view.name,
+        generation_manager=gens,
+        extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster",
+                             "generation": runtime.generation},
+        starters=[gateway.start, changelog.start, gens.start_following],
+        stoppers=[gens.close, gateway.stop, changelog.stop],
     )
+    gens.runtime = runtime
+    return runtime

@@ -103,6 +103,10 @@ class Settings(BaseSettings):
     llm_json_mode: bool = True  # send response_format=json_object (auto-off if refused)
     # --- end llm -----------------------------------------------------------------------
 
+    # --- generations -------------------------------------------------------------------
+    generation_poll_seconds: float = Field(5.0, gt=0)  # cluster: how often the alias is read
+    # --- end generations ---------------------------------------------------------------
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:

@@ -1,17 +1,21 @@
 """Admin routes (extension): replay the event log into a new generation while serving.
 
-``POST /v1/admin/replay`` starts a replay in a background thread (409 if one runs);
-``GET /v1/admin/replay`` reports its progress; ``GET /v1/admin/generations`` lists them.
-Embedded mode only (cluster mode replays with a new worker group: see the README).
+``POST /v1/admin/replay`` starts a replay (409 if one runs): embedded, a background thread
+applying the event log; cluster, a Faust app of a new consumer group reading
+``agent-events`` from the earliest offset in this process's event loop.
+``GET /v1/admin/replay`` reports its progress; ``GET /v1/admin/generations`` lists them;
+``DELETE /v1/admin/generations/{name}`` removes an old one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from query_api.errors import ApiError
@@ -29,9 +33,12 @@ class ReplayRequest(BaseModel):
 class _ReplayJob:
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
+        self.task: asyncio.Task[None] | None = None
         self.progress: Any = None
 
     def running(self) -> bool:
+        if self.task is not None and not self.task.done():
+            return True
         return self.thread is not None and self.thread.is_alive()
 
 
@@ -43,31 +50,47 @@ def _job(request: Request) -> _ReplayJob:
     return job
 
 
-def _require_embedded(runtime: Any) -> None:
-    if runtime.settings.mode != "embedded":
-        raise ApiError(409, "not_embedded", "replay over HTTP is for the embedded default; "
-                       "in cluster mode run `breadcrumb replay` (see the README)")
+def _names(runtime: Any) -> list[str]:
+    if runtime.generation_manager is not None:
+        names: list[str] = runtime.generation_manager.catalog.names()
+        return names
+    from stores.generations import GenerationCatalog
+
+    return GenerationCatalog(runtime.settings.data_dir).names()
 
 
 @router.post("/v1/admin/replay", status_code=202)
 async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
-    from infra.embedded import replay
     from streams.replay import Progress
 
     runtime = request.app.state.runtime
-    _require_embedded(runtime)
     job = _job(request)
     if job.running():
         raise ApiError(409, "replay_running", "a replay is already running")
-    from stores.generations import GenerationCatalog
-
-    if body.name and body.name in GenerationCatalog(runtime.settings.data_dir).names():
+    names = await run_in_threadpool(_names, runtime)
+    if body.name and body.name in names:
         raise ApiError(409, "generation_exists", f"generation {body.name!r} already exists")
     job.progress = Progress(body.name or "pending", state="starting")
 
+    def track(p: Progress) -> None:
+        job.progress = p
+
+    if runtime.generation_manager is not None:  # cluster: a new consumer group, this loop
+        async def run_cluster() -> None:
+            try:
+                job.progress = await runtime.generation_manager.replay(body.name, track)
+            except BaseException as exc:  # cancelled too: the state must not stay "running"
+                job.progress.state, job.progress.error = "failed", repr(exc)
+                log.exception("replay failed")
+                if not isinstance(exc, Exception):
+                    raise
+
+        job.task = asyncio.create_task(run_cluster())
+        return {"started": True}
+
     def run() -> None:
-        def track(p: Progress) -> None:
-            job.progress = p
+        from infra.embedded import replay
+
         try:
             job.progress = replay(runtime, body.name, track)
         except Exception as exc:  # reported through GET /v1/admin/replay, and logged
@@ -90,8 +113,29 @@ async def replay_status(request: Request) -> dict[str, Any]:
 
 @router.get("/v1/admin/generations")
 async def generations(request: Request) -> dict[str, Any]:
+    runtime = request.app.state.runtime
+    if runtime.generation_manager is not None:
+        described: dict[str, Any] = await run_in_threadpool(
+            runtime.generation_manager.catalog.describe)
+        return described
     from stores.generations import GenerationCatalog
 
-    runtime = request.app.state.runtime
-    _require_embedded(runtime)
     return GenerationCatalog(runtime.settings.data_dir).describe()
+
+
+@router.delete("/v1/admin/generations/{name}")
+async def remove_generation(name: str, request: Request) -> dict[str, Any]:
+    """Delete an old (not current) generation: its tables and vectors."""
+    runtime = request.app.state.runtime
+    if _job(request).running():
+        raise ApiError(409, "replay_running", "a replay is running")
+    try:
+        if runtime.generation_manager is not None:
+            await run_in_threadpool(runtime.generation_manager.remove, name)
+        else:
+            from stores.generations import GenerationCatalog
+
+            await run_in_threadpool(GenerationCatalog(runtime.settings.data_dir).remove, name)
+    except ValueError as exc:
+        raise ApiError(409, "generation_in_use", str(exc)) from exc
+    return {"removed": name}

@@ -126,6 +126,22 @@ class QdrantServerIndex:
                 self._client.close()
                 self._client = None
 
+    def sibling(self, prefix: str) -> QdrantServerIndex:
+        """An index over other collections on this same client and lock (local mode allows
+        one client per folder: generations of the cluster stores share it)."""
+        other = QdrantServerIndex(lambda: self.client, prefix, self._dim)
+        other._lock, other._local_lock = self._lock, self._local_lock
+        other._client, other._is_local = self.client, self._is_local
+        other.close = lambda: None  # type: ignore[method-assign]  # the owner closes
+        return other
+
+    def drop(self) -> None:
+        """Delete this index's collections (removing an old generation)."""
+        with self._serial() as client:
+            for name in COLLECTIONS:
+                if client.collection_exists(self.collection(name)):
+                    client.delete_collection(self.collection(name))
+
     # --- writes --------------------------------------------------------------------
     def _point(self, pid: str, dense: Sequence[float], sparse: SparseVector,
                payload: dict[str, Any]) -> models.PointStruct:

@@ -29,8 +29,13 @@ log = logging.getLogger(__name__)
 _UNDECODABLE = object()
 
 
-def create_app(settings: Settings, parts: Any) -> faust.App:
-    """Build the Faust app around the cluster ports (``parts`` from infra.cluster)."""
+def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
+    """Build the Faust app around the cluster ports (``parts`` from infra.cluster).
+
+    Only the worker of the *current* generation publishes (observations, memory-status,
+    dead letters, idle flush markers) and sweeps; a generation being built by a replay
+    only fills its own stores (``parts.publishing`` follows the alias).
+    """
     app = faust.App(
         settings.worker_id,
         broker=f"kafka://{settings.kafka_bootstrap}",
@@ -40,6 +45,7 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
         producer_acks=-1,
         consumer_auto_offset_reset="earliest",
         web_port=settings.worker_web_port,
+        web_enabled=web,
         web_host="127.0.0.1",
         topic_allow_declare=True,
         datadir=str(settings.data_dir / "faust"),  # Faust's own files, not the cwd
@@ -85,23 +91,29 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
             await _publish(result.observations, letters.captured)
             await _publish_lifecycle()  # issue 5: after "created", so compaction keeps ours
             _touch(key, entry)
+            parts.positions[event.message.partition] = event.message.offset
 
     async def _publish_lifecycle() -> None:
         if parts.lifecycle is None:
             return
-        for memory_id, value in parts.lifecycle.publisher.drain():
+        drained = parts.lifecycle.publisher.drain()
+        if not parts.publishing:
+            return  # a generation being built: the live topics already hold these
+        for memory_id, value in drained:
             data = None if value is None else orjson.dumps(value)
             await status.send(key=memory_id.encode(), value=data)
 
     @app.timer(interval=settings.lifecycle_sweep_seconds)
     async def lifecycle_sweep() -> None:
         """Issue 5: the tier/archive sweeper; its changes go to memory-status."""
-        if parts.lifecycle is None:
+        if parts.lifecycle is None or not parts.publishing:
             return
         await asyncio.get_running_loop().run_in_executor(executor, parts.lifecycle.sweep)
         await _publish_lifecycle()
 
     async def _publish(observed: list[Observation], letters: list[bytes]) -> None:
+        if not parts.publishing:
+            return
         for obs in observed:
             await observations.send(key=obs.id.encode(), value=orjson.dumps(obs.to_dict()))
             change = MemoryStatusChange(obs.id, obs.user_id, obs.status, obs.tier,
@@ -121,6 +133,8 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
     async def flush_idle() -> None:
         """Idle threads get a keyed flush message sent into the stream (tables are
         only written inside stream iteration)."""
+        if not parts.publishing:
+            return  # a replayed generation gets the live worker's flush markers from the log
         now = time.monotonic()
         for key, value in list(states.items()):
             if value and orjson.loads(value).get("pending") and key not in last_seen:
@@ -131,6 +145,17 @@ def create_app(settings: Settings, parts: Any) -> faust.App:
                 marker = FlushMarker(user_id, thread_id, parts.clock(), "idle")
                 await events.send(key=key.encode(), value=orjson.dumps(marker.to_dict()))
                 last_seen.pop(key, None)
+
+    @app.timer(interval=settings.generation_poll_seconds)
+    async def follow_alias() -> None:
+        """Publish only while this worker's generation is the current one."""
+        if parts.catalog is None:
+            return
+        current = await asyncio.get_running_loop().run_in_executor(None, parts.catalog.current)
+        if (current == parts.generation) != parts.publishing:
+            log.warning("generation %s is %s current (alias: %s)", parts.generation,
+                        "now" if current == parts.generation else "no longer", current)
+            parts.publishing = current == parts.generation
 
     app.breadcrumb_agent = ingest  # type: ignore[attr-defined]
     return app
@@ -149,10 +174,15 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     its vector index (qdrant-client local mode allows one process per folder).
     """
     from infra.cluster import build_worker_parts, declare_topics
+    from infra.cluster_generations import current_generation
+    from stores.cluster_generations import ClusterCatalog
 
     asyncio.run(declare_topics(settings))
-    parts = build_worker_parts(settings)
-    app = create_app(settings, parts)
+    name, gen = current_generation(settings)  # the alias: which generation this worker fills
+    log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
+    parts = build_worker_parts(gen)
+    parts.generation, parts.catalog = name, ClusterCatalog(settings)
+    app = create_app(gen, parts)
     if serve_api:
         _attach_api(app, settings, parts)
     worker = faust.Worker(app, loglevel=loglevel)
@@ -169,6 +199,7 @@ def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
     from query_api.app import create_app as create_http_app
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
+    runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
     http = create_http_app(runtime, manage_lifecycle=False)
     class _InLoopServer(uvicorn.Server):
         @contextmanager
@@ -184,8 +215,13 @@ def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
 
     @app.task
     async def serve_http() -> None:
+        from breadcrumb.client import write_server_marker
+
         await asyncio.get_running_loop().run_in_executor(None, runtime.start)
+        marker = write_server_marker(settings)  # CLI commands on this data dir find us
         try:
             await server.serve()
         finally:
+            marker.unlink(missing_ok=True)
+            await runtime.generation_manager.aclose()
             runtime.stop()

@@ -30,6 +30,7 @@ class KafkaGateway:
     def __init__(self, settings: Settings, store: Any, clock: Callable[[], str]) -> None:
         self.settings = settings
         self.store = store  # MySqlStore: raw events (dedupe), dead letters, counters, state
+        self.group = settings.worker_id  # the current generation's consumer group (lag)
         self.clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -144,7 +145,7 @@ class KafkaGateway:
         described = await self._admin.describe_topics([topic])
         parts = [TopicPartition(topic, p["partition"]) for p in described[0]["partitions"]]
         ends = await self._consumer.end_offsets(parts)
-        committed = await self._admin.list_consumer_group_offsets(self.settings.worker_id)
+        committed = await self._admin.list_consumer_group_offsets(self.group)
         lag = 0
         for tp in parts:
             meta = committed.get(tp)

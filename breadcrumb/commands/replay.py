@@ -1,8 +1,10 @@
-"""``breadcrumb replay``: rebuild every derived store from the event log (embedded default).
+"""``breadcrumb replay``: rebuild every derived store from the event log into a new generation.
 
-Builds a new generation (SQLite tables + Qdrant Edge shards) from the log, then switches
-the alias atomically. Talks to the running ``breadcrumb serve`` of the data dir when there
-is one (it keeps answering queries during the replay), else works in-process.
+Embedded: a new generation (SQLite tables + Qdrant Edge shards) from the SQLite event log.
+Cluster: a new database + Qdrant collections filled by a new consumer group reading
+``agent-events`` from the earliest offset. Then the alias switches atomically. Talks to
+the running service (``--url``, or the ``breadcrumb serve`` of the data dir) when there is
+one — it keeps answering queries during the replay — else works in-process.
 """
 
 from __future__ import annotations
@@ -39,24 +41,84 @@ def _bar(p: dict[str, Any]) -> None:
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.client import running_server
-    from stores.generations import GenerationCatalog
 
-    catalog = GenerationCatalog(settings.data_dir)
+    url = args.url or running_server(settings)
     if args.list:
         import json
 
-        sys.stdout.write(json.dumps(catalog.describe(), indent=1) + "\n")
+        sys.stdout.write(json.dumps(_describe(settings, url), indent=1) + "\n")
         return 0
     if args.remove:
-        catalog.remove(args.remove)
+        _remove(settings, url, args.remove)
         sys.stdout.write(f"removed generation {args.remove}\n")
         return 0
-    url = args.url or running_server(settings)
-    final = _over_http(url, args.name) if url else _in_process(settings, args.name)
+    if url:
+        final = _over_http(url, args.name)
+    elif settings.mode == "cluster":
+        final = _cluster_in_process(settings, args.name)
+    else:
+        final = _in_process(settings, args.name)
     sys.stderr.write("\n")
     sys.stdout.write(f"generation {final['generation']}: {final['state']}, "
                      f"{final['applied']} log entries, {final['events_per_second']} entries/s\n")
     return 0 if final["state"] == "done" else 1
+
+
+def _describe(settings: Settings, url: str | None) -> dict[str, Any]:
+    if url:
+        import httpx
+
+        data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30).json()
+        return data
+    if settings.mode == "cluster":
+        from stores.cluster_generations import ClusterCatalog
+
+        return ClusterCatalog(settings).describe()
+    from stores.generations import GenerationCatalog
+
+    return GenerationCatalog(settings.data_dir).describe()
+
+
+def _remove(settings: Settings, url: str | None, name: str) -> None:
+    if url:
+        import httpx
+
+        answer = httpx.delete(f"{url}/v1/admin/generations/{name}", timeout=120)
+        if answer.status_code >= 400:
+            raise SystemExit(f"breadcrumb: {answer.json()['error']['message']}")
+        return
+    if settings.mode == "cluster":
+        from infra.bootstrap import build_embedder
+        from infra.cluster_generations import ClusterGenerations
+
+        ClusterGenerations(settings, build_embedder(settings), None).remove(name)
+        return
+    from stores.generations import GenerationCatalog
+
+    GenerationCatalog(settings.data_dir).remove(name)
+
+
+def _cluster_in_process(settings: Settings, name: str | None) -> dict[str, Any]:
+    """Cluster mode without a reachable service: build and switch here, then stop.
+    Workers follow the alias on their next start (they resume the new consumer group)."""
+    import asyncio
+
+    from infra.bootstrap import build_embedder
+    from infra.cluster_generations import ClusterGenerations
+
+    gens = ClusterGenerations(settings, build_embedder(settings), None)
+
+    async def run() -> dict[str, Any]:
+        progress = await gens.replay(name, lambda p: _bar(p.to_dict()), keep_running=False)
+        return progress.to_dict()
+
+    try:
+        final = asyncio.run(run())
+    finally:
+        gens.close()
+    sys.stderr.write(f"\nthe alias now names {final['generation']}: restart `breadcrumb worker` "
+                     "processes to fill it (they resume its consumer group)\n")
+    return final
 
 
 def _in_process(settings: Settings, name: str | None) -> dict[str, Any]:

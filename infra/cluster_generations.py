@@ -1,0 +1,169 @@
+"""Cluster mode: which generation the query service reads, following the alias, and replay.
+
+A *view* is one generation's SQL store, vector index, lifecycle and recall service. The
+query service starts on the generation the alias names and polls the alias every
+``generation_poll_seconds``; when it moves, the new view is opened first and then swapped
+in, so no request ever sees a half-open generation. A replay started in this process
+(``POST /v1/admin/replay``) builds the new generation with a Faust app of its own (new
+consumer group, earliest offset), switches the alias when it has caught up, and keeps
+that app running as the new generation's worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from infra.bootstrap import Runtime, build_lifecycle, build_recall_llm, score_weights, utc_now
+from infra.settings import Settings
+from query_api.recall import RecallService
+from stores.cluster_generations import MAIN, ClusterCatalog, generation_settings
+from stores.ports import Embedder
+from streams.replay import Progress
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class View:
+    """The derived stores of one generation, as the query service reads them."""
+
+    name: str
+    store: Any
+    index: Any
+    lifecycle: Any
+    raw: Any
+    recall: RecallService
+
+
+class ClusterGenerations:
+    """Opens views, follows the alias, runs replays started in this process."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, changelog: Any,
+                 shared_index: Any = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.changelog = changelog
+        self.shared_index = shared_index
+        self.catalog = ClusterCatalog(settings)
+        self.runtime: Runtime | None = None
+        self.local_parts: Any = None  # the in-process worker's parts (worker --serve-api)
+        self.views: dict[str, View] = {}
+        self.replay_apps: list[tuple[Any, Any]] = []  # (faust app, parts) started here
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- views ---------------------------------------------------------------------
+    def index_for(self, gen: Settings) -> Any:
+        """The vector index of a generation (on the shared client when there is one)."""
+        from infra.cluster import build_vector_index
+
+        if self.shared_index is None:
+            return build_vector_index(gen, self.embedder.dim)
+        if gen.qdrant_collection_prefix == self.shared_index.collection("").rstrip("_"):
+            return self.shared_index
+        index = self.shared_index.sibling(gen.qdrant_collection_prefix)
+        index.ensure()
+        return index
+
+    def open_view(self, name: str) -> View:
+        from infra.cluster import build_cold_store, build_sql_store
+
+        gen = generation_settings(self.settings, name)
+        store = build_sql_store(gen)
+        index = self.index_for(gen)
+        lifecycle, raw = build_lifecycle(gen, store, index, build_cold_store(gen), self.changelog)
+        recall = RecallService(index, store, raw, self.embedder, score_weights(gen), utc_now,
+                               **build_recall_llm(gen))
+        view = View(name, store, index, lifecycle, raw, recall)
+        self.views[name] = view
+        return view
+
+    def adopt(self, name: str) -> None:
+        """Open generation ``name`` and point the runtime at it (old views stay open for
+        requests in flight; they close with the runtime)."""
+        with self._lock:
+            runtime = self.runtime
+            if runtime is None or runtime.generation == name:
+                return
+            view = self.views.get(name) or self.open_view(name)
+            runtime.recall, runtime.raw, runtime.memories = view.recall, view.raw, view.store
+            runtime.index, runtime.store, runtime.lifecycle = view.index, view.store, view.lifecycle
+            runtime.dead_letters = view.store
+            gateway: Any = runtime.gateway
+            if hasattr(gateway, "store"):
+                gateway.store = view.store  # dedupe and counters against the current tables
+                gateway.group = generation_settings(self.settings, name).worker_id
+            runtime.generation = name
+            log.info("query service now reads generation %s", name)
+
+    # --- following the alias -------------------------------------------------------------
+    def start_following(self) -> None:
+        self._thread = threading.Thread(target=self._follow, name="generation-alias",
+                                        daemon=True)
+        self._thread.start()
+
+    def _follow(self) -> None:
+        while not self._stop.wait(self.settings.generation_poll_seconds):
+            try:
+                self.adopt(self.catalog.current())
+            except Exception:  # the old view keeps answering; try again next period
+                log.exception("could not follow the generation alias")
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        for view in self.views.values():
+            view.store.close()
+            if view.index is not self.shared_index:
+                view.index.close()
+
+    async def aclose(self) -> None:
+        """Stop the Faust apps a replay started in this process."""
+        for app, parts in self.replay_apps:
+            await app.stop()
+            parts.close()
+        self.replay_apps.clear()
+
+    # --- replay and removal ----------------------------------------------------------------
+    async def replay(self, name: str | None, on_progress: Callable[[Progress], None] | None,
+                     keep_running: bool = True) -> Progress:
+        """Build generation ``name`` from the earliest offset, switch, adopt it here."""
+        from streams.cluster_replay import build_generation
+
+        name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
+        progress, app, parts = await build_generation(self, name, on_progress)
+        if self.local_parts is not None:
+            self.local_parts.publishing = False  # the old generation's worker goes quiet
+        await asyncio.get_running_loop().run_in_executor(None, self.adopt, name)
+        if keep_running:
+            self.replay_apps.append((app, parts))
+        else:
+            await app.stop()
+            parts.close()
+        return progress
+
+    def remove(self, name: str) -> None:
+        """Drop an old generation's database and collections."""
+        if self.runtime is not None and name == self.runtime.generation:
+            raise ValueError(f"generation {name!r} is in use here; switch first")
+        gen = self.catalog.remove(name)
+        view = self.views.pop(name, None)
+        if view is not None:
+            view.store.close()
+        self.index_for(gen).drop()
+
+
+def current_generation(settings: Settings) -> tuple[str, Settings]:
+    """The generation the alias names and the settings its worker runs with."""
+    name = ClusterCatalog(settings).current()
+    return name, generation_settings(settings, name)
+
+
+__all__ = ["MAIN", "ClusterGenerations", "View", "current_generation"]
