@@ -91,6 +91,12 @@ class ClusterGenerations:
             runtime = self.runtime
             if runtime is None or runtime.generation == name:
                 return
+            built_with = self.catalog.describe()["generations"].get(name, {}).get("embedder")
+            if built_with not in (None, self.embedder.name):
+                log.error("generation %s was built with embedder %s, this service runs %s: "
+                          "restart it with that embedder to follow the alias", name, built_with,
+                          self.embedder.name)
+                return
             view = self.views.get(name) or self.open_view(name)
             runtime.recall, runtime.raw, runtime.memories = view.recall, view.raw, view.store
             runtime.index, runtime.store, runtime.lifecycle = view.index, view.store, view.lifecycle
