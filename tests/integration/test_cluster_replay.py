@@ -3,6 +3,10 @@ into a new MySQL database + Qdrant collections, the alias switches while recall 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from tests.integration.conftest import (
 )
 
 pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
 QUESTION = {"user_id": "demo", "query": "which image tag is shop-api pinned to?"}
 
 
@@ -175,6 +180,47 @@ def test_catalog_alias_switch_and_removal(tmp_path: Path) -> None:
                 assert cur.fetchall() == ()
         finally:
             conn.close()
+    finally:
+        drop_database(gen_db)
+        drop_database(settings.mysql_database)
+
+
+def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BREADCRUMB_EMBEDDER": "hash", "PYTHONPATH": str(ROOT)}
+    for name in ("mode", "data_dir", "topic_prefix", "worker_id", "mysql_database"):
+        env[f"BREADCRUMB_{name.upper()}"] = str(getattr(settings, name))
+    return subprocess.run([sys.executable, "-m", "breadcrumb.cli", "replay", *args], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_replay_command_without_a_service(tmp_path: Path) -> None:
+    """`breadcrumb replay` in cluster mode with no service running: builds the generation
+    from the topic in-process, switches the alias, and says what workers do next."""
+    import asyncio
+
+    from breadcrumb.sdk import Publisher
+    from infra.cluster import declare_topics
+
+    settings = cluster_settings(tmp_path)
+    asyncio.run(declare_topics(settings))
+    events = example_events()
+
+    async def publish() -> None:
+        async with Publisher(settings=settings) as pub:
+            await pub.publish_many(events)
+    asyncio.run(publish())
+    gen_db = generation_settings(settings, "g1").mysql_database
+    try:
+        done = _cli(settings, "--name", "g1")
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"generation g1: done, {len(events)} log entries" in done.stdout
+        assert "restart `breadcrumb worker`" in done.stderr and "ETA" in done.stderr
+        built = _memories(generation_settings(settings, "g1"))
+        assert len(built) == 2 and {s for s, _ in built.values()} == {"active"}
+        listed = _cli(settings, "--list")
+        assert json.loads(listed.stdout)["current"] == "g1"
+        refused = _cli(settings, "--name", "g1")
+        assert refused.returncode != 0 and "already exists" in refused.stderr
     finally:
         drop_database(gen_db)
         drop_database(settings.mysql_database)
