@@ -59,6 +59,8 @@ CREATE USER IF NOT EXISTS 'breadcrumb'@'localhost' IDENTIFIED BY 'breadcrumb';
 CREATE USER IF NOT EXISTS 'breadcrumb'@'%' IDENTIFIED BY 'breadcrumb';
 GRANT ALL PRIVILEGES ON breadcrumb.* TO 'breadcrumb'@'127.0.0.1', 'breadcrumb'@'localhost', 'breadcrumb'@'%';
 GRANT ALL PRIVILEGES ON breadcrumb_test.* TO 'breadcrumb'@'127.0.0.1', 'breadcrumb'@'localhost', 'breadcrumb'@'%';
+-- replay builds generation G of database breadcrumb in breadcrumb__G
+GRANT ALL PRIVILEGES ON `breadcrumb\_\_%`.* TO 'breadcrumb'@'127.0.0.1', 'breadcrumb'@'localhost', 'breadcrumb'@'%';
 -- tests create their own throw-away databases named bc_test_<something>
 GRANT ALL PRIVILEGES ON `bc\_test\_%`.* TO 'breadcrumb'@'127.0.0.1', 'breadcrumb'@'localhost', 'breadcrumb'@'%';
 FLUSH PRIVILEGES;
