@@ -99,13 +99,19 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,
         embedder=embedder, store=gen.store, lifecycle=gen.lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
-                             "generation": runtime.generation},
+                             "generation": runtime.generation, **observer_stats(runner.service)},
     )
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start]
     runtime.stoppers = [log_store.close, lambda: _close_current(runtime, log_store), runner.stop]
     runtime.generations = {gen.name: gen}
     return runtime
+
+
+def observer_stats(service: Any) -> dict[str, Any]:
+    """The LLM observer's counters (calls, successes, fallbacks, last error) when one runs."""
+    stats = getattr(service.observer, "stats", None)
+    return {"llm_observer": stats()} if callable(stats) else {}
 
 
 class _DeadLetters:

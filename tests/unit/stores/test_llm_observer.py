@@ -238,3 +238,24 @@ def test_bootstrap_builds_the_llm_observer_from_settings(stub: Stub, tmp_path: A
     assert observer(events, closed).summary == GOOD["summary"]
     with pytest.raises(ValueError, match="LLM_BASE_URL"):
         build_llm_observer(Settings(data_dir=tmp_path, llm_model="m"))
+
+
+def test_stats_report_the_llm_observers_fallbacks(stub: Stub, tmp_path: Any) -> None:
+    """An unreachable model answer becomes a counted fallback, visible in /v1/stats."""
+    from infra.bootstrap import build_runtime
+    from query_api.app import stats
+    from stores.embedders import HashEmbedder
+
+    stub.replies = [Reply(500, body={"error": {"message": "down"}})] * 4
+    settings = Settings(data_dir=tmp_path, embedder="hash", llm_model="stub-model",
+                        llm_base_url=stub.url, llm_max_retries=0, llm_backoff_seconds=0)
+    runtime = build_runtime(settings, HashEmbedder())
+    runtime.start()
+    try:
+        runtime.gateway.submit(example_events(), "test")
+        runtime.gateway.wait_processed(60)
+        observed = stats(runtime)["llm_observer"]
+    finally:
+        runtime.stop()
+    assert observed["calls"] >= 2 and observed["fallbacks"] == observed["calls"]
+    assert observed["successes"] == 0 and "500" in str(observed["last_error"])
