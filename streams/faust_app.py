@@ -60,6 +60,7 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
                        key_type=str, value_type=bytes)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="breadcrumb-ingest")
     last_seen: dict[str, float] = {}
+    busy: set[str] = set()  # the key whose message is being handled right now
 
     def handle(entry: Any, text: str, key: str, state: bytes | None) -> tuple[
             HandleResult, DictStateStore, CapturingDeadLetters]:
@@ -84,13 +85,17 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
                 entry: Any = orjson.loads(event.value)
             except orjson.JSONDecodeError:
                 entry = _UNDECODABLE
-            result, local, letters = await loop.run_in_executor(
-                executor, handle, entry, text, key, states.get(key))
-            if local.changed(key):
-                states[key] = orjson.dumps(local.get_state(key))
-            await _publish(result.observations, letters.captured)
-            await _publish_lifecycle()  # issue 5: after "created", so compaction keeps ours
-            _touch(key, entry)
+            busy.add(key)  # a thread being processed is not idle (slow embeds take seconds)
+            try:
+                result, local, letters = await loop.run_in_executor(
+                    executor, handle, entry, text, key, states.get(key))
+                if local.changed(key):
+                    states[key] = orjson.dumps(local.get_state(key))
+                await _publish(result.observations, letters.captured)
+                await _publish_lifecycle()  # issue 5: after "created", so compaction keeps ours
+                _touch(key, entry)
+            finally:
+                busy.discard(key)
             parts.positions[event.message.partition] = event.message.offset
 
     async def _publish_lifecycle() -> None:
@@ -137,10 +142,12 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
             return  # a replayed generation gets the live worker's flush markers from the log
         now = time.monotonic()
         for key, value in list(states.items()):
+            if key in busy:
+                continue
             if value and orjson.loads(value).get("pending") and key not in last_seen:
                 last_seen[key] = now  # open window found after a restart: start its clock
         for key, seen in list(last_seen.items()):
-            if now - seen >= settings.idle_flush_seconds:
+            if now - seen >= settings.idle_flush_seconds and key not in busy:
                 user_id, _, thread_id = key.partition("/")
                 marker = FlushMarker(user_id, thread_id, parts.clock(), "idle")
                 await events.send(key=key.encode(), value=orjson.dumps(marker.to_dict()))
