@@ -176,6 +176,17 @@ def replay(runtime: Runtime, name: str | None = None,
     return progress
 
 
+def remove_generation(runtime: Runtime, name: str) -> None:
+    """Delete an old generation; its stores are closed first if this process opened them."""
+    catalog = GenerationCatalog(runtime.settings.data_dir)
+    if name == runtime.generation:
+        raise ValueError(f"generation {name!r} is current; switch first")
+    gen = runtime.generations.pop(name, None)
+    if gen is not None:
+        gen.close(_runner_of(runtime).store)
+    catalog.remove(name)
+
+
 def _adopt(runtime: Runtime, gen: Generation) -> None:
     """Point the runtime at the new generation; in-flight requests finish on the old one."""
     old = runtime.generations.get(runtime.generation)

@@ -133,9 +133,9 @@ async def remove_generation(name: str, request: Request) -> dict[str, Any]:
         if runtime.generation_manager is not None:
             await run_in_threadpool(runtime.generation_manager.remove, name)
         else:
-            from stores.generations import GenerationCatalog
+            from infra.embedded import remove_generation
 
-            await run_in_threadpool(GenerationCatalog(runtime.settings.data_dir).remove, name)
+            await run_in_threadpool(remove_generation, runtime, name)
     except ValueError as exc:
         raise ApiError(409, "generation_in_use", str(exc)) from exc
     return {"removed": name}

@@ -207,6 +207,10 @@ def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
     runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
+    base_stats = runtime.extra_stats
+    observer_stats = getattr(parts.observer, "stats", None)
+    if callable(observer_stats):  # this process runs the LLM observer: report it too
+        runtime.extra_stats = lambda: {**base_stats(), "llm_observer": observer_stats()}
     http = create_http_app(runtime, manage_lifecycle=False)
     class _InLoopServer(uvicorn.Server):
         @contextmanager

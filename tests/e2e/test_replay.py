@@ -75,6 +75,19 @@ def test_replay_switches_generation_without_failing_queries(client: TestClient) 
     wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
     assert any(m[1] == "after-switch" for m in _memory_ids(client))
 
+    # old generations are removed by command, never the current one
+    assert client.delete("/v1/admin/generations/g1").status_code == 409
+    removed = client.delete("/v1/admin/generations/main")
+    assert removed.status_code == 409 and "cannot be removed" in removed.text
+    assert client.post("/v1/admin/replay", json={"name": "g2"}).status_code == 202
+    wait_until(lambda: client.get("/v1/admin/replay").json()["state"] == "done", timeout=120)
+    assert client.delete("/v1/admin/generations/g1").json() == {"removed": "g1"}
+    listed = client.get("/v1/admin/generations").json()
+    assert listed["current"] == "g2" and set(listed["generations"]) == {"main", "g2"}
+    data_dir = client.app.state.runtime.settings.data_dir  # type: ignore[attr-defined]
+    assert not (data_dir / "generations" / "g1").exists()
+    assert _memory_ids(client)  # still answering from g2
+
 
 def test_replay_with_another_embedder_is_idempotent_in_ids(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path / "data")
