@@ -213,6 +213,7 @@ def test_cluster_mode_metrics_and_stream(tmp_path: Path, monkeypatch: pytest.Mon
         drop_database,
         start_worker,
         stop_worker,
+        wait_api,
     )
 
     monkeypatch.setenv("BREADCRUMB_EMBEDDER", "hash")
@@ -225,14 +226,8 @@ def test_cluster_mode_metrics_and_stream(tmp_path: Path, monkeypatch: pytest.Mon
         assert worker.poll() is None, log.read_text()[-3000:]
         return httpx.get(f"{url}{path}", timeout=10)
 
-    def up() -> bool:
-        try:
-            return get("/healthz").status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_until(up, timeout=120, interval=0.5)
+        wait_api(worker, log, url)
         events = example_events()
         assert httpx.post(f"{url}/v1/events", json={"events": events}, timeout=60).is_success
         wait_until(lambda: get("/v1/stats").json()["pending"] == 0, timeout=180, interval=0.5)

@@ -76,3 +76,19 @@ def stop_worker(worker: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(10)
+
+
+def wait_api(worker: subprocess.Popen[bytes], log: Path, url: str, timeout: float = 120) -> None:
+    """Wait for ``worker --serve-api`` to answer /healthz (failing fast, with its log, if
+    the process died)."""
+    import httpx
+
+    from tests.conftest import wait_until
+
+    def up() -> bool:
+        assert worker.poll() is None, log.read_text()[-3000:]
+        try:
+            return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+    wait_until(up, timeout=timeout, interval=0.5)

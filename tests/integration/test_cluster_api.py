@@ -9,7 +9,13 @@ import pytest
 
 from infra.cluster import build_sql_store
 from tests.conftest import example_events, wait_until
-from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
+from tests.integration.conftest import (
+    cluster_settings,
+    drop_database,
+    start_worker,
+    stop_worker,
+    wait_api,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -22,13 +28,7 @@ def test_http_to_kafka_to_recall(tmp_path: Path) -> None:
     worker = start_worker(settings, log, "--serve-api")
     url = f"http://127.0.0.1:{settings.port}"
     try:
-        def up() -> bool:
-            assert worker.poll() is None, log.read_text()[-3000:]
-            try:
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-        wait_until(up, timeout=120, interval=0.5)
+        wait_api(worker, log, url)
         health = httpx.get(f"{url}/healthz").json()
         assert health["mode"] == "cluster" and health["status"] == "ok"
 

@@ -24,6 +24,7 @@ from tests.integration.conftest import (
     free_port,
     start_worker,
     stop_worker,
+    wait_api,
 )
 
 pytestmark = pytest.mark.integration
@@ -71,13 +72,7 @@ def test_replay_into_new_generation_while_recall_runs(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{settings.port}"
     new_db = generation_settings(settings, "g2").mysql_database
     try:
-        def up() -> bool:
-            assert worker.poll() is None, log.read_text()[-3000:]
-            try:
-                return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-        wait_until(up, timeout=120, interval=0.5)
+        wait_api(worker, log, url)
         events = example_events()
         assert httpx.post(f"{url}/v1/events", json={"events": events}, timeout=60).status_code \
             == 202
