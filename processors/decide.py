@@ -65,12 +65,19 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bversion|バージョン", ("version",)),
     )
 )
+#: A question for the current value ("now", "latest", "今", "変更後") ...
 _NEWEST = re.compile(
-    r"\b(current(ly)?|now|latest|newest|today|most recent|after)\b|今|現在|最新|最近|後の|対策後",
+    r"\b(current(ly)?|now|latest|newest|today|most recent|after|up[- ]to[- ]date|these days)\b"
+    r"|今|現在|最新|最近|後の|(対策|変更|修正|更新|移行)後",
     re.IGNORECASE,
 )
+#: ... or for the first / an earlier one ("original", "previous", "最初", "元の", "前の").
+#: "前の" after a number or a time unit ("2日前の") means "ago", not "previous".
 _OLDEST = re.compile(
-    r"\b(first|original(ly)?|initial(ly)?|before|at first|earliest|used to)\b|最初|当初|元々|以前",
+    r"\b(first|original(ly)?|initial(ly)?|before|at first|earliest|used to|(?<!how )old(er)?"
+    r"|previous(ly)?|prior|former(ly)?|back then)\b"
+    r"|最初|当初|元々|もともと|初め|はじめ|以前|元の|(?<![復新])旧|(?<![\d０-９一二三四五六七八九十数日週月年分秒間])前の"
+    r"|(対策|変更|修正|更新|移行)前",
     re.IGNORECASE,
 )
 _FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",

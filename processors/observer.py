@@ -4,7 +4,9 @@ Offline and pure: the same events and range always give the same observation. Th
 summary is a readable gist (first request, last conclusion, files touched, test
 outcome); the exact values are never rewritten, they are copied verbatim into
 ``query_hints`` (all of them; ``max_hints`` caps only the natural-language phrases)
-and, keyed, into ``facts``.
+and, keyed, into ``facts``. A range of tool output alone (an oversized log) that is a
+test run is summarised by the run itself (:mod:`processors.test_runs`): counts, the
+failing tests first among the hints, and descriptors in the range's language.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from processors.facts import extract_facts
 from processors.hints import detect_language, extract_phrases, extract_typed_values
 from processors.ids import memory_id
+from processors.test_runs import TestRun, read_test_run
 from processors.tokens import estimate_tokens
 from topics.records import ClosedRange, Event, Fact, Observation
 
@@ -62,7 +65,8 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
     rng = closed.source_range
     lang = _range_language(events)
     typed = _typed_values(events)
-    phrases = _phrases(events, lang)[: max(cfg.max_hints, 0)]
+    run = _tool_test_run(events)
+    phrases = _phrases(events, lang, run)[: max(cfg.max_hints, 0)]
     files = _files(events, typed)
     facts = extract_facts(events)
     research = _is_research(events, typed)
@@ -75,10 +79,11 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
         id=memory_id(closed.user_id, rng.thread_id, rng.start_index, rng.end_index),
         user_id=closed.user_id,
         project_id=closed.project_id,
-        summary=_summary(events, lang, files, typed, cfg.summary_chars),
+        summary=_summary(events, lang, files, typed, cfg.summary_chars, run),
         source_range=rng,
         tags=tuple(tags),
-        query_hints=tuple(_dedupe([v for _k, v in typed] + phrases)),
+        query_hints=tuple(_dedupe((run.values() if run else []) + phrases[:_run_words(run, lang)]
+                                  + [v for _k, v in typed] + phrases)),
         retrieve_when=_retrieve_when(lang, phrases, typed, rng.thread_id),
         importance=_importance(events, typed, tags),
         created_at=events[-1].ts,
@@ -119,9 +124,21 @@ def _range_language(events: Sequence[Event]) -> str:
     return detect_language("\n".join(e.content[:2000] for e in _conversation(events)))
 
 
-def _phrases(events: Sequence[Event], lang: str) -> list[str]:
+def _phrases(events: Sequence[Event], lang: str, run: TestRun | None) -> list[str]:
     text = "\n".join(e.content[:4000] for e in _conversation(events))
-    return extract_phrases(text, lang)
+    words = run.descriptors([lang]) if run else []
+    return _dedupe(words + extract_phrases(text, lang))
+
+
+def _tool_test_run(events: Sequence[Event]) -> TestRun | None:
+    """The test run of a range that holds tool output only (no conversation to summarise)."""
+    if any(e.kind in ("message", "note", "topic_change") for e in events):
+        return None
+    return read_test_run(events)
+
+
+def _run_words(run: TestRun | None, lang: str) -> int:
+    return len(run.descriptors([lang])) if run else 0
 
 
 def _files(events: Sequence[Event], typed: TypedValues) -> list[str]:
@@ -265,13 +282,14 @@ def _test_outcome(events: Sequence[Event], ja: bool) -> str:
 
 
 def _summary(
-    events: Sequence[Event], lang: str, files: list[str], typed: TypedValues, limit: int
+    events: Sequence[Event], lang: str, files: list[str], typed: TypedValues, limit: int,
+    run: TestRun | None = None,
 ) -> str:
     ja = lang == "ja"
     request = _first(events, "user") or _opening(events[0], ja)
     conclusion = _first(events, "assistant", last=True)
-    errors = [v for k, v in typed if k == "error"]
-    parts = [request]
+    errors = [] if run else [v for k, v in typed if k == "error"]
+    parts = [request, run.summary(ja) if run else ""]
     if conclusion and conclusion != request:
         parts.append(("結論: " if ja else "→ ") + conclusion)
     if files:

@@ -68,3 +68,27 @@ def test_classifier_only_when_no_rule_matched() -> None:
     assert got.classification == SUMMARY_OK and "classifier" in got.reason
     with pytest.raises(ValueError):
         decide("sign-up problems", classifier=lambda q: {"classification": "maybe"})
+
+
+@pytest.mark.parametrize(("query", "temporal"), [
+    ("最初に決めた認証のメールアドレス正規表現をもう一回出して", "oldest"),
+    ("元の正規表現は？", "oldest"),
+    ("以前のポートは？", "oldest"),
+    ("前の DB_PORT は？", "oldest"),
+    ("変更前のイメージタグは？", "oldest"),
+    ("What was the original regex?", "oldest"),
+    ("Which port did we use initially?", "oldest"),
+    ("the old image tag", "oldest"),
+    ("What was the previous DB_PORT?", "oldest"),
+    ("Which port did we use before we changed it?", "oldest"),
+    ("What is the current email regex after the double-dot fix?", "newest"),
+    ("連続ドット対策後のメールアドレス正規表現は？", "newest"),
+    ("今アプリが DB に繋いでいるポートは？", "newest"),
+    ("2日前のログのエラーは？", None),  # "ago", not "previous"
+    ("How old is the cache?", None),
+    ("復旧手順のコマンドは？", None),  # 復旧 (recovery) is not 旧 (old)
+    ("Which redis image do we use?", None),
+    ("What was the original port, and which one do we use now?", None),  # both: no preference
+])
+def test_temporal_intent_en_ja(query: str, temporal: str | None) -> None:
+    assert analyze_query(query).temporal == temporal
