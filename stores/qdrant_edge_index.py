@@ -43,13 +43,18 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
+from stores.search_batch import SearchRequest, grouped
 from topics.records import Chunk, Observation
 
 
-def _config(dim: int) -> qe.EdgeConfig:
+def _config(dim: int, indexing_threshold_kb: int | None = None) -> qe.EdgeConfig:
+    optimizers = None
+    if indexing_threshold_kb is not None:  # None: the shard's persisted value / Qdrant's default
+        optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb)
     return qe.EdgeConfig(
         vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
         sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        optimizers=optimizers,
     )
 
 
@@ -64,6 +69,10 @@ def _edge_filter(conditions: Sequence[Condition]) -> qe.Filter:
     return qe.Filter(must=must)
 
 
+def _hits(points: Sequence[Any]) -> list[Hit]:
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
 def _sparse(vector: SparseVector) -> qe.SparseVector:
     return qe.SparseVector(list(vector.indices), list(vector.values))
 
@@ -71,14 +80,23 @@ def _sparse(vector: SparseVector) -> qe.SparseVector:
 class QdrantEdgeIndex:
     """Dense + sparse tenant-filtered search over two Qdrant Edge shards."""
 
-    def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0) -> None:
-        """Nothing is opened here; :meth:`ensure` (or first use) opens the shards."""
+    def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
+                 indexing_threshold_kb: int | None = None) -> None:
+        """Nothing is opened here; :meth:`ensure` (or first use) opens the shards.
+
+        ``indexing_threshold_kb``: segment size above which :meth:`optimize` builds
+        HNSW (Qdrant's default when None); small values are for tests.
+        """
         self._path = Path(path)
         self._dim = dim
+        self._threshold = indexing_threshold_kb
         self._flush_interval = flush_interval_seconds
         self._lock = threading.RLock()
         self._shards: dict[str, qe.EdgeShard] = {}
         self._last_flush: dict[str, float] = {}
+        self._unoptimized = 0  # points written since the last optimize()
+        self._last_write = time.monotonic()
+        self._last_read = self._last_write  # searches are activity too (optimize waits)
 
     # --- lifecycle -----------------------------------------------------------------
     def ensure(self) -> None:
@@ -90,7 +108,7 @@ class QdrantEdgeIndex:
                     self._last_flush[name] = time.monotonic()  # _open flushed
 
     def _open(self, directory: Path) -> qe.EdgeShard:
-        config = _config(self._dim)
+        config = _config(self._dim, self._threshold)
         if (directory / "edge_config.json").exists():
             shard = qe.EdgeShard.load(str(directory), config)
         else:
@@ -115,15 +133,28 @@ class QdrantEdgeIndex:
                 shard.flush()
                 self._last_flush[name] = time.monotonic()
 
-    def optimize(self) -> None:
-        """Run Qdrant's segment optimizers (HNSW build, vacuum); blocking, for maintenance.
+    def optimize(self) -> bool:
+        """Run Qdrant's segment optimizers (HNSW build, merge, vacuum); True if any ran.
 
-        Edge runs no optimizers in the background: without this, search is exact
-        brute force over the filtered points (fast enough at 10k points, see report).
+        Edge runs no optimizers in the background: without this, new points are
+        searched brute force. Blocking, and the binding keeps the GIL while it runs
+        (measured: a 30 s optimize let no other Python thread run), so call it from
+        maintenance (:class:`stores.index_maintenance.OptimizeJob`) when idle.
+        Searches after it return the same points (tested).
         """
         with self._lock:
-            for shard in self._shards.values():
-                shard.optimize()
+            pending = self._unoptimized
+            changed = [shard.optimize() for shard in self._shards.values()]
+            self._unoptimized -= pending  # writes that raced in stay counted
+            return any(changed)
+
+    def last_activity(self) -> float:
+        """``time.monotonic()`` of the last write or search."""
+        return max(self._last_write, self._last_read)
+
+    def pending_writes(self) -> tuple[int, float]:
+        """(points written since the last optimize, ``time.monotonic()`` of the last write)."""
+        return self._unoptimized, self._last_write
 
     def close(self) -> None:
         """Flush and close both shards (the index can be re-opened with ensure())."""
@@ -164,6 +195,7 @@ class QdrantEdgeIndex:
             for o, d, s in zip(observations, dense, sparse, strict=True)
         ]
         self._write(MEMORIES, qe.UpdateOperation.upsert_points(points))
+        self._wrote(len(points))
 
     def upsert_chunks(
         self,
@@ -182,6 +214,12 @@ class QdrantEdgeIndex:
                 for c, d, s in zip(chunks, dense, sparse, strict=True)
             ]
             self._write(CHUNKS, qe.UpdateOperation.upsert_points(points))
+            self._wrote(len(points))
+
+    def _wrote(self, points: int) -> None:
+        with self._lock:
+            self._unoptimized += points
+            self._last_write = time.monotonic()
 
     def _memory_payloads(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
         records = self._shard(MEMORIES).retrieve(list(memory_ids), True, False)
@@ -204,26 +242,56 @@ class QdrantEdgeIndex:
                 self._write(CHUNKS, operation)
 
     # --- reads ---------------------------------------------------------------------
-    def _search(
+    def _request(
         self, name: str, flt: SearchFilter, k: int,
         dense: Sequence[float] | None, sparse: SparseVector | None,
-    ) -> list[Hit]:
+        with_payload: bool = True,
+    ) -> qe.QueryRequest | None:
+        """The shard request of one search; ``None`` when it can match nothing."""
         check_query(dense, sparse)
         conditions = filter_conditions(flt, name)
         if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
-            return []
+            return None
         if dense is not None:
             check_dim(dense, self._dim)
             query = qe.Query.Nearest(list(dense), using=DENSE)
         else:
             assert sparse is not None
             query = qe.Query.Nearest(_sparse(sparse), using=SPARSE)
-        request = qe.QueryRequest(
-            limit=k, query=query, filter=_edge_filter(conditions), with_payload=True
+        return qe.QueryRequest(
+            limit=k, query=query, filter=_edge_filter(conditions), with_payload=with_payload
         )
+
+    def _search(
+        self, name: str, flt: SearchFilter, k: int,
+        dense: Sequence[float] | None, sparse: SparseVector | None,
+    ) -> list[Hit]:
+        request = self._request(name, flt, k, dense, sparse)
+        if request is None:
+            return []
         with self._lock:
             points = self._shard(name).query(request)
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+        self._last_read = time.monotonic()
+        return _hits(points)
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+        """Several searches, one ``query_batch`` per collection; hits in request order."""
+        out: list[list[Hit]] = [[] for _ in requests]
+        for name, positions in grouped(requests).items():
+            built = [(pos, self._request(name, requests[pos].flt, requests[pos].k,
+                                         requests[pos].dense, requests[pos].sparse,
+                                         requests[pos].with_payload))
+                     for pos in positions]
+            live = [(pos, req) for pos, req in built if req is not None]
+            if not live:
+                continue
+            batch = qe.QueryBatchRequest([req for _pos, req in live])
+            with self._lock:
+                results = self._shard(name).query_batch(batch)
+            self._last_read = time.monotonic()
+            for (pos, _req), points in zip(live, results, strict=True):
+                out[pos] = _hits(points)
+        return out
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,

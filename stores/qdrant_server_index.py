@@ -16,6 +16,7 @@ index is serialised by a lock.
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -43,6 +44,7 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
+from stores.search_batch import SearchRequest, grouped
 from topics.records import Chunk, Observation
 
 
@@ -55,6 +57,10 @@ def _client_filter(conditions: Sequence[Condition]) -> models.Filter:
             match = models.MatchValue(value=cond.value)
         must.append(models.FieldCondition(key=cond.key, match=match))
     return models.Filter(must=must)
+
+
+def _hits(points: Sequence[Any]) -> list[Hit]:
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
 def _sparse(vector: SparseVector) -> models.SparseVector:
@@ -73,6 +79,8 @@ class QdrantServerIndex:
         self._lock = threading.Lock()
         self._local_lock = threading.RLock()
         self._is_local = False
+        self._unoptimized = 0  # points written since the last optimize()
+        self._last_write = time.monotonic()
 
     def collection(self, name: str) -> str:
         """Full collection name of ``memories`` / ``chunks``."""
@@ -118,6 +126,25 @@ class QdrantServerIndex:
                     type=models.KeywordIndexType.KEYWORD, is_tenant=field == TENANT_FIELD
                 )
                 client.create_payload_index(full, field, field_schema=schema)
+
+    def optimize(self) -> bool:
+        """Same surface as the Edge index; nothing to run here, so always False.
+
+        A Qdrant server indexes in its own background optimizers; local mode keeps no
+        HNSW at all (exact search). The pending-write count is reset all the same.
+        """
+        with self._lock:
+            self._unoptimized = 0
+        return False
+
+    def pending_writes(self) -> tuple[int, float]:
+        """(points written since the last optimize, ``time.monotonic()`` of the last write)."""
+        return self._unoptimized, self._last_write
+
+    def _wrote(self, points: int) -> None:
+        with self._lock:
+            self._unoptimized += points
+            self._last_write = time.monotonic()
 
     def close(self) -> None:
         """Close the client (the index can be used again; a new client is built)."""
@@ -165,6 +192,7 @@ class QdrantServerIndex:
         ]
         with self._serial() as client:
             client.upsert(self.collection(MEMORIES), points=points, wait=True)
+        self._wrote(len(points))
 
     def upsert_chunks(
         self,
@@ -183,6 +211,7 @@ class QdrantServerIndex:
                 for c, d, s in zip(chunks, dense, sparse, strict=True)
             ]
             client.upsert(self.collection(CHUNKS), points=points, wait=True)
+        self._wrote(len(points))
 
     def _memory_payloads(
         self, client: QdrantClient, memory_ids: set[str]
@@ -212,14 +241,16 @@ class QdrantServerIndex:
                 )
 
     # --- reads ---------------------------------------------------------------------
-    def _search(
+    def _request(
         self, name: str, flt: SearchFilter, k: int,
         dense: Sequence[float] | None, sparse: SparseVector | None,
-    ) -> list[Hit]:
+        with_payload: bool = True,
+    ) -> models.QueryRequest | None:
+        """The query of one search; ``None`` when it can match nothing."""
         check_query(dense, sparse)
         conditions = filter_conditions(flt, name)
         if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
-            return []
+            return None
         query: Any
         if dense is not None:
             check_dim(dense, self._dim)
@@ -227,12 +258,41 @@ class QdrantServerIndex:
         else:
             assert sparse is not None
             query, using = _sparse(sparse), SPARSE
+        return models.QueryRequest(query=query, using=using, filter=_client_filter(conditions),
+                                   limit=k, with_payload=with_payload)
+
+    def _search(
+        self, name: str, flt: SearchFilter, k: int,
+        dense: Sequence[float] | None, sparse: SparseVector | None,
+    ) -> list[Hit]:
+        request = self._request(name, flt, k, dense, sparse)
+        if request is None:
+            return []
         with self._serial() as client:
             response = client.query_points(
-                self.collection(name), query=query, using=using,
-                query_filter=_client_filter(conditions), limit=k, with_payload=True,
+                self.collection(name), query=request.query, using=request.using,
+                query_filter=request.filter, limit=k, with_payload=True,
             )
-        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+        return _hits(response.points)
+
+    def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+        """Several searches, one ``query_batch_points`` per collection; hits in order."""
+        out: list[list[Hit]] = [[] for _ in requests]
+        for name, positions in grouped(requests).items():
+            built = [(pos, self._request(name, requests[pos].flt, requests[pos].k,
+                                         requests[pos].dense, requests[pos].sparse,
+                                         requests[pos].with_payload))
+                     for pos in positions]
+            live = [(pos, req) for pos, req in built if req is not None]
+            if not live:
+                continue
+            with self._serial() as client:
+                responses = client.query_batch_points(
+                    self.collection(name), requests=[req for _pos, req in live]
+                )
+            for (pos, _req), response in zip(live, responses, strict=True):
+                out[pos] = _hits(response.points)
+        return out
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,

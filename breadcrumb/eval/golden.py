@@ -70,7 +70,16 @@ def load_questions(path: Path | None = None, fast: bool = False) -> list[GoldenQ
 
 
 def load_events(questions: list[GoldenQuestion], only_needed: bool) -> list[dict[str, Any]]:
-    """``golden_events()`` then the extra events; only the questions' threads if asked."""
+    """``golden_events()`` then the extra events; only the questions' threads if asked.
+
+    The corpus builder lives in the repository's ``tests/corpus`` (the evaluation needs a
+    checkout anyway: its questions are in ``eval/golden``), so the checkout's root is put
+    on the import path when the console script runs from elsewhere."""
+    import sys
+
+    root = str(GOLDEN_DIR.parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
     from tests.corpus.golden import golden_events
 
     extra = GOLDEN_DIR / "extra_events.jsonl"

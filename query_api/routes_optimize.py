@@ -1,0 +1,44 @@
+"""Admin route (extension): build the vector index's search structures now.
+
+``POST /v1/admin/optimize`` runs ``runtime.index.optimize()`` (Qdrant Edge: HNSW build,
+segment merge, vacuum) and answers ``{"optimized": bool, "seconds": float,
+"pending_points": int}``; ``409 optimize_running`` while one runs. The Edge binding keeps
+the GIL while it optimizes, so the service answers nothing else meanwhile: run it in a
+quiet moment (the background :class:`stores.index_maintenance.OptimizeJob` waits for one).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+
+from query_api.errors import ApiError
+
+router = APIRouter()
+_running = threading.Lock()
+
+
+def _optimize(index: Any) -> dict[str, Any]:
+    if not _running.acquire(blocking=False):
+        raise ApiError(409, "optimize_running", "an optimize is already running")
+    try:
+        started = time.perf_counter()
+        optimized = bool(index.optimize())
+        pending = index.pending_writes()[0] if hasattr(index, "pending_writes") else 0
+        return {"optimized": optimized, "seconds": round(time.perf_counter() - started, 3),
+                "pending_points": pending}
+    finally:
+        _running.release()
+
+
+@router.post("/v1/admin/optimize")
+async def optimize_index(request: Request) -> dict[str, Any]:
+    """Optimize the current vector index (blocking until done)."""
+    index = request.app.state.runtime.index
+    if not hasattr(index, "optimize"):
+        raise ApiError(501, "not_supported", "this vector index has no optimize()")
+    return await run_in_threadpool(_optimize, index)

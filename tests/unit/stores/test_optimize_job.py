@@ -1,0 +1,192 @@
+"""OptimizeJob on a real Qdrant Edge index: HNSW is built at runtime, searches stay right.
+
+A tiny indexing threshold makes ``optimize()`` build real HNSW graphs over 1,200
+points in about a second; every search made before, during (from another thread)
+and after the optimize must name the same points.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from processors.lexical import sparse_vector
+from stores.embedders import HashEmbedder
+from stores.index_maintenance import OptimizeJob
+from stores.ports import SearchFilter
+from stores.qdrant_edge_index import QdrantEdgeIndex
+from stores.search_batch import SearchRequest
+from tests.conftest import wait_until
+from topics.records import Chunk, Observation, SourceRange
+
+EMB = HashEmbedder(dim=32)
+N = 1200
+
+
+def _uid(n: int) -> str:
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def _fill(index: QdrantEdgeIndex, lo: int, hi: int) -> None:
+    obs = [Observation(id=_uid(i), user_id=f"u{i % 3}", project_id="p",
+                       summary=f"memory {i} about topic{i % 97} value V{i}",
+                       source_range=SourceRange(f"t{i}", 0, 1), tags=(f"tag{i % 5}",),
+                       query_hints=(f"V{i}",), retrieve_when="", importance=0.5,
+                       created_at="2025-01-01T00:00:00Z") for i in range(lo, hi)]
+    chunks = [Chunk(_uid(10**6 + i), _uid(i), f"u{i % 3}", "p", f"t{i}", f"e{i}", 1, 0, 9,
+                    f"+VALUE_{i}=x{i}", 3) for i in range(lo, hi)]
+    texts = [o.embedding_text for o in obs]
+    index.upsert_memories(obs, EMB.embed_passages(texts), [sparse_vector(t) for t in texts])
+    ctexts = [c.text for c in chunks]
+    index.upsert_chunks(chunks, EMB.embed_passages(ctexts), [sparse_vector(t) for t in ctexts])
+
+
+def _probe(index: QdrantEdgeIndex) -> list[list[str]]:
+    """Searches whose answers are exact: a point's own vector / term, a chunk by memory."""
+    out = []
+    for i in (5, 301, 777, 1103):
+        flt = SearchFilter(f"u{i % 3}", statuses=("active",))
+        text = f"memory {i} about topic{i % 97} value V{i}"
+        out.append([h.id for h in index.search_memories(flt, 1, sparse=sparse_vector(f"V{i}"))])
+        own = index.search_memories(flt, 1, dense=EMB.embed_passages(
+            [index_text(i, text)])[0])
+        out.append([h.id for h in own])
+        by_memory = SearchFilter(f"u{i % 3}", statuses=None, memory_ids=(_uid(i),))
+        out.append([h.id for h in index.search_chunks(by_memory, 4, dense=EMB.embed_query(text))])
+    return out
+
+
+def index_text(i: int, summary: str) -> str:
+    """The embedding_text the memory was indexed with (its own vector finds it first)."""
+    return Observation(id=_uid(i), user_id=f"u{i % 3}", project_id="p", summary=summary,
+                       source_range=SourceRange(f"t{i}", 0, 1), tags=(f"tag{i % 5}",),
+                       query_hints=(f"V{i}",), retrieve_when="", importance=0.5,
+                       created_at="2025-01-01T00:00:00Z").embedding_text
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> QdrantEdgeIndex:
+    idx = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600,
+                          indexing_threshold_kb=10)
+    idx.ensure()
+    _fill(idx, 0, N)
+    return idx
+
+
+def test_searches_identical_before_during_and_after_optimize(index: QdrantEdgeIndex) -> None:
+    before = _probe(index)
+    assert [ids[0] for ids in before[::3]] == [_uid(i) for i in (5, 301, 777, 1103)]
+    job = OptimizeJob(index, min_points=N, idle_seconds=0.0)
+    assert job.due()
+    during: list[list[list[str]]] = []
+    done = threading.Event()
+
+    def search_meanwhile() -> None:
+        while not done.is_set():
+            during.append(_probe(index))
+
+    searcher = threading.Thread(target=search_meanwhile)
+    searcher.start()
+    try:
+        assert job.run_once()
+    finally:
+        done.set()
+        searcher.join()
+    assert job.runs == 1 and not job.errors
+    assert index.pending_writes()[0] == 0 and not job.due()
+    assert during and all(result == before for result in during)
+    assert _probe(index) == before
+    batch = index.search_batch([SearchRequest("memories", SearchFilter("u2"), 1,
+                                              sparse=sparse_vector("V5"))])
+    assert [h.id for h in batch[0]] == [_uid(5)]
+    index.close()
+
+
+def test_reopened_index_keeps_optimized_results(index: QdrantEdgeIndex, tmp_path: Path) -> None:
+    before = _probe(index)
+    assert index.optimize() is True  # HNSW built over the 2,400 points
+    index.close()
+    again = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600)
+    again.ensure()
+    assert _probe(again) == before
+    assert again.optimize() is False  # nothing left to do
+    again.close()
+
+
+def test_job_waits_for_enough_points_and_an_idle_moment(tmp_path: Path) -> None:
+    idx = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600)
+    idx.ensure()
+    _fill(idx, 0, 10)  # 10 memories + 10 chunks
+    assert idx.pending_writes()[0] == 20
+    assert not OptimizeJob(idx, min_points=21, idle_seconds=0.0).due()
+    assert not OptimizeJob(idx, min_points=20, idle_seconds=3600.0).due()
+    later = OptimizeJob(idx, min_points=20, idle_seconds=60.0, clock=lambda: time.monotonic() + 61)
+    assert later.due()
+    idx.close()
+
+
+def test_background_job_optimizes_after_writes(tmp_path: Path) -> None:
+    idx = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600)
+    idx.ensure()
+    job = OptimizeJob(idx, min_points=20, idle_seconds=0.0, check_seconds=0.05)
+    job.start()
+    try:
+        _fill(idx, 0, 10)
+        wait_until(lambda: job.runs >= 1, timeout=10)
+        assert idx.pending_writes()[0] == 0
+        assert [h.id for h in idx.search_memories(SearchFilter("u1"), 1,
+                                                  sparse=sparse_vector("V4"))] == [_uid(4)]
+    finally:
+        job.stop()
+        idx.close()
+    assert not job.errors
+
+
+def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import json
+
+    from breadcrumb.commands.optimize import cmd_optimize
+    from infra.settings import Settings
+
+    settings = Settings(data_dir=tmp_path)
+    args = argparse.Namespace(url=None)
+    assert cmd_optimize(args, settings) == 0  # nothing stored yet: nothing to do
+    assert json.loads(capsys.readouterr().out)["optimized"] is False
+    idx = QdrantEdgeIndex(tmp_path / "vectors", EMB.dim, indexing_threshold_kb=10)
+    idx.ensure()
+    _fill(idx, 0, 300)
+    idx.close()
+    assert cmd_optimize(args, settings) == 0
+    assert json.loads(capsys.readouterr().out)["optimized"] is True
+    again = QdrantEdgeIndex(tmp_path / "vectors", EMB.dim)
+    again.ensure()
+    assert [h.id for h in again.search_memories(SearchFilter("u1"), 1,
+                                                sparse=sparse_vector("V4"))] == [_uid(4)]
+    again.close()
+
+
+def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from infra.bootstrap import build_runtime
+    from infra.settings import Settings
+    from query_api.app import create_app
+    from tests.corpus.golden import golden_events
+
+    settings = Settings(data_dir=tmp_path, embedder="hash", lifecycle_sweep_seconds=3600)
+    runtime = build_runtime(settings, embedder=HashEmbedder())
+    with TestClient(create_app(runtime)) as http:
+        runtime.gateway.submit(golden_events(), "cli")
+        runtime.gateway.wait_processed(120)
+        body = {"user_id": "u1", "query": "the exact EMAIL_RE regex", "mode": "source"}
+        before = http.post("/v1/recall", json=body).json()
+        done = http.post("/v1/admin/optimize")
+        assert done.status_code == 200 and done.json()["pending_points"] == 0
+        after = http.post("/v1/recall", json=body).json()
+    assert before["memories"] and before["evidence"]
+    assert [m["id"] for m in after["memories"]] == [m["id"] for m in before["memories"]]
+    assert after["evidence"] == before["evidence"]
