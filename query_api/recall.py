@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from processors.decide import (
@@ -28,13 +25,23 @@ from processors.decide import (
     SUMMARY_OK,
     Classifier,
     Decision,
-    QueryIntent,
     analyze_query,
     decide,
 )
 from processors.extract import Extract, Passage, extract_lines, quoted_lines
-from processors.lexical import lexical_terms, query_terms, weighted_query
+from processors.lexical import query_terms, weighted_query
+from query_api.evidence import drop_superseded, evidence_record, hops_of, passage, replaced
 from query_api.models import RecallRequest, RecallSourceRequest
+from query_api.scoring import (  # ScoreWeights, Candidate, memory_view: re-exported
+    Candidate,
+    Query,
+    ScoreWeights,
+    memory_view,
+    parse_ts,
+    ratio,
+    stale,
+    tag_match,
+)
 from stores.ports import Embedder, Hit, MemoryStore, RawEventStore, SearchFilter, VectorIndex
 from stores.search_batch import SearchRequest, search_many
 from topics.records import Event, Observation
@@ -43,48 +50,7 @@ log = logging.getLogger(__name__)
 
 #: (query, numbered source lines) -> quotes; an LLM behind a port (level 3).
 Quoter = Callable[[str, str], Sequence[str]]
-_CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
-_EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
 CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
-HOP_RATIO = 0.75  # further ranges are followed when this close to the best
-CONJUNCTION_HOP_RATIO = 0.45
-
-
-@dataclass(frozen=True, slots=True)
-class ScoreWeights:
-    """``final = vector + keyword + tag + importance + recency - stale_penalty``, weighted.
-
-    ``vector_span``: cosine distance below the best candidate that maps to 0.
-    ``temporal_boost``: recency multiplier when the question asks for the newest or
-    the first value ("current", "now", "最初", ...).
-    """
-
-    vector: float = 1.0
-    keyword: float = 0.6
-    tag: float = 0.2
-    importance: float = 0.1
-    recency: float = 0.1
-    stale_penalty: float = 0.5
-    recency_half_life_days: float = 30.0
-    vector_span: float = 0.12
-    temporal_boost: float = 4.0
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A retrieved memory with the parts of its score."""
-
-    memory: Observation
-    score: float
-    parts: dict[str, float]
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    text: str
-    intent: QueryIntent
-    terms: dict[str, float]
-    dense: list[float]
 
 
 class RecallService:
@@ -159,7 +125,7 @@ class RecallService:
             req.user_id, req.source_thread_id, req.source_start_index, req.source_end_index
         )
         cut = extract_lines(req.query, events, req.max_tokens, self.embedder.count_tokens)
-        return _evidence(None, req.source_thread_id, req.source_start_index,
+        return evidence_record(None, req.source_thread_id, req.source_start_index,
                          req.source_end_index, cut, f"{len(cut.lines)} line(s) matching the query")
 
     def retrieve(self, req: RecallRequest) -> list[Candidate]:
@@ -176,11 +142,11 @@ class RecallService:
             return Decision(AMBIGUOUS, f"classifier failed ({exc}); recalling the source")
 
     # ------------------------------------------------------------------ retrieve
-    def _query(self, text: str) -> _Query:
-        return _Query(text, analyze_query(text), query_terms(text),
+    def _query(self, text: str) -> Query:
+        return Query(text, analyze_query(text), query_terms(text),
                       self.embedder.embed_query(text))
 
-    def _retrieve(self, req: RecallRequest, query: _Query) -> list[Candidate]:
+    def _retrieve(self, req: RecallRequest, query: Query) -> list[Candidate]:
         statuses: tuple[str, ...] = ("active", "conflicted")
         if req.include_superseded:
             statuses += ("superseded",)
@@ -202,7 +168,7 @@ class RecallService:
         return self._rerank(query, req.user_id, dense, sparse)
 
     def _rerank(
-        self, query: _Query, user_id: str, dense: list[Hit], sparse: list[Hit]
+        self, query: Query, user_id: str, dense: list[Hit], sparse: list[Hit]
     ) -> list[Candidate]:
         dense_scores = {h.id: h.score for h in dense}
         sparse_scores = {h.id: h.score for h in sparse}
@@ -212,14 +178,14 @@ class RecallService:
         d_hi = max(dense_scores.values(), default=0.0)
         s_hi = max(sparse_scores.values(), default=0.0)
         base = {m.id: (self._vector(dense_scores.get(m.id), d_hi),
-                       _ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
+                       ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
         if query.intent.temporal:  # "first"/"current": versions of one fact match alike
             for m in memories:  # (supersession links); then time picks the version
                 for v in (m.metadata.get("superseded_facts") or {}).values():
                     newer = str(v.get("superseded_by")) if isinstance(v, dict) else ""
                     if newer in base:
                         base[m.id] = base[newer] = max(base[m.id], base[newer], key=sum)
-        times = {m.id: _parse_ts(m.created_at).timestamp() for m in memories}
+        times = {m.id: parse_ts(m.created_at).timestamp() for m in memories}
         best = max((sum(v) for v in base.values()), default=0.0)  # once, not per candidate
         out = []
         for memory in memories:
@@ -241,7 +207,7 @@ class RecallService:
         own: tuple[float, float],
         best: float,
         times: dict[str, float],
-        query: _Query,
+        query: Query,
     ) -> dict[str, float]:
         w = self.weights
         vector, keyword = own
@@ -249,14 +215,14 @@ class RecallService:
         return {
             "vector": round(w.vector * vector, 6),
             "keyword": round(w.keyword * keyword, 6),
-            "tag": round(w.tag * _tag_match(memory, query), 6),
+            "tag": round(w.tag * tag_match(memory, query), 6),
             "importance": round(w.importance * memory.importance, 6),
             "recency": round(w.recency * self._recency(memory.id, times, query, relevance), 6),
-            "stale_penalty": round(w.stale_penalty * _stale(memory.status, query), 6),
+            "stale_penalty": round(w.stale_penalty * stale(memory.status, query), 6),
         }
 
     def _recency(
-        self, mid: str, times: dict[str, float], query: _Query, relevance: float
+        self, mid: str, times: dict[str, float], query: Query, relevance: float
     ) -> float:
         """Decay from the newest candidate; a "current"/"first" question ranks by time."""
         newest, oldest = max(times.values()), min(times.values())
@@ -270,20 +236,20 @@ class RecallService:
 
     # ------------------------------------------------------------------ recall + extract
     def _follow(
-        self, req: RecallRequest, query: _Query, top: list[Candidate], decision: Decision
+        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision
     ) -> tuple[list[dict[str, Any]], int]:
         """Go back to the source of the chosen memories (several: multi-hop)."""
         budget = req.max_tokens
         evidence: list[dict[str, Any]] = []
         level = 0
-        hops = _hops(top, query.text)
+        hops = hops_of(top, query.text)
         if req.include_superseded:  # history asked for: also follow what the answer replaced
-            hops += _replaced(hops, top)
+            hops += replaced(hops, top)
         passages = self._chunk_passages(req.user_id, query, [c.memory for c in hops])
         for cand in hops:
             cut, used = self._extract(req.user_id, query, cand.memory, budget,
                                       passages[cand.memory.id])
-            cut, stale = _drop_superseded(cut, cand.memory, req.include_superseded,
+            cut, stale = drop_superseded(cut, cand.memory, req.include_superseded,
                                           self.embedder.count_tokens)
             if not cut.lines:
                 continue
@@ -292,7 +258,7 @@ class RecallService:
             rng = cand.memory.source_range
             reason = (f"{decision.reason}; level {used}; {len(cut.lines)} line(s), "
                       f"{cut.tokens} tokens")
-            item = _evidence(cand.memory.id, rng.thread_id, rng.start_index, rng.end_index,
+            item = evidence_record(cand.memory.id, rng.thread_id, rng.start_index, rng.end_index,
                              cut, reason)
             if stale:  # history was asked for: say which values are no longer current
                 item["superseded_values"] = stale
@@ -302,7 +268,7 @@ class RecallService:
         return evidence, level
 
     def _extract(
-        self, user_id: str, query: _Query, memory: Observation, budget: int,
+        self, user_id: str, query: Query, memory: Observation, budget: int,
         passages: list[Passage],
     ) -> tuple[Extract, int]:
         """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
@@ -320,7 +286,7 @@ class RecallService:
         return cut, 2
 
     def _chunk_passages(
-        self, user_id: str, query: _Query, memories: list[Observation]
+        self, user_id: str, query: Query, memories: list[Observation]
     ) -> dict[str, list[Passage]]:
         """Top chunks (dense + lexical) of each memory, all searched in one batch."""
         sparse = weighted_query(query.text)
@@ -333,7 +299,7 @@ class RecallService:
         out = {}
         for i, memory in enumerate(memories):
             unique = {h.id: h for h in results[2 * i] + results[2 * i + 1]}
-            out[memory.id] = [_passage(h.payload) for h in unique.values() if "text" in h.payload]
+            out[memory.id] = [passage(h.payload) for h in unique.values() if "text" in h.payload]
         return out
 
     def _quoted(self, query: str, events: list[Event], cut: Extract, budget: int) -> Extract | None:
@@ -359,112 +325,3 @@ class RecallService:
         return Extract(tuple(kept), used, cut.best_score)
 
 
-def _hops(top: list[Candidate], query: str) -> list[Candidate]:
-    """The best memory, plus close ones (or looser ones when the question has parts)."""
-    best = top[0].score
-    ratio = CONJUNCTION_HOP_RATIO if _CONJUNCTION.search(query) else HOP_RATIO
-    return [top[0]] + [c for c in top[1:3] if best > 0 and c.score >= best * ratio]
-
-
-def _tag_match(memory: Observation, query: _Query) -> float:
-    """Query terms among the tags, the asked-for value kinds, and an exact value named."""
-    tag_terms = _term_set(" ".join(memory.tags))
-    content = [t for t, w in query.terms.items() if w >= 1.0]
-    overlap = len(tag_terms & set(content)) / len(content) if content else 0.0
-    kinds = set(memory.metadata.get("value_kinds") or ())
-    kind_hit = 1.0 if query.intent.kinds & kinds else 0.0
-    # a question about a failure prefers the range that holds the failure, not the request
-    fail_hit = 1.0 if query.intent.failure and ("error" in memory.tags or "error" in kinds) else 0.0
-    return overlap + kind_hit + fail_hit + _value_hit(memory, query)
-
-
-def _value_hit(memory: Observation, query: _Query) -> float:
-    """1.0 when an exact-looking hint (``redis:7.2``) holds a content term of the query."""
-    if not query.intent.kinds:
-        return 0.0
-    content = {t for t, w in query.terms.items() if w >= 1.0 and len(t) > 2}
-    for hint in memory.query_hints:
-        if len(hint) < 200 and _EXACT_LOOKING.search(hint) and content & _term_set(hint):
-            return 1.0
-    return 0.0
-
-
-@lru_cache(maxsize=32768)
-def _term_set(text: str) -> frozenset[str]:
-    """Distinct lexical terms of a tag line or hint; pure, so cached across recalls."""
-    return frozenset(lexical_terms(text))
-
-
-def _passage(payload: dict[str, Any]) -> Passage:
-    return Passage(str(payload["event_id"]), int(payload["event_index"]),
-                   int(payload["char_start"]), str(payload["text"]))
-
-
-def _replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:
-    """Candidates whose facts the followed memories superseded (for history questions)."""
-    linked = {str(v.get("memory_id")) for c in hops
-              for v in (c.memory.metadata.get("supersedes_facts") or {}).values()
-              if isinstance(v, dict)}
-    linked |= {str(c.memory.supersedes_memory_id) for c in hops if c.memory.supersedes_memory_id}
-    chosen = {c.memory.id for c in hops}
-    return [c for c in top if c.memory.id in linked and c.memory.id not in chosen]
-
-
-def _drop_superseded(
-    cut: Extract, memory: Observation, include: bool, count: Callable[[str], int]
-) -> tuple[Extract, list[str]]:
-    """Lines carrying a fact value that a newer memory replaced are history, not answers.
-
-    Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
-    stay); with it they are kept and the values are named in ``superseded_values``.
-    """
-    facts = memory.metadata.get("superseded_facts") or {}
-    stale = sorted({str(f.get("value")) for f in facts.values()
-                    if isinstance(f, dict) and f.get("value")})
-    if not stale:
-        return cut, []
-    if include:
-        return cut, [v for v in stale if v in cut.text]
-    kept = tuple(ln for ln in cut.lines if not any(v in ln.text for v in stale))
-    return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
-
-
-def _evidence(
-    memory_id: str | None, thread_id: str, start: int, end: int, cut: Extract, reason: str
-) -> dict[str, Any]:
-    """A RecalledEvidence (contract)."""
-    return {
-        "memory_id": memory_id,
-        "source_thread_id": thread_id,
-        "source_start_index": start,
-        "source_end_index": end,
-        "matched_event_ids": cut.event_ids,
-        "extracted_text": cut.text,
-        "reason": f"{reason}, {cut.tokens} tokens" if "tokens" not in reason else reason,
-    }
-
-
-def memory_view(cand: Candidate) -> dict[str, Any]:
-    """A memory as the contract shows it, with its score and score parts."""
-    data = cand.memory.to_dict()
-    data.pop("facts", None)
-    data.pop("user_id", None)
-    data["score"] = cand.score
-    data["score_parts"] = cand.parts
-    return data
-
-
-def _ratio(value: float | None, best: float) -> float:
-    return (value or 0.0) / best if best > 0 else 0.0
-
-
-def _parse_ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _stale(status: str, query: _Query) -> float:
-    """1 for a memory that is not active; a superseded one is what "the first/previous
-    value" questions ask for, so for those it is not stale."""
-    if status == "active" or (status == "superseded" and query.intent.temporal == "oldest"):
-        return 0.0
-    return 1.0
