@@ -43,7 +43,7 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
-from stores.search_batch import SearchRequest, grouped
+from stores.search_batch import SearchRequest, batched
 from topics.records import Chunk, Observation
 
 
@@ -276,22 +276,16 @@ class QdrantEdgeIndex:
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         """Several searches, one ``query_batch`` per collection; hits in request order."""
-        out: list[list[Hit]] = [[] for _ in requests]
-        for name, positions in grouped(requests).items():
-            built = [(pos, self._request(name, requests[pos].flt, requests[pos].k,
-                                         requests[pos].dense, requests[pos].sparse,
-                                         requests[pos].with_payload))
-                     for pos in positions]
-            live = [(pos, req) for pos, req in built if req is not None]
-            if not live:
-                continue
-            batch = qe.QueryBatchRequest([req for _pos, req in live])
-            with self._lock:
-                results = self._shard(name).query_batch(batch)
-            self._last_read = time.monotonic()
-            for (pos, _req), points in zip(live, results, strict=True):
-                out[pos] = _hits(points)
-        return out
+        return batched(requests, self._built, self._query_batch)
+
+    def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | None:
+        return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
+
+    def _query_batch(self, name: str, requests: list[qe.QueryRequest]) -> list[list[Hit]]:
+        with self._lock:
+            results = self._shard(name).query_batch(qe.QueryBatchRequest(requests))
+        self._last_read = time.monotonic()
+        return [_hits(points) for points in results]
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,

@@ -44,7 +44,7 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
-from stores.search_batch import SearchRequest, grouped
+from stores.search_batch import SearchRequest, batched
 from topics.records import Chunk, Observation
 
 
@@ -79,8 +79,14 @@ class QdrantServerIndex:
         self._lock = threading.Lock()
         self._local_lock = threading.RLock()
         self._is_local = False
+        self._owns_client = True  # False for a sibling: the owner closes the client
         self._unoptimized = 0  # points written since the last optimize()
         self._last_write = time.monotonic()
+
+    @property
+    def prefix(self) -> str:
+        """The collection-name prefix (one per generation in cluster mode)."""
+        return self._prefix
 
     def collection(self, name: str) -> str:
         """Full collection name of ``memories`` / ``chunks``."""
@@ -147,7 +153,10 @@ class QdrantServerIndex:
             self._last_write = time.monotonic()
 
     def close(self) -> None:
-        """Close the client (the index can be used again; a new client is built)."""
+        """Close the client (the index can be used again; a new client is built). A sibling
+        leaves the shared client to its owner."""
+        if not self._owns_client:
+            return
         with self._lock:
             if self._client is not None:
                 self._client.close()
@@ -159,7 +168,7 @@ class QdrantServerIndex:
         other = QdrantServerIndex(lambda: self.client, prefix, self._dim)
         other._lock, other._local_lock = self._lock, self._local_lock
         other._client, other._is_local = self.client, self._is_local
-        other.close = lambda: None  # type: ignore[method-assign]  # the owner closes
+        other._owns_client = False
         return other
 
     def drop(self) -> None:
@@ -277,22 +286,15 @@ class QdrantServerIndex:
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         """Several searches, one ``query_batch_points`` per collection; hits in order."""
-        out: list[list[Hit]] = [[] for _ in requests]
-        for name, positions in grouped(requests).items():
-            built = [(pos, self._request(name, requests[pos].flt, requests[pos].k,
-                                         requests[pos].dense, requests[pos].sparse,
-                                         requests[pos].with_payload))
-                     for pos in positions]
-            live = [(pos, req) for pos, req in built if req is not None]
-            if not live:
-                continue
-            with self._serial() as client:
-                responses = client.query_batch_points(
-                    self.collection(name), requests=[req for _pos, req in live]
-                )
-            for (pos, _req), response in zip(live, responses, strict=True):
-                out[pos] = _hits(response.points)
-        return out
+        return batched(requests, self._built, self._query_batch)
+
+    def _built(self, name: str, req: SearchRequest) -> models.QueryRequest | None:
+        return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
+
+    def _query_batch(self, name: str, requests: list[models.QueryRequest]) -> list[list[Hit]]:
+        with self._serial() as client:
+            responses = client.query_batch_points(self.collection(name), requests=requests)
+        return [_hits(response.points) for response in responses]
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,

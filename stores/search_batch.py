@@ -11,13 +11,14 @@ the index has one and otherwise runs the searches one by one (same results).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from stores.ports import Hit, SearchFilter, SparseVector, VectorIndex
 
 Collection = Literal["memories", "chunks"]
+R = TypeVar("R")  # an adapter's own request type
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,3 +64,21 @@ def grouped(requests: Sequence[SearchRequest]) -> dict[str, list[int]]:
     for pos, req in enumerate(requests):
         groups.setdefault(req.collection, []).append(pos)
     return groups
+
+
+def batched(requests: Sequence[SearchRequest],
+            build: Callable[[str, SearchRequest], R | None],
+            run: Callable[[str, list[R]], list[list[Hit]]]) -> list[list[Hit]]:
+    """The adapters' ``search_batch``: ``build`` turns a request into the client's own
+    (None: it matches nothing), ``run`` answers one collection's list in one call; the
+    hit lists come back in request order."""
+    out: list[list[Hit]] = [[] for _ in requests]
+    for name, positions in grouped(requests).items():
+        live = [(pos, built) for pos in positions
+                if (built := build(name, requests[pos])) is not None]
+        if not live:
+            continue
+        answers = run(name, [built for _pos, built in live])
+        for (pos, _built), hits in zip(live, answers, strict=True):
+            out[pos] = hits
+    return out
