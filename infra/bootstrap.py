@@ -90,6 +90,13 @@ def build_observer(settings: Settings) -> ObserveFn | None:
     return build_llm_observer(settings)
 
 
+def observer_stats(observer: Any) -> dict[str, Any]:
+    """``{"llm_observer": counters}`` (calls, successes, fallbacks, last error) when the
+    LLM observer runs, else nothing: for ``/v1/stats``."""
+    stats = getattr(observer, "stats", None)
+    return {"llm_observer": stats()} if callable(stats) else {}
+
+
 def build_recall_llm(settings: Settings) -> dict[str, Any]:
     """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
     if not settings.llm_model:

@@ -18,11 +18,12 @@ from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
 from streams.service import IngestService, ObserveFn
 
 
-def build_sql_store(settings: Settings) -> Any:
-    """The MySQL-protocol store (TiDB in production, MariaDB in CI). TLS when a CA is set."""
+def mysql_store(settings: Settings) -> Any:
+    """The MySQL-protocol store (TiDB in production, MariaDB in CI), not yet connected.
+    TLS when a CA is set."""
     from stores.mysql_store import MySqlStore
 
-    store = MySqlStore(
+    return MySqlStore(
         host=settings.mysql_host,
         port=settings.mysql_port,
         user=settings.mysql_user,
@@ -31,6 +32,11 @@ def build_sql_store(settings: Settings) -> Any:
         ssl_ca=settings.mysql_ssl_ca,
         ssl_verify_identity=settings.mysql_ssl_verify_identity,
     )
+
+
+def build_sql_store(settings: Settings) -> Any:
+    """:func:`mysql_store`, opened (its tables created if missing)."""
+    store = mysql_store(settings)
     store.open()
     return store
 

@@ -21,7 +21,7 @@ from typing import Any
 from infra.bootstrap import Runtime, build_lifecycle, build_recall_llm, score_weights, utc_now
 from infra.settings import Settings
 from query_api.recall import RecallService
-from stores.cluster_generations import MAIN, ClusterCatalog, generation_settings
+from stores.cluster_generations import ClusterCatalog, generation_settings
 from stores.ports import Embedder
 from streams.replay import Progress
 
@@ -65,7 +65,7 @@ class ClusterGenerations:
 
         if self.shared_index is None:
             return build_vector_index(gen, self.embedder.dim)
-        if gen.qdrant_collection_prefix == self.shared_index.collection("").rstrip("_"):
+        if gen.qdrant_collection_prefix == self.shared_index.prefix:
             return self.shared_index
         index = self.shared_index.sibling(gen.qdrant_collection_prefix)
         index.ensure()
@@ -164,12 +164,3 @@ class ClusterGenerations:
         if view is not None:
             view.store.close()
         self.index_for(gen).drop()
-
-
-def current_generation(settings: Settings) -> tuple[str, Settings]:
-    """The generation the alias names and the settings its worker runs with."""
-    name = ClusterCatalog(settings).current()
-    return name, generation_settings(settings, name)
-
-
-__all__ = ["MAIN", "ClusterGenerations", "View", "current_generation"]

@@ -19,6 +19,7 @@ from infra.bootstrap import (
     build_lifecycle,
     build_observer,
     build_recall_llm,
+    observer_stats,
     pipeline_config,
     score_weights,
     sweeper_for,
@@ -107,7 +108,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
                              "index_unoptimized_points": gen_index_pending(runtime),
-                             **observer_stats(runner.service)},
+                             **observer_stats(runner.service.observer)},
     )
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
@@ -120,12 +121,6 @@ def gen_index_pending(runtime: Runtime) -> int:
     """Points written to the current vector index since its last optimize()."""
     pending = getattr(runtime.index, "pending_writes", None)
     return int(pending()[0]) if callable(pending) else 0
-
-
-def observer_stats(service: Any) -> dict[str, Any]:
-    """The LLM observer's counters (calls, successes, fallbacks, last error) when one runs."""
-    stats = getattr(service.observer, "stats", None)
-    return {"llm_observer": stats()} if callable(stats) else {}
 
 
 class _DeadLetters:

@@ -19,6 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from query_api.errors import ApiError
+from stores.generations import catalog_for
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -50,15 +51,6 @@ def _job(request: Request) -> _ReplayJob:
     return job
 
 
-def _names(runtime: Any) -> list[str]:
-    if runtime.generation_manager is not None:
-        names: list[str] = runtime.generation_manager.catalog.names()
-        return names
-    from stores.generations import GenerationCatalog
-
-    return GenerationCatalog(runtime.settings.data_dir).names()
-
-
 @router.post("/v1/admin/replay", status_code=202)
 async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
     from streams.replay import Progress
@@ -67,7 +59,7 @@ async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
     job = _job(request)
     if job.running():
         raise ApiError(409, "replay_running", "a replay is already running")
-    names = await run_in_threadpool(_names, runtime)
+    names = await run_in_threadpool(catalog_for(runtime.settings).names)
     if body.name and body.name in names:
         raise ApiError(409, "generation_exists", f"generation {body.name!r} already exists")
     job.progress = Progress(body.name or "pending", state="starting")
@@ -113,14 +105,9 @@ async def replay_status(request: Request) -> dict[str, Any]:
 
 @router.get("/v1/admin/generations")
 async def generations(request: Request) -> dict[str, Any]:
-    runtime = request.app.state.runtime
-    if runtime.generation_manager is not None:
-        described: dict[str, Any] = await run_in_threadpool(
-            runtime.generation_manager.catalog.describe)
-        return described
-    from stores.generations import GenerationCatalog
-
-    return GenerationCatalog(runtime.settings.data_dir).describe()
+    described: dict[str, Any] = await run_in_threadpool(
+        catalog_for(request.app.state.runtime.settings).describe)
+    return described
 
 
 @router.delete("/v1/admin/generations/{name}")

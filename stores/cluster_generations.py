@@ -22,12 +22,18 @@ import pymysql
 from infra.settings import Settings
 
 MAIN = "main"
+_CURRENT: tuple[str, tuple[Any, ...]] = (
+    "SELECT generation FROM bc_alias WHERE alias = 'current'", ())
 _DDL = (
     "CREATE TABLE IF NOT EXISTS bc_generations (name VARCHAR(64) NOT NULL PRIMARY KEY, "
     "state VARCHAR(16) NOT NULL, info TEXT NOT NULL, created_at VARCHAR(40) NOT NULL)",
     "CREATE TABLE IF NOT EXISTS bc_alias (alias VARCHAR(32) NOT NULL PRIMARY KEY, "
     "generation VARCHAR(64) NOT NULL)",
 )
+
+
+def _current(rows: list[tuple[Any, ...]]) -> str:
+    return str(rows[0][0]) if rows else MAIN
 
 
 def generation_settings(settings: Settings, name: str) -> Settings:
@@ -46,46 +52,42 @@ class ClusterCatalog:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._tables_ready = False  # the DDL runs once per catalog, not on every poll
 
     def _connect(self, database: str | None) -> Any:
-        s = self.settings
-        kwargs: dict[str, Any] = {
-            "host": s.mysql_host, "port": s.mysql_port, "user": s.mysql_user,
-            "password": s.mysql_password.get_secret_value(), "charset": "utf8mb4",
-            "autocommit": True, "connect_timeout": 10}
-        if database:
-            kwargs["database"] = database
-        if s.mysql_ssl_ca is not None:
-            kwargs["ssl"] = {"ca": str(s.mysql_ssl_ca),
-                             "check_hostname": s.mysql_ssl_verify_identity}
+        from infra.cluster import mysql_store
+
+        kwargs = mysql_store(self.settings).connect_kwargs()  # same TLS, modes and flags
+        kwargs["database"] = database
         return pymysql.connect(**kwargs)
 
-    def _run(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
-        """Run statements in one transaction; rows of the last one."""
+    def _run(self, statements: list[tuple[str, tuple[Any, ...]]]) -> list[list[tuple[Any, ...]]]:
+        """Run statements in one transaction; the rows of each."""
         conn = self._connect(self.settings.mysql_database)
         try:
-            conn.begin()
-            rows: list[tuple[Any, ...]] = []
             with conn.cursor() as cur:
-                for ddl in _DDL:
-                    cur.execute(ddl)
+                if not self._tables_ready:
+                    for ddl in _DDL:
+                        cur.execute(ddl)
+                    self._tables_ready = True
+                conn.begin()
+                results = []
                 for sql, params in statements:
                     cur.execute(sql, params)
-                    rows = list(cur.fetchall())
+                    results.append(list(cur.fetchall()))
             conn.commit()
-            return rows
+            return results
         finally:
             conn.close()
 
     # --- reads ---------------------------------------------------------------------
     def current(self) -> str:
-        rows = self._run([("SELECT generation FROM bc_alias WHERE alias = 'current'", ())])
-        return str(rows[0][0]) if rows else MAIN
+        return _current(self._run([_CURRENT])[0])
 
     def describe(self) -> dict[str, Any]:
-        rows = self._run([("SELECT name, state, info, created_at FROM bc_generations "
-                           "ORDER BY created_at", ())])
-        current = self.current()
+        alias, rows = self._run([_CURRENT, ("SELECT name, state, info, created_at "
+                                            "FROM bc_generations ORDER BY created_at", ())])
+        current = _current(alias)
         gens: dict[str, Any] = {MAIN: {"state": "current" if current == MAIN else "old",
                                        "database": self.settings.mysql_database}}
         for name, state, info, created in rows:
@@ -115,7 +117,7 @@ class ClusterCatalog:
         return gen
 
     def mark(self, name: str, state: str, **info: Any) -> None:
-        rows = self._run([("SELECT info FROM bc_generations WHERE name = %s", (name,))])
+        rows = self._run([("SELECT info FROM bc_generations WHERE name = %s", (name,))])[0]
         merged = {**(json.loads(rows[0][0]) if rows else {}), **info}
         self._run([("UPDATE bc_generations SET state = %s, info = %s WHERE name = %s",
                     (state, json.dumps(merged), name))])

@@ -102,3 +102,14 @@ class GenerationCatalog:
         shutil.rmtree(self.paths(name).sqlite.parent, ignore_errors=False)
         del data["generations"][name]
         self._save(data)
+
+
+def catalog_for(settings: Any) -> Any:
+    """The generation catalog of the configured mode: this file (embedded) or the control
+    database's tables (cluster, :class:`stores.cluster_generations.ClusterCatalog`). Both
+    answer ``current``, ``names``, ``describe`` and ``remove``."""
+    if settings.mode == "cluster":
+        from stores.cluster_generations import ClusterCatalog
+
+        return ClusterCatalog(settings)
+    return GenerationCatalog(settings.data_dir)

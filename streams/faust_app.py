@@ -181,14 +181,15 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     its vector index (qdrant-client local mode allows one process per folder).
     """
     from infra.cluster import build_worker_parts, declare_topics
-    from infra.cluster_generations import current_generation
-    from stores.cluster_generations import ClusterCatalog
+    from stores.cluster_generations import ClusterCatalog, generation_settings
 
     asyncio.run(declare_topics(settings))
-    name, gen = current_generation(settings)  # the alias: which generation this worker fills
+    catalog = ClusterCatalog(settings)
+    name = catalog.current()  # the alias: which generation this worker fills
+    gen = generation_settings(settings, name)
     log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
     parts = build_worker_parts(gen)
-    parts.generation, parts.catalog = name, ClusterCatalog(settings)
+    parts.generation, parts.catalog = name, catalog
     app = create_app(gen, parts)
     if serve_api:
         _attach_api(app, settings, parts)
@@ -202,15 +203,14 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
 def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
     import uvicorn
 
+    from infra.bootstrap import observer_stats
     from infra.cluster import build_cluster_runtime
     from query_api.app import create_app as create_http_app
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
     runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
-    base_stats = runtime.extra_stats
-    observer_stats = getattr(parts.observer, "stats", None)
-    if callable(observer_stats):  # this process runs the LLM observer: report it too
-        runtime.extra_stats = lambda: {**base_stats(), "llm_observer": observer_stats()}
+    base_stats = runtime.extra_stats  # this process runs the observer: report it too
+    runtime.extra_stats = lambda: {**base_stats(), **observer_stats(parts.observer)}
     http = create_http_app(runtime, manage_lifecycle=False)
     class _InLoopServer(uvicorn.Server):
         @contextmanager

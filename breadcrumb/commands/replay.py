@@ -70,13 +70,10 @@ def _describe(settings: Settings, url: str | None) -> dict[str, Any]:
 
         data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30).json()
         return data
-    if settings.mode == "cluster":
-        from stores.cluster_generations import ClusterCatalog
+    from stores.generations import catalog_for
 
-        return ClusterCatalog(settings).describe()
-    from stores.generations import GenerationCatalog
-
-    return GenerationCatalog(settings.data_dir).describe()
+    described: dict[str, Any] = catalog_for(settings).describe()
+    return described
 
 
 def _remove(settings: Settings, url: str | None, name: str) -> None:
