@@ -66,37 +66,11 @@ def bench_embedded(events: list[dict[str, Any]]) -> None:
         f"   ratio {rate / live:.2f}x")
 
 
-def _scratch_database(settings: Settings, name: str) -> None:
-    import pymysql
-
-    conn = pymysql.connect(host=settings.mysql_host, port=settings.mysql_port,
-                           user=settings.mysql_user,
-                           password=settings.mysql_password.get_secret_value())
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
-    finally:
-        conn.close()
-
-
-def _drop_databases(settings: Settings, names: list[str]) -> None:
-    import pymysql
-
-    conn = pymysql.connect(host=settings.mysql_host, port=settings.mysql_port,
-                           user=settings.mysql_user,
-                           password=settings.mysql_password.get_secret_value())
-    try:
-        with conn.cursor() as cur:
-            for name in names:
-                cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-    finally:
-        conn.close()
-
-
 def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
     """Baseline: the worker's per-event work on the cluster stores, without Kafka."""
     from infra.cluster import build_worker_parts
     from streams.state import CapturingDeadLetters
+    from topics.records import FlushMarker
 
     parts = build_worker_parts(settings, HashEmbedder())
     try:
@@ -107,8 +81,6 @@ def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
             with parts.store.transaction():
                 service.handle(event, text)
         for thread in sorted({(e["user_id"], e["thread_id"]) for e in events}):
-            from topics.records import FlushMarker
-
             marker = FlushMarker(thread[0], thread[1], "2026-11-30T00:00:00Z", "flush")
             with parts.store.transaction():
                 service.handle(marker.to_dict(), orjson.dumps(marker.to_dict()).decode())
@@ -122,19 +94,18 @@ def bench_cluster(events: list[dict[str, Any]]) -> None:
     from infra.cluster import declare_topics
     from infra.cluster_generations import ClusterGenerations
     from infra.topic_admin import TopicAdmin
+    from tests.integration.conftest import drop_database, fresh_database
     from topics.names import topic_specs
 
     tag = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(mode="cluster", data_dir=Path(tmp), embedder="hash",
                             topic_prefix=f"bench{tag}-", worker_id=f"bench-{tag}",
-                            mysql_database=f"bc_test_bench_{tag}")
-        direct = settings.with_overrides(mysql_database=f"bc_test_bench_{tag}_direct",
+                            mysql_database=fresh_database(f"bench_{tag}"))
+        direct = settings.with_overrides(mysql_database=fresh_database(f"bench_{tag}_direct"),
                                          qdrant_collection_prefix=f"direct{tag}")
         dbs = [settings.mysql_database, direct.mysql_database,
                f"{settings.mysql_database}__bench"]
-        _scratch_database(settings, settings.mysql_database)
-        _scratch_database(settings, direct.mysql_database)
         try:
             asyncio.run(declare_topics(settings))
 
@@ -152,7 +123,8 @@ def bench_cluster(events: list[dict[str, Any]]) -> None:
             rate = progress.applied / (time.perf_counter() - started)
             gens.close()
         finally:
-            _drop_databases(settings, dbs)
+            for name in dbs:
+                drop_database(name)
 
             async def clean() -> None:
                 async with TopicAdmin(settings.kafka_bootstrap) as admin:

@@ -32,12 +32,14 @@ ROOT = Path(__file__).resolve().parents[2]
 QUESTION = {"user_id": "demo", "query": "which image tag is shop-api pinned to?"}
 
 
-def _memories(settings: Settings) -> dict[str, tuple[str, str]]:
+def _memories(settings: Settings, thread: str | None = None) -> dict[str, tuple[str, str]]:
+    """id -> (status, tier) of the memories in ``settings``' database (of one thread)."""
     conn = pymysql.connect(host=settings.mysql_host, port=settings.mysql_port, user="breadcrumb",
                            password="breadcrumb", database=settings.mysql_database)
+    where, params = ("WHERE source_thread_id = %s", (thread,)) if thread else ("", ())
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT id, status, tier FROM agent_memories")
+            cur.execute(f"SELECT id, status, tier FROM agent_memories {where}", params)
             return {(i.decode() if isinstance(i, bytes) else i): (s, t)
                     for i, s, t in cur.fetchall()}
     finally:
@@ -127,24 +129,12 @@ def test_replay_into_new_generation_while_recall_runs(tmp_path: Path) -> None:
                  for i, e in enumerate(events[:12])]
         assert httpx.post(f"{url}/v1/events", json={"events": fresh}).status_code == 202
         httpx.post(f"{url}/v1/flush", json={"user_id": "demo", "thread_id": "after-switch"})
-        wait_until(lambda: any(r[0] for r in _thread_memories(settings, "g2", "after-switch")),
+        wait_until(lambda: bool(_memories(generation_settings(settings, "g2"), "after-switch")),
                    timeout=120, interval=0.5)
     finally:
         stop_worker(worker)
         drop_database(new_db)
         drop_database(settings.mysql_database)
-
-
-def _thread_memories(settings: Settings, gen: str, thread: str) -> list[tuple[Any, ...]]:
-    target = generation_settings(settings, gen)
-    conn = pymysql.connect(host=settings.mysql_host, port=settings.mysql_port, user="breadcrumb",
-                           password="breadcrumb", database=target.mysql_database)
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT id FROM agent_memories WHERE source_thread_id = %s", (thread,))
-            return list(cur.fetchall())
-    finally:
-        conn.close()
 
 
 def test_catalog_alias_switch_and_removal(tmp_path: Path) -> None:
