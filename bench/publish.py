@@ -31,11 +31,11 @@ from aiokafka import AIOKafkaProducer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from breadcrumb.commands.fleet import SimulatedAgent  # noqa: E402
+from breadcrumb.infra.cluster import declare_topics  # noqa: E402
+from breadcrumb.infra.settings import Settings  # noqa: E402
+from breadcrumb.infra.topic_admin import TopicAdmin  # noqa: E402
 from breadcrumb.sdk import HttpPublisher, Publisher, checked  # noqa: E402
-from infra.cluster import declare_topics  # noqa: E402
-from infra.settings import Settings  # noqa: E402
-from infra.topic_admin import TopicAdmin  # noqa: E402
-from topics.names import topic_specs  # noqa: E402
+from breadcrumb.topics.names import topic_specs  # noqa: E402
 
 
 def make_events(count: int, threads: int = 50) -> list[dict[str, Any]]:

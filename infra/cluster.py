@@ -6,22 +6,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.bootstrap import (
+from breadcrumb.infra.bootstrap import (
     Runtime,
     build_lifecycle,
     build_observer,
     pipeline_config,
     utc_now_iso,
 )
-from infra.settings import Settings
-from stores.ports import DeadLetterStore, Embedder, ThreadStateStore
-from streams.service import IngestService, ObserveFn
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
+from breadcrumb.streams.service import IngestService, ObserveFn
 
 
 def mysql_store(settings: Settings) -> Any:
     """The MySQL-protocol store (TiDB in production, MariaDB in CI), not yet connected.
     TLS when a CA is set."""
-    from stores.mysql_store import MySqlStore
+    from breadcrumb.stores.mysql_store import MySqlStore
 
     return MySqlStore(
         host=settings.mysql_host,
@@ -45,7 +45,7 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
     from qdrant_client import QdrantClient
 
-    from stores.qdrant_server_index import QdrantServerIndex
+    from breadcrumb.stores.qdrant_server_index import QdrantServerIndex
 
     def factory() -> QdrantClient:
         if settings.qdrant_url:
@@ -61,8 +61,8 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
 
 async def declare_topics(settings: Settings) -> None:
     """Create the source topics with their partitions and cleanup policy (Faust won't)."""
-    from infra.topic_admin import TopicAdmin
-    from topics.names import topic_specs
+    from breadcrumb.infra.topic_admin import TopicAdmin
+    from breadcrumb.topics.names import topic_specs
 
     admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication)
     async with admin:
@@ -117,7 +117,7 @@ class _Mirrored:
 def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
                        index: Any = None) -> WorkerParts:
     """Ports of one generation (``settings`` from ``generation_settings``)."""
-    from infra.bootstrap import build_embedder
+    from breadcrumb.infra.bootstrap import build_embedder
 
     embedder = embedder or build_embedder(settings)
     store = build_sql_store(settings)
@@ -127,7 +127,7 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
         index.ensure()
     parts = WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
     if settings.lifecycle_enabled:  # issue 5: the Faust agent/timer send what it collects
-        from streams.lifecycle import CollectingChangelog
+        from breadcrumb.streams.lifecycle import CollectingChangelog
 
         parts.lifecycle, _raw = build_lifecycle(settings, store, index, build_cold_store(settings),
                                                 CollectingChangelog())
@@ -136,7 +136,7 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
 
 def build_cold_store(settings: Settings) -> Any:
     """Issue 5: S3 when an endpoint or keys are configured, else files under data_dir/cold."""
-    from stores.cold import LocalColdStore, S3ColdStore
+    from breadcrumb.stores.cold import LocalColdStore, S3ColdStore
 
     if not (settings.s3_endpoint or settings.s3_access_key):
         return LocalColdStore(settings.data_dir / "cold")
@@ -152,11 +152,11 @@ def build_cluster_runtime(
 ) -> Runtime:
     """The query service in cluster mode: publishes to Kafka, reads the MySQL database and
     Qdrant collections of the generation the alias names (and follows the alias)."""
-    from infra.cluster_generations import ClusterGenerations
-    from stores.cluster_generations import generation_settings
-    from streams.kafka_gateway import KafkaGateway
-    from streams.lifecycle import KafkaChangelog
-    from topics.names import MEMORY_STATUS
+    from breadcrumb.infra.cluster_generations import ClusterGenerations
+    from breadcrumb.stores.cluster_generations import generation_settings
+    from breadcrumb.streams.kafka_gateway import KafkaGateway
+    from breadcrumb.streams.lifecycle import KafkaChangelog
+    from breadcrumb.topics.names import MEMORY_STATUS
 
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
     changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))

@@ -18,12 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from infra.bootstrap import Runtime, build_lifecycle, build_recall_llm, score_weights, utc_now
-from infra.settings import Settings
-from query_api.recall import RecallService
-from stores.cluster_generations import ClusterCatalog, generation_settings
-from stores.ports import Embedder
-from streams.replay import Progress
+from breadcrumb.infra.bootstrap import (
+    Runtime,
+    build_lifecycle,
+    build_recall_llm,
+    score_weights,
+    utc_now,
+)
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.recall import RecallService
+from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+from breadcrumb.stores.ports import Embedder
+from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +67,7 @@ class ClusterGenerations:
     # --- views ---------------------------------------------------------------------
     def index_for(self, gen: Settings) -> Any:
         """The vector index of a generation (on the shared client when there is one)."""
-        from infra.cluster import build_vector_index
+        from breadcrumb.infra.cluster import build_vector_index
 
         if self.shared_index is None:
             return build_vector_index(gen, self.embedder.dim)
@@ -72,7 +78,7 @@ class ClusterGenerations:
         return index
 
     def open_view(self, name: str) -> View:
-        from infra.cluster import build_cold_store, build_sql_store
+        from breadcrumb.infra.cluster import build_cold_store, build_sql_store
 
         gen = generation_settings(self.settings, name)
         store = build_sql_store(gen)
@@ -141,7 +147,7 @@ class ClusterGenerations:
     async def replay(self, name: str | None, on_progress: Callable[[Progress], None] | None,
                      keep_running: bool = True) -> Progress:
         """Build generation ``name`` from the earliest offset, switch, adopt it here."""
-        from streams.cluster_replay import build_generation
+        from breadcrumb.streams.cluster_replay import build_generation
 
         name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
         progress, app, parts = await build_generation(self, name, on_progress)

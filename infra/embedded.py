@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from infra.bootstrap import (
+from breadcrumb.infra.bootstrap import (
     Runtime,
     build_lifecycle,
     build_observer,
@@ -26,12 +26,12 @@ from infra.bootstrap import (
     utc_now,
     utc_now_iso,
 )
-from infra.settings import Settings
-from query_api.recall import RecallService
-from stores.generations import MAIN, GenerationCatalog, GenerationPaths
-from stores.ports import Embedder
-from streams.replay import Progress, Replayer
-from streams.service import IngestService
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.recall import RecallService
+from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
+from breadcrumb.stores.ports import Embedder
+from breadcrumb.streams.replay import Progress, Replayer
+from breadcrumb.streams.service import IngestService
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +61,10 @@ class Generation:
 def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPaths,
                     log_store: Any) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
-    from stores.cold import LocalColdStore
-    from stores.index_maintenance import OptimizeJob
-    from stores.qdrant_edge_index import QdrantEdgeIndex
-    from stores.sqlite_store import SqliteStore
+    from breadcrumb.stores.cold import LocalColdStore
+    from breadcrumb.stores.index_maintenance import OptimizeJob
+    from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+    from breadcrumb.stores.sqlite_store import SqliteStore
 
     if paths.name == MAIN:
         store = log_store
@@ -91,8 +91,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """The event log + the current generation; processors run in-process."""
-    from stores.sqlite_store import SqliteStore
-    from streams.embedded import EmbeddedRunner
+    from breadcrumb.stores.sqlite_store import SqliteStore
+    from breadcrumb.streams.embedded import EmbeddedRunner
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     log_store = SqliteStore(settings.data_dir / "breadcrumb.sqlite3")
@@ -221,7 +221,7 @@ def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:
 
 
 def _runner_of(runtime: Runtime) -> Any:
-    from streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.embedded import EmbeddedRunner
 
     if not isinstance(runtime.gateway, EmbeddedRunner):
         raise ValueError("replay into a generation needs the embedded runtime")

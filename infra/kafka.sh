@@ -103,7 +103,7 @@ wait_ready() {
   wait_port "$BROKER_PORT" 60 "$PIDFILE" "$MARKER" "$LOGDIR/server.log"
   # The port opens before the broker has caught up with the metadata log: ask it.
   for ((i = 0; i < 60; i++)); do
-    if (cd "$REPO_ROOT" && "$PYTHON" -m infra.topic_admin --probe \
+    if (cd "$REPO_ROOT" && "$PYTHON" -m breadcrumb.infra.topic_admin --probe \
           --bootstrap "127.0.0.1:$BROKER_PORT" >/dev/null 2>>"$LOGDIR/probe.log"); then
       return 0
     fi

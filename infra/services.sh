@@ -89,7 +89,7 @@ services_up() {
   t="$(now)"; bash "$INFRA_SRC/mariadb.sh" up; log "mariadb up in $(elapsed "$t")s"
   t="$(now)"; bash "$INFRA_SRC/s3.sh" up;      log "s3 up in $(elapsed "$t")s"
   t="$(now)"
-  (cd "$REPO_ROOT" && "$PYTHON" -m infra.topic_admin \
+  (cd "$REPO_ROOT" && "$PYTHON" -m breadcrumb.infra.topic_admin \
     --bootstrap "${BREADCRUMB_KAFKA_BOOTSTRAP:-127.0.0.1:9092}" \
     --prefix "${BREADCRUMB_TOPIC_PREFIX:-}" \
     --partitions "${BREADCRUMB_KAFKA_PARTITIONS:-3}")

@@ -21,7 +21,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError, for_code
 
-from topics.names import TopicSpec, topic_specs
+from breadcrumb.topics.names import TopicSpec, topic_specs
 
 _NO_ERROR = 0
 

@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from processors.ids import chunk_id
-from processors.tokens import TokenCounter
-from topics.records import Chunk, Event
+from breadcrumb.processors.ids import chunk_id
+from breadcrumb.processors.tokens import TokenCounter
+from breadcrumb.topics.records import Chunk, Event
 
 # A word with its surrounding whitespace, or a whitespace-only run: matches tile a line.
 _PIECE_RE = re.compile(r"\s*\S+\s*|\s+")

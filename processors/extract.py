@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from processors.decide import QueryIntent, analyze_query
-from processors.hints import extract_typed_values
-from processors.lexical import lexical_terms, query_terms
-from topics.records import Chunk, Event
+from breadcrumb.processors.decide import QueryIntent, analyze_query
+from breadcrumb.processors.hints import extract_typed_values
+from breadcrumb.processors.lexical import lexical_terms, query_terms
+from breadcrumb.topics.records import Chunk, Event
 
 _FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー)")
 _DECISION = re.compile(

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from processors.hints import scan_segments
-from topics.records import Event, Fact
+from breadcrumb.processors.hints import scan_segments
+from breadcrumb.topics.records import Event, Fact
 
 _F = re.ASCII | re.MULTILINE
 _TAIL = ".,;:)'\""

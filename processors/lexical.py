@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from topics.records import SparseVector
+from breadcrumb.topics.records import SparseVector
 
 #: BM25 term-frequency saturation.
 K1 = 1.2

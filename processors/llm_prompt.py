@@ -27,8 +27,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from processors.hints import ERROR_WORDS, extract_typed_values
-from topics.records import ClosedRange, Event, Observation
+from breadcrumb.processors.hints import ERROR_WORDS, extract_typed_values
+from breadcrumb.topics.records import ClosedRange, Event, Observation
 
 SCHEMA_NAME = "breadcrumb_observation"
 

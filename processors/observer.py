@@ -16,12 +16,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from processors.facts import extract_facts
-from processors.hints import detect_language, extract_phrases, extract_typed_values
-from processors.ids import memory_id
-from processors.test_runs import TestRun, read_test_run
-from processors.tokens import estimate_tokens
-from topics.records import ClosedRange, Event, Fact, Observation
+from breadcrumb.processors.facts import extract_facts
+from breadcrumb.processors.hints import detect_language, extract_phrases, extract_typed_values
+from breadcrumb.processors.ids import memory_id
+from breadcrumb.processors.test_runs import TestRun, read_test_run
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import ClosedRange, Event, Fact, Observation
 
 
 @dataclass(frozen=True)

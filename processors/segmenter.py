@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from topics.records import BOUNDARY_KINDS, ClosedRange, Event, SourceRange
+from breadcrumb.topics.records import BOUNDARY_KINDS, ClosedRange, Event, SourceRange
 
 
 @dataclass(frozen=True)

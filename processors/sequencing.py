@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from processors.segmenter import SegmenterConfig, ThreadState, feed, flush
-from processors.tokens import TokenCounter
-from topics.records import ClosedRange, Event
+from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, feed, flush
+from breadcrumb.processors.tokens import TokenCounter
+from breadcrumb.topics.records import ClosedRange, Event
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from processors.lexical import lexical_terms
+from breadcrumb.processors.lexical import lexical_terms
 
 SUPERSEDED = "superseded"
 CONFLICTED = "conflicted"

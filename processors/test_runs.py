@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topics.records import Event
+from breadcrumb.topics.records import Event
 
 #: Commands that run tests (also read from ``attrs.command``).
 TEST_COMMAND = re.compile(r"\b(pytest|jest|vitest|npm test|go test|cargo test|unittest|rspec)\b")

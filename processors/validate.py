@@ -8,8 +8,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from topics.records import Event
-from topics.schema import event_schema, event_validator
+from breadcrumb.topics.records import Event
+from breadcrumb.topics.schema import event_schema, event_validator
 
 _REQUIRED_RE = re.compile(r"'([^']+)' is a required property")
 _EXTRA_RE = re.compile(r"\('([^']+)'")

@@ -11,10 +11,10 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from infra.bootstrap import Runtime
-from query_api.errors import ApiError, install_error_handlers
-from query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
-from query_api.telemetry import telemetry_of
+from breadcrumb.infra.bootstrap import Runtime
+from breadcrumb.query_api.errors import ApiError, install_error_handlers
+from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
 MAX_BATCH = 10_000
@@ -99,11 +99,11 @@ def include_routers(app: FastAPI) -> None:
     import importlib
     import pkgutil
 
-    import query_api
+    from breadcrumb import query_api
 
     for info in sorted(pkgutil.iter_modules(query_api.__path__), key=lambda m: m.name):
         if info.name.startswith("routes_"):
-            module = importlib.import_module(f"query_api.{info.name}")
+            module = importlib.import_module(f"breadcrumb.query_api.{info.name}")
             app.include_router(module.router)
 
 

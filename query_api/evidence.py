@@ -7,9 +7,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from processors.extract import Extract, Passage
-from query_api.scoring import Candidate
-from topics.records import Observation
+from breadcrumb.processors.extract import Extract, Passage
+from breadcrumb.query_api.scoring import Candidate
+from breadcrumb.topics.records import Observation
 
 _CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
 HOP_RATIO = 0.75  # further ranges are followed when this close to the best

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from processors.decide import (
+from breadcrumb.processors.decide import (
     AMBIGUOUS,
     SUMMARY_OK,
     Classifier,
@@ -28,11 +28,17 @@ from processors.decide import (
     analyze_query,
     decide,
 )
-from processors.extract import Extract, Passage, extract_lines, quoted_lines
-from processors.lexical import query_terms, weighted_query
-from query_api.evidence import drop_superseded, evidence_record, hops_of, passage, replaced
-from query_api.models import RecallRequest, RecallSourceRequest
-from query_api.scoring import (  # ScoreWeights, Candidate, memory_view: re-exported
+from breadcrumb.processors.extract import Extract, Passage, extract_lines, quoted_lines
+from breadcrumb.processors.lexical import query_terms, weighted_query
+from breadcrumb.query_api.evidence import (
+    drop_superseded,
+    evidence_record,
+    hops_of,
+    passage,
+    replaced,
+)
+from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.scoring import (  # ScoreWeights, Candidate, memory_view: re-exported
     Candidate,
     Query,
     ScoreWeights,
@@ -42,9 +48,16 @@ from query_api.scoring import (  # ScoreWeights, Candidate, memory_view: re-expo
     stale,
     tag_match,
 )
-from stores.ports import Embedder, Hit, MemoryStore, RawEventStore, SearchFilter, VectorIndex
-from stores.search_batch import SearchRequest, search_many
-from topics.records import Event, Observation
+from breadcrumb.stores.ports import (
+    Embedder,
+    Hit,
+    MemoryStore,
+    RawEventStore,
+    SearchFilter,
+    VectorIndex,
+)
+from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.topics.records import Event, Observation
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from query_api.errors import ApiError
-from stores.generations import catalog_for
+from breadcrumb.query_api.errors import ApiError
+from breadcrumb.stores.generations import catalog_for
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _job(request: Request) -> _ReplayJob:
 
 @router.post("/v1/admin/replay", status_code=202)
 async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
-    from streams.replay import Progress
+    from breadcrumb.streams.replay import Progress
 
     runtime = request.app.state.runtime
     job = _job(request)
@@ -81,7 +81,7 @@ async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
         return {"started": True}
 
     def run() -> None:
-        from infra.embedded import replay
+        from breadcrumb.infra.embedded import replay
 
         try:
             job.progress = replay(runtime, body.name, track)
@@ -120,7 +120,7 @@ async def remove_generation(name: str, request: Request) -> dict[str, Any]:
         if runtime.generation_manager is not None:
             await run_in_threadpool(runtime.generation_manager.remove, name)
         else:
-            from infra.embedded import remove_generation
+            from breadcrumb.infra.embedded import remove_generation
 
             await run_in_threadpool(remove_generation, runtime, name)
     except ValueError as exc:

@@ -22,8 +22,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
-from query_api.errors import ApiError
-from query_api.telemetry import Telemetry, telemetry_of
+from breadcrumb.query_api.errors import ApiError
+from breadcrumb.query_api.telemetry import Telemetry, telemetry_of
 
 log = logging.getLogger(__name__)
 router = APIRouter()

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from query_api.errors import ApiError
+from breadcrumb.query_api.errors import ApiError
 
 router = APIRouter()
 

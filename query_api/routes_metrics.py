@@ -13,7 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from query_api.telemetry import telemetry_of
+from breadcrumb.query_api.telemetry import telemetry_of
 
 router = APIRouter()
 

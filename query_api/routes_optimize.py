@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
-from query_api.errors import ApiError
+from breadcrumb.query_api.errors import ApiError
 
 router = APIRouter()
 _running = threading.Lock()

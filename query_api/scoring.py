@@ -10,9 +10,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from processors.decide import QueryIntent
-from processors.lexical import lexical_terms
-from topics.records import Observation
+from breadcrumb.processors.decide import QueryIntent
+from breadcrumb.processors.lexical import lexical_terms
+from breadcrumb.topics.records import Observation
 
 _EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
 

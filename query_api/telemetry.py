@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +285,9 @@ def telemetry_of(app: Any) -> Telemetry:
 
 def _runtime_stats(runtime: Any) -> StatsFn:
     def fetch() -> dict[str, Any]:
-        from query_api.app import stats  # app.py imports this module: resolve at call time
+        from breadcrumb.query_api.app import (
+            stats,  # app.py imports this module: resolve at call time
+        )
 
         result: dict[str, Any] = stats(runtime)
         grid = getattr(runtime.memories, "memory_counts_by_status_tier", None)

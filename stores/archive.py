@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from stores.cold import archive_key, pack_events, unpack_events
-from stores.facts_sql import LifecycleTables
-from stores.ports import ColdStore
-from topics.records import Chunk, Event, Observation
+from breadcrumb.stores.cold import archive_key, pack_events, unpack_events
+from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.ports import ColdStore
+from breadcrumb.topics.records import Chunk, Event, Observation
 
 
 class ArchiveError(RuntimeError):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pymysql
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 MAIN = "main"
 _CURRENT: tuple[str, tuple[Any, ...]] = (
@@ -55,7 +55,7 @@ class ClusterCatalog:
         self._tables_ready = False  # the DDL runs once per catalog, not on every poll
 
     def _connect(self, database: str | None) -> Any:
-        from infra.cluster import mysql_store
+        from breadcrumb.infra.cluster import mysql_store
 
         kwargs = mysql_store(self.settings).connect_kwargs()  # same TLS, modes and flags
         kwargs["database"] = database

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from topics.records import Event
+from breadcrumb.topics.records import Event
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 

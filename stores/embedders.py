@@ -76,7 +76,7 @@ class EmbeddingError(RuntimeError):
 
 def _estimate_tokens(text: str) -> int:
     # Imported lazily: processors.tokens is the pipeline's model-free estimator.
-    from processors.tokens import estimate_tokens
+    from breadcrumb.processors.tokens import estimate_tokens
 
     return int(estimate_tokens(text))
 

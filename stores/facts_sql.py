@@ -16,9 +16,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from processors.lifecycle import MemoryLife
-from processors.supersession import FactRow
-from stores import sql_schema as s
+from breadcrumb.processors.lifecycle import MemoryLife
+from breadcrumb.processors.supersession import FactRow
+from breadcrumb.stores import sql_schema as s
 
 TABLES: tuple[s.Table, ...] = (
     s._t("memory_facts",

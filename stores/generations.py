@@ -109,7 +109,7 @@ def catalog_for(settings: Any) -> Any:
     database's tables (cluster, :class:`stores.cluster_generations.ClusterCatalog`). Both
     answer ``current``, ``names``, ``describe`` and ``remove``."""
     if settings.mode == "cluster":
-        from stores.cluster_generations import ClusterCatalog
+        from breadcrumb.stores.cluster_generations import ClusterCatalog
 
         return ClusterCatalog(settings)
     return GenerationCatalog(settings.data_dir)

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from infra.settings import Settings
-from processors.llm_prompt import (
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.llm_prompt import (
     SCHEMA_NAME,
     ObservationOutputError,
     PromptConfig,
@@ -26,9 +26,9 @@ from processors.llm_prompt import (
     merge_observation,
     validate_output,
 )
-from processors.observer import ObserverConfig, observe
-from stores.llm import ChatClient, LLMError, Message
-from topics.records import ClosedRange, Event, Observation
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.stores.llm import ChatClient, LLMError, Message
+from breadcrumb.topics.records import ClosedRange, Event, Observation
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stores.llm import ChatClient
+from breadcrumb.stores.llm import ChatClient
 
 CLASSIFY_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -24,8 +24,8 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT
 
-from stores.sql_base import Row, SqlStore
-from stores.sql_schema import MYSQL
+from breadcrumb.stores.sql_base import Row, SqlStore
+from breadcrumb.stores.sql_schema import MYSQL
 
 log = logging.getLogger(__name__)
 

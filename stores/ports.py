@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from topics.records import Chunk, DeadLetter, Event, Observation, SparseVector
+from breadcrumb.topics.records import Chunk, DeadLetter, Event, Observation, SparseVector
 
 __all__ = ["SparseVector"]  # re-exported: defined with the records
 

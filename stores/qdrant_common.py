@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stores.ports import SearchFilter, SparseVector
-from topics.records import Chunk, Observation
+from breadcrumb.stores.ports import SearchFilter, SparseVector
+from breadcrumb.topics.records import Chunk, Observation
 
 MEMORIES = "memories"
 CHUNKS = "chunks"

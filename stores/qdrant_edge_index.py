@@ -23,8 +23,8 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from stores.ports import Hit, SearchFilter, SparseVector
-from stores.qdrant_common import (
+from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
+from breadcrumb.stores.qdrant_common import (
     CHUNKS,
     COLLECTIONS,
     DENSE,
@@ -43,8 +43,8 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
-from stores.search_batch import SearchRequest, batched
-from topics.records import Chunk, Observation
+from breadcrumb.stores.search_batch import SearchRequest, batched
+from breadcrumb.topics.records import Chunk, Observation
 
 
 def _config(dim: int, indexing_threshold_kb: int | None = None) -> qe.EdgeConfig:

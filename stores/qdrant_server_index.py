@@ -24,8 +24,8 @@ from typing import Any
 
 from qdrant_client import QdrantClient, models
 
-from stores.ports import Hit, SearchFilter, SparseVector
-from stores.qdrant_common import (
+from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
+from breadcrumb.stores.qdrant_common import (
     CHUNKS,
     COLLECTIONS,
     DENSE,
@@ -44,8 +44,8 @@ from stores.qdrant_common import (
     missing_memory,
     status_of,
 )
-from stores.search_batch import SearchRequest, batched
-from topics.records import Chunk, Observation
+from breadcrumb.stores.search_batch import SearchRequest, batched
+from breadcrumb.topics.records import Chunk, Observation
 
 
 def _client_filter(conditions: Sequence[Condition]) -> models.Filter:

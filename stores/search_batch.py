@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
-from stores.ports import Hit, SearchFilter, SparseVector, VectorIndex
+from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector, VectorIndex
 
 Collection = Literal["memories", "chunks"]
 R = TypeVar("R")  # an adapter's own request type

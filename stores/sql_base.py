@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import Any
 
-from stores import sql_schema as s
-from stores.sql_log import LogItem, LogStateMixin
-from topics.records import Chunk, DeadLetter, Event, MemoryStatusChange, Observation
+from breadcrumb.stores import sql_schema as s
+from breadcrumb.stores.sql_log import LogItem, LogStateMixin
+from breadcrumb.topics.records import Chunk, DeadLetter, Event, MemoryStatusChange, Observation
 
 Row = tuple[Any, ...]
 __all__ = ["LogItem", "Row", "SqlStore"]

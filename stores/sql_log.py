@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from stores import sql_schema as s
+from breadcrumb.stores import sql_schema as s
 
 #: One item for ``append_log``: (user_id, event_id, thread_key, payload_json).
 LogItem = tuple[str | None, str | None, str, str]

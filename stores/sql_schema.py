@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from topics.records import Chunk, DeadLetter, Event, Fact, Observation, SourceRange
+from breadcrumb.topics.records import Chunk, DeadLetter, Event, Fact, Observation, SourceRange
 
 
 @dataclass(frozen=True, slots=True)

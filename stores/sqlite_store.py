@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from stores.sql_base import SqlStore
-from stores.sql_schema import SQLITE
+from breadcrumb.stores.sql_base import SqlStore
+from breadcrumb.stores.sql_schema import SQLITE
 
 _DUPLICATE_CODES = frozenset({
     2067,  # SQLITE_CONSTRAINT_UNIQUE

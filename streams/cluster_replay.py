@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from infra.bootstrap import utc_now_iso
-from streams.replay import Progress
-from topics.names import AGENT_EVENTS, MEMORY_STATUS
+from breadcrumb.infra.bootstrap import utc_now_iso
+from breadcrumb.streams.replay import Progress
+from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
@@ -31,8 +31,8 @@ async def build_generation(manager: Any, name: str,
                            on_progress: Callable[[Progress], None] | None) -> tuple[
                                Progress, Any, Any]:
     """Create, fill and switch to generation ``name``; returns (progress, app, parts)."""
-    from infra.cluster import build_worker_parts
-    from streams.faust_app import create_app
+    from breadcrumb.infra.cluster import build_worker_parts
+    from breadcrumb.streams.faust_app import create_app
 
     loop = asyncio.get_running_loop()
     settings, catalog = manager.settings, manager.catalog

@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 
-from stores.sqlite_store import SqliteStore
-from streams.gateway import SubmitResult, check_batch
-from streams.replay import CURSOR, applied_seq, apply_entry
-from streams.service import IngestService
-from topics.records import DeadLetter, FlushMarker
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.streams.replay import CURSOR, applied_seq, apply_entry
+from breadcrumb.streams.service import IngestService
+from breadcrumb.topics.records import DeadLetter, FlushMarker
 
 log = logging.getLogger(__name__)
 

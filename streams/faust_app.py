@@ -19,11 +19,11 @@ from typing import Any
 import faust
 import orjson
 
-from infra.settings import Settings
-from streams.service import HandleResult, IngestService
-from streams.state import CapturingDeadLetters, DictStateStore
-from topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS
-from topics.records import FlushMarker, MemoryStatusChange, Observation
+from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.service import HandleResult, IngestService
+from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
+from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS
+from breadcrumb.topics.records import FlushMarker, MemoryStatusChange, Observation
 
 log = logging.getLogger(__name__)
 _UNDECODABLE = object()
@@ -180,8 +180,8 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     With ``serve_api`` the HTTP query service runs in the worker's event loop too, sharing
     its vector index (qdrant-client local mode allows one process per folder).
     """
-    from infra.cluster import build_worker_parts, declare_topics
-    from stores.cluster_generations import ClusterCatalog, generation_settings
+    from breadcrumb.infra.cluster import build_worker_parts, declare_topics
+    from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
 
     asyncio.run(declare_topics(settings))
     catalog = ClusterCatalog(settings)
@@ -203,9 +203,9 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
 def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
     import uvicorn
 
-    from infra.bootstrap import observer_stats
-    from infra.cluster import build_cluster_runtime
-    from query_api.app import create_app as create_http_app
+    from breadcrumb.infra.bootstrap import observer_stats
+    from breadcrumb.infra.cluster import build_cluster_runtime
+    from breadcrumb.query_api.app import create_app as create_http_app
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
     runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
@@ -217,7 +217,7 @@ def _attach_api(app: faust.App, settings: Settings, parts: Any) -> None:
         def capture_signals(self) -> Iterator[None]:  # Faust owns the signals here
             yield
 
-    from query_api.telemetry import uvicorn_log_config
+    from breadcrumb.query_api.telemetry import uvicorn_log_config
 
     server = _InLoopServer(uvicorn.Config(http, host=settings.host, port=settings.port,
                                           log_level="info", lifespan="off",

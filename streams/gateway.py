@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from processors.validate import Rejection, validate_event
-from topics.records import DeadLetter, Event
+from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.topics.records import DeadLetter, Event
 
 
 @dataclass(slots=True)

@@ -16,10 +16,10 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from infra.settings import Settings
-from streams.gateway import SubmitResult, check_batch
-from topics.names import AGENT_EVENTS, DEAD_LETTERS
-from topics.records import FlushMarker, thread_key
+from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
+from breadcrumb.topics.records import FlushMarker, thread_key
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ class KafkaGateway:
         self._run(self._start_producer())
 
     async def _start_producer(self) -> None:
-        from infra.cluster import declare_topics
+        from breadcrumb.infra.cluster import declare_topics
 
         await declare_topics(self.settings)  # Faust never creates source topics; we do, once
         self._producer = AIOKafkaProducer(

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from processors import lifecycle as lc
-from processors import supersession as sp
-from stores.archive import Archiver
-from stores.facts_sql import LifecycleTables
-from stores.qdrant_common import PointNotFoundError
-from topics.records import Event, MemoryStatusChange, Observation
+from breadcrumb.processors import lifecycle as lc
+from breadcrumb.processors import supersession as sp
+from breadcrumb.stores.archive import Archiver
+from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.qdrant_common import PointNotFoundError
+from breadcrumb.topics.records import Event, MemoryStatusChange, Observation
 
 log = logging.getLogger(__name__)
 ConfigFor = Callable[[str | None], lc.LifecycleConfig]

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from streams.service import HandleResult, IngestService
+from breadcrumb.streams.service import HandleResult, IngestService
 
 CURSOR = "applied_seq"
 

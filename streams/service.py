@@ -14,13 +14,13 @@ from typing import Any
 
 import orjson
 
-from processors.chunker import ChunkerConfig, chunk_events
-from processors.lexical import sparse_vector
-from processors.observer import ObserverConfig, observe
-from processors.segmenter import SegmenterConfig, ThreadState, flush
-from processors.sequencing import Rejected, step
-from processors.validate import Rejection, validate_event
-from stores.ports import (
+from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
+from breadcrumb.processors.sequencing import Rejected, step
+from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.stores.ports import (
     DeadLetterStore,
     Embedder,
     MemoryStore,
@@ -28,7 +28,14 @@ from stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
-from topics.records import ClosedRange, DeadLetter, Event, FlushMarker, Observation, thread_key
+from breadcrumb.topics.records import (
+    ClosedRange,
+    DeadLetter,
+    Event,
+    FlushMarker,
+    Observation,
+    thread_key,
+)
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from stores.ports import DeadLetterStore
-from topics.records import DeadLetter
+from breadcrumb.stores.ports import DeadLetterStore
+from breadcrumb.topics.records import DeadLetter
 
 
 class DictStateStore:

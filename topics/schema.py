@@ -13,7 +13,8 @@ from jsonschema import Draft202012Validator
 @lru_cache(maxsize=1)
 def event_schema() -> dict[str, Any]:
     """The contract's JSON schema for an agent event (v1)."""
-    text = resources.files("topics").joinpath("schemas/event.schema.json").read_text("utf-8")
+    schema_file = resources.files("breadcrumb.topics").joinpath("schemas/event.schema.json")
+    text = schema_file.read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
 

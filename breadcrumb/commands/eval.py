@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 NO_SWEEP = 10.0**9
 FAST_THRESHOLDS = Path(__file__).resolve().parents[2] / "eval" / "golden" / "thresholds-fast.json"
@@ -85,7 +85,7 @@ def _config(args: argparse.Namespace) -> Any:
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     """Run the evaluation, write the report, exit 1 when a threshold fails."""
     from breadcrumb.eval import report, runner
-    from infra.bootstrap import build_runtime
+    from breadcrumb.infra.bootstrap import build_runtime
 
     try:
         cfg = _config(args)

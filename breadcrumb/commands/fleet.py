@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.infra.settings import Settings
 from breadcrumb.sdk import HttpPublisher, Publisher, PublishError
-from infra.settings import Settings
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/fleet/v1")
 PROJECTS = ("shop-api", "billing-worker", "inventory-svc", "search-ui", "auth-gateway")
@@ -93,7 +93,7 @@ async def run_fleet(args: argparse.Namespace, settings: Settings, run_id: str) -
     """Start the publisher, run every agent until the deadline, close open sessions."""
     publisher: Publisher | HttpPublisher
     if args.kafka:
-        from infra.cluster import declare_topics
+        from breadcrumb.infra.cluster import declare_topics
 
         settings = settings.with_overrides(kafka_bootstrap=args.kafka)
         await declare_topics(settings)  # idempotent; the worker may not have run yet

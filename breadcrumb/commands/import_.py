@@ -17,7 +17,7 @@ import orjson
 from breadcrumb import client as local_client
 from breadcrumb.commands.fleet import quiet_client_logs
 from breadcrumb.importers import FORMATS, ImportFormatError, ImportOptions, import_file
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 DEFAULT_MCP_PORT = 8766
 
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the backend (embedded runtime or HTTP proxy) and serve until stopped."""
     from breadcrumb.client import HttpBackend, LocalBackend
-    from query_api.mcp_server import run_mcp
+    from breadcrumb.query_api.mcp_server import run_mcp
 
     backend = HttpBackend(args.url) if args.url else LocalBackend(settings)
     try:

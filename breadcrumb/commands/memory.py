@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,9 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch ``memory set|audit|show``; prints JSON."""
-    from infra.bootstrap import build_runtime
-    from query_api.errors import ApiError
-    from query_api.routes_memories import MemoryPatch, audit_view, memory_with_history, patch_memory
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.query_api.errors import ApiError
+    from breadcrumb.query_api.routes_memories import (
+        MemoryPatch,
+        audit_view,
+        memory_with_history,
+        patch_memory,
+    )
 
     runtime = build_runtime(settings)
     try:

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +51,8 @@ def _over_http(url: str) -> dict[str, Any]:
 
 
 def _in_process(settings: Settings) -> dict[str, Any]:
-    from stores.generations import GenerationCatalog
-    from stores.qdrant_edge_index import QdrantEdgeIndex
+    from breadcrumb.stores.generations import GenerationCatalog
+    from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
 
     catalog = GenerationCatalog(settings.data_dir)
     vectors = catalog.paths(catalog.current()).vectors

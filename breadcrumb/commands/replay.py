@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +70,7 @@ def _describe(settings: Settings, url: str | None) -> dict[str, Any]:
 
         data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30).json()
         return data
-    from stores.generations import catalog_for
+    from breadcrumb.stores.generations import catalog_for
 
     described: dict[str, Any] = catalog_for(settings).describe()
     return described
@@ -85,12 +85,12 @@ def _remove(settings: Settings, url: str | None, name: str) -> None:
             raise SystemExit(f"breadcrumb: {answer.json()['error']['message']}")
         return
     if settings.mode == "cluster":
-        from infra.bootstrap import build_embedder
-        from infra.cluster_generations import ClusterGenerations
+        from breadcrumb.infra.bootstrap import build_embedder
+        from breadcrumb.infra.cluster_generations import ClusterGenerations
 
         ClusterGenerations(settings, build_embedder(settings), None).remove(name)
         return
-    from stores.generations import GenerationCatalog
+    from breadcrumb.stores.generations import GenerationCatalog
 
     GenerationCatalog(settings.data_dir).remove(name)
 
@@ -100,8 +100,8 @@ def _cluster_in_process(settings: Settings, name: str | None) -> dict[str, Any]:
     Workers follow the alias on their next start (they resume the new consumer group)."""
     import asyncio
 
-    from infra.bootstrap import build_embedder
-    from infra.cluster_generations import ClusterGenerations
+    from breadcrumb.infra.bootstrap import build_embedder
+    from breadcrumb.infra.cluster_generations import ClusterGenerations
 
     gens = ClusterGenerations(settings, build_embedder(settings), None)
 
@@ -119,8 +119,8 @@ def _cluster_in_process(settings: Settings, name: str | None) -> dict[str, Any]:
 
 
 def _in_process(settings: Settings, name: str | None) -> dict[str, Any]:
-    from infra.bootstrap import build_runtime
-    from infra.embedded import replay
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.infra.embedded import replay
 
     runtime = build_runtime(settings)
     try:

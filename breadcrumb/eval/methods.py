@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from breadcrumb.eval.metrics import Item, Span
-from processors.lexical import sparse_query
-from query_api.models import RecallRequest
-from stores.ports import Hit, SearchFilter
+from breadcrumb.processors.lexical import sparse_query
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.stores.ports import Hit, SearchFilter
 
 BREADCRUMB = "breadcrumb"
 SUMMARY = "summary_compact"

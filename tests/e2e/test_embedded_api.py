@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from infra.bootstrap import build_runtime
-from infra.settings import Settings
-from query_api.app import create_app
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.app import create_app
 from tests.conftest import example_events, wait_until
 
 REGEX = r"/^[^@\s]+@[^@\s]+\.[^@\s]+$/i"

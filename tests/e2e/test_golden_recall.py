@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from infra.bootstrap import Runtime, build_runtime
-from infra.settings import Settings
-from query_api.models import RecallRequest
+from breadcrumb.infra.bootstrap import Runtime, build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.models import RecallRequest
 from tests.corpus.golden import (
     FAILING_NODE,
     PLANTED,

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from infra.bootstrap import Runtime, build_runtime
-from infra.settings import Settings
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.bootstrap import Runtime, build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.topics.records import FlushMarker
 from tests.conftest import example_events, wait_until
-from topics.records import FlushMarker
 
 IDLE_SECONDS = 1.0
 

@@ -10,7 +10,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from breadcrumb.client import LocalBackend
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 from tests.conftest import ROOT, example_events
 
 REGEX = r"/^[^@\s]+@[^@\s]+\.[^@\s]+$/i"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from infra.bootstrap import build_runtime
-from infra.settings import Settings
-from query_api.app import create_app
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.app import create_app
+from breadcrumb.stores.embedders import HashEmbedder
 from tests.conftest import example_events, wait_until
 
 

@@ -14,11 +14,11 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from infra.bootstrap import build_runtime
-from infra.settings import Settings
-from query_api.app import create_app
-from query_api.telemetry import JsonFormatter, Telemetry
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.app import create_app
+from breadcrumb.query_api.telemetry import JsonFormatter, Telemetry
+from breadcrumb.stores.embedders import HashEmbedder
 from tests.conftest import ROOT, example_events, wait_until
 
 SNAPSHOT_KEYS = {"at", "stats", "rates", "history", "recalls", "stats_errors"}

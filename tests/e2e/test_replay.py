@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from infra.bootstrap import build_runtime
-from infra.embedded import replay
-from infra.settings import Settings
-from query_api.app import create_app
-from stores.embedders import HashEmbedder
-from stores.generations import GenerationCatalog
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.embedded import replay
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.app import create_app
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.generations import GenerationCatalog
 from tests.conftest import example_events, wait_until
 
 

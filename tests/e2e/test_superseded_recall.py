@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.bootstrap import build_runtime
-from infra.settings import Settings
-from query_api.models import RecallRequest
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.stores.embedders import HashEmbedder
 
 
 def _ev(i: int, thread: str, day: int, kind: str, content: str, **attrs: Any) -> dict[str, Any]:

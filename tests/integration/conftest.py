@@ -10,7 +10,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from infra.settings import Settings
+from breadcrumb.infra.settings import Settings
 
 
 def free_port() -> int:

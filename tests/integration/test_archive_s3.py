@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from infra.bootstrap import build_lifecycle
-from infra.settings import Settings
-from stores.cold import S3ColdStore, archive_key, pack_events
-from stores.qdrant_edge_index import QdrantEdgeIndex
-from stores.sqlite_store import SqliteStore
-from topics.records import Event, Observation, SourceRange
+from breadcrumb.infra.bootstrap import build_lifecycle
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.cold import S3ColdStore, archive_key, pack_events
+from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.topics.records import Event, Observation, SourceRange
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from infra.cluster import build_sql_store
+from breadcrumb.infra.cluster import build_sql_store
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import (
     cluster_settings,

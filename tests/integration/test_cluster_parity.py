@@ -13,10 +13,10 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from infra.bootstrap import build_runtime, utc_now_iso
-from infra.cluster import build_sql_store
-from infra.settings import Settings
-from streams.kafka_gateway import KafkaGateway
+from breadcrumb.infra.bootstrap import build_runtime, utc_now_iso
+from breadcrumb.infra.cluster import build_sql_store
+from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.kafka_gateway import KafkaGateway
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
 

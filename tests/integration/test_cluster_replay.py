@@ -15,8 +15,8 @@ import httpx
 import pymysql
 import pytest
 
-from infra.settings import Settings
-from stores.cluster_generations import ClusterCatalog, generation_settings
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import (
     cluster_settings,
@@ -183,8 +183,8 @@ def test_replay_command_without_a_service(tmp_path: Path) -> None:
     from the topic in-process, switches the alias, and says what workers do next."""
     import asyncio
 
+    from breadcrumb.infra.cluster import declare_topics
     from breadcrumb.sdk import Publisher
-    from infra.cluster import declare_topics
 
     settings = cluster_settings(tmp_path)
     asyncio.run(declare_topics(settings))

@@ -15,9 +15,15 @@ import pymysql
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from infra.settings import Settings
-from infra.topic_admin import TopicAdmin, TopicAdminError
-from topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS, topic_specs
+from breadcrumb.infra.settings import Settings
+from breadcrumb.infra.topic_admin import TopicAdmin, TopicAdminError
+from breadcrumb.topics.names import (
+    AGENT_EVENTS,
+    DEAD_LETTERS,
+    MEMORY_STATUS,
+    OBSERVATIONS,
+    topic_specs,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from infra.bootstrap import build_lifecycle
-from infra.cluster import build_sql_store, declare_topics
-from processors.lexical import sparse_vector
-from stores.cold import LocalColdStore
-from stores.qdrant_edge_index import QdrantEdgeIndex
-from streams.lifecycle import KafkaChangelog
+from breadcrumb.infra.bootstrap import build_lifecycle
+from breadcrumb.infra.cluster import build_sql_store, declare_topics
+from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.stores.cold import LocalColdStore
+from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+from breadcrumb.streams.lifecycle import KafkaChangelog
+from breadcrumb.topics.names import MEMORY_STATUS
+from breadcrumb.topics.records import Observation, SourceRange
 from tests.integration.conftest import cluster_settings, drop_database
-from topics.names import MEMORY_STATUS
-from topics.records import Observation, SourceRange
 
 pytestmark = pytest.mark.integration
 MID = "6f1c3a52-0000-4000-8000-000000000001"

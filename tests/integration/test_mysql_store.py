@@ -14,9 +14,9 @@ from typing import Any
 import pymysql
 import pytest
 
-from stores.mysql_store import MySqlStore
-from stores.sql_base import SqlStore
-from stores.sql_schema import TABLE_NAMES
+from breadcrumb.stores.mysql_store import MySqlStore
+from breadcrumb.stores.sql_base import SqlStore
+from breadcrumb.stores.sql_schema import TABLE_NAMES
 from tests.unit.stores.test_sqlite_store import StoreContract, ev
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.cold import (
+from breadcrumb.stores.cold import (
     LocalColdStore,
     S3ColdStore,
     archive_key,
@@ -23,7 +23,7 @@ from stores.cold import (
     pack_events,
     unpack_events,
 )
-from topics.records import Event
+from breadcrumb.topics.records import Event
 
 S3_ENDPOINT = os.environ.get("BREADCRUMB_S3_ENDPOINT", "http://127.0.0.1:9000")
 S3_ACCESS = os.environ.get("BREADCRUMB_S3_ACCESS_KEY", "breadcrumb")

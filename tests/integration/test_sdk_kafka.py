@@ -15,6 +15,10 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from breadcrumb.infra.cluster import build_sql_store, declare_topics
+from breadcrumb.infra.settings import Settings
+from breadcrumb.infra.topic_admin import TopicAdmin
+from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.sdk import (
     Backoff,
     IndexCounters,
@@ -25,13 +29,9 @@ from breadcrumb.sdk import (
     checked,
     plainly_valid,
 )
-from infra.cluster import build_sql_store, declare_topics
-from infra.settings import Settings
-from infra.topic_admin import TopicAdmin
-from processors.validate import Rejection, validate_event
+from breadcrumb.topics.names import AGENT_EVENTS, topic_specs
 from tests.conftest import wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
-from topics.names import AGENT_EVENTS, topic_specs
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.decide import AMBIGUOUS, EXACT, SUMMARY_OK, analyze_query, decide
+from breadcrumb.processors.decide import AMBIGUOUS, EXACT, SUMMARY_OK, analyze_query, decide
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from stores.sqlite_store import SqliteStore
-from streams.embedded import EmbeddedRunner
-from streams.service import HandleResult
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.streams.embedded import EmbeddedRunner
+from breadcrumb.streams.service import HandleResult
 from tests.conftest import example_events
 
 

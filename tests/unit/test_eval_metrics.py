@@ -18,7 +18,7 @@ from breadcrumb.eval.metrics import (
     wrong_top1,
 )
 from breadcrumb.eval.runner import check_thresholds
-from stores.ports import Hit
+from breadcrumb.stores.ports import Hit
 
 
 def item(user: str, thread: str, start: int, end: int, text: str = "") -> Item:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from processors.extract import Passage, extract_lines, quoted_lines, split_lines
-from processors.tokens import estimate_tokens
-from topics.records import Event
+from breadcrumb.processors.extract import Passage, extract_lines, quoted_lines, split_lines
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import Event
 
 
 def _event(index: int, content: str) -> Event:

@@ -11,7 +11,7 @@ import pytest
 
 from breadcrumb.importers import ImportFormatError, ImportOptions, import_file, import_records
 from breadcrumb.importers.common import exit_code_in, is_test_command, patch_paths
-from processors.validate import Rejection, validate_event
+from breadcrumb.processors.validate import Rejection, validate_event
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 CLAUDE = FIXTURES / "claude-code-session.jsonl"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from infra.bootstrap import Runtime, build_runtime
-from infra.settings import Settings
-from stores.embedders import HashEmbedder
+from breadcrumb.infra.bootstrap import Runtime, build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.embedders import HashEmbedder
 from tests.corpus.golden import REGEX_V1, REGEX_V2, golden_events
 
 
@@ -78,7 +78,7 @@ def test_whole_memory_superseded_both_links_and_payload(tmp_path: Path) -> None:
 
 
 def _flt(user: str, statuses: tuple[str, ...]) -> Any:
-    from stores.ports import SearchFilter
+    from breadcrumb.stores.ports import SearchFilter
 
     return SearchFilter(user_id=user, statuses=statuses)
 
@@ -148,7 +148,7 @@ def test_archive_then_recall_restores_evidence_from_cold(tmp_path: Path) -> None
     assert rt.store.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == []
     assert rt.store.get_chunks("u1", mem.id) == []
     assert rt.raw.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == before
-    from query_api.models import RecallRequest
+    from breadcrumb.query_api.models import RecallRequest
 
     answer = rt.recall.recall(RecallRequest(user_id="u1", query="DB_PORT value in .env",
                                             include_archived=True))

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from query_api.models import RecallRequest
-from query_api.recall import RecallService, ScoreWeights
-from stores.embedders import HashEmbedder
-from stores.ports import Hit, SearchFilter, SparseVector
-from topics.records import Event, Observation, SourceRange
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
+from breadcrumb.topics.records import Event, Observation, SourceRange
 
 PARTS = {"vector", "keyword", "tag", "importance", "recency", "stale_penalty"}
 

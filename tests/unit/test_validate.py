@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from processors.validate import Rejection, validate_event
-from topics.records import Event
+from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.topics.records import Event
 
 GOOD = {
     "event_id": "e1", "user_id": "u1", "thread_id": "t1", "ts": "2026-11-01T10:00:00+09:00",

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.chunker import ChunkerConfig, chunk_events
-from processors.ids import chunk_id, event_point_id, memory_id
-from processors.tokens import estimate_tokens
-from topics.records import Chunk, Event
+from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.ids import chunk_id, event_point_id, memory_id
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import Chunk, Event
 
 MEM = memory_id("u1", "t1", 0, 9)
 

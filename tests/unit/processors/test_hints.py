@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.hints import (
+from breadcrumb.processors.hints import (
     detect_language,
     extract_exact_values,
     extract_phrases,

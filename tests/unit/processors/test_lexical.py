@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from processors.lexical import K1, lexical_terms, sparse_query, sparse_vector, term_id
+from breadcrumb.processors.lexical import K1, lexical_terms, sparse_query, sparse_vector, term_id
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.lifecycle import (
+from breadcrumb.processors.lifecycle import (
     DELETE,
     LifecycleConfig,
     MemoryLife,

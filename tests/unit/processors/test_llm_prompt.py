@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from processors.llm_prompt import (
+from breadcrumb.processors.llm_prompt import (
     ObservationOutputError,
     PromptConfig,
     build_messages,
@@ -16,8 +16,8 @@ from processors.llm_prompt import (
     trim_content,
     validate_output,
 )
-from processors.observer import ObserverConfig, observe
-from topics.records import ClosedRange, Event, SourceRange
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.topics.records import ClosedRange, Event, SourceRange
 
 
 def _event(i: int, content: str, kind: str = "message", role: str = "user", **kw: Any) -> Event:

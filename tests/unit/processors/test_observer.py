@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from processors.ids import memory_id
-from processors.observer import ObserverConfig, observe
-from processors.segmenter import SegmenterConfig, ThreadState, feed
-from processors.tokens import estimate_tokens
+from breadcrumb.processors.ids import memory_id
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, feed
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import ClosedRange, Event, Observation, SourceRange
 from tests.corpus.golden import PLANTED, golden_events
-from topics.records import ClosedRange, Event, Observation, SourceRange
 
 CFG = ObserverConfig()
 
@@ -168,7 +168,7 @@ def test_golden_corpus_is_contract_valid_and_in_sync_with_its_data_file() -> Non
     import json
     from pathlib import Path
 
-    from topics.schema import event_validator
+    from breadcrumb.topics.schema import event_validator
 
     events = golden_events()
     assert events == golden_events()  # deterministic

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from processors.segmenter import PendingEvent, SegmenterConfig, ThreadState, feed, flush
-from processors.sequencing import Sequenced, step
-from processors.tokens import estimate_tokens
-from topics.records import BOUNDARY_KINDS, ClosedRange, Event
+from breadcrumb.processors.segmenter import PendingEvent, SegmenterConfig, ThreadState, feed, flush
+from breadcrumb.processors.sequencing import Sequenced, step
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import BOUNDARY_KINDS, ClosedRange, Event
 
 KINDS = (
     "message",

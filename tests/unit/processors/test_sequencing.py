@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from processors.segmenter import SegmenterConfig, ThreadState
-from processors.sequencing import Rejected, Sequenced, assign_index, step
-from processors.tokens import estimate_tokens
-from topics.records import Event
+from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState
+from breadcrumb.processors.sequencing import Rejected, Sequenced, assign_index, step
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.topics.records import Event
 
 
 def ev(event_id: str, index: int | None = None, **extra: object) -> Event:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from processors.supersession import (
+from breadcrumb.processors.supersession import (
     CONFLICTED,
     SUPERSEDED,
     FactRow,

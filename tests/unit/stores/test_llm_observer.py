@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from infra.bootstrap import build_observer
-from infra.settings import Settings
-from processors.observer import ObserverConfig, observe
-from stores.llm import ChatClient, LLMError
-from stores.llm_observer import LLMObserver, build_llm_observer
+from breadcrumb.infra.bootstrap import build_observer
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.stores.llm import ChatClient, LLMError
+from breadcrumb.stores.llm_observer import LLMObserver, build_llm_observer
+from breadcrumb.topics.records import ClosedRange, Event, SourceRange
 from tests.conftest import example_events
 from tests.corpus.golden import FAILING_NODE, big_pytest_log
-from topics.records import ClosedRange, Event, SourceRange
 
 
 @dataclass
@@ -242,9 +242,9 @@ def test_bootstrap_builds_the_llm_observer_from_settings(stub: Stub, tmp_path: A
 
 def test_stats_report_the_llm_observers_fallbacks(stub: Stub, tmp_path: Any) -> None:
     """An unreachable model answer becomes a counted fallback, visible in /v1/stats."""
-    from infra.bootstrap import build_runtime
-    from query_api.app import stats
-    from stores.embedders import HashEmbedder
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.query_api.app import stats
+    from breadcrumb.stores.embedders import HashEmbedder
 
     stub.replies = [Reply(500, body={"error": {"message": "down"}})] * 4
     settings = Settings(data_dir=tmp_path, embedder="hash", llm_model="stub-model",

@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from infra.bootstrap import build_runtime
-from infra.settings import Settings
-from processors.extract import extract_lines
-from query_api.models import RecallRequest
-from query_api.recall import RecallService
-from stores.embedders import HashEmbedder
-from stores.llm import ChatClient
-from stores.llm_recall import LlmClassifier, LlmQuoter
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.extract import extract_lines
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall import RecallService
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.llm import ChatClient
+from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
+from breadcrumb.topics.records import Event
 from tests.conftest import example_events
 from tests.unit.stores.test_llm_observer import Reply, Stub, stub  # noqa: F401 (fixture)
-from topics.records import Event
 
 
 def _chat(s: Stub) -> ChatClient:

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from processors.lexical import sparse_vector
-from stores.embedders import HashEmbedder
-from stores.index_maintenance import OptimizeJob
-from stores.ports import SearchFilter
-from stores.qdrant_edge_index import QdrantEdgeIndex
-from stores.search_batch import SearchRequest
+from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.index_maintenance import OptimizeJob
+from breadcrumb.stores.ports import SearchFilter
+from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.topics.records import Chunk, Observation, SourceRange
 from tests.conftest import wait_until
-from topics.records import Chunk, Observation, SourceRange
 
 EMB = HashEmbedder(dim=32)
 N = 1200
@@ -150,7 +150,7 @@ def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
     import json
 
     from breadcrumb.commands.optimize import cmd_optimize
-    from infra.settings import Settings
+    from breadcrumb.infra.settings import Settings
 
     settings = Settings(data_dir=tmp_path)
     args = argparse.Namespace(url=None)
@@ -172,9 +172,9 @@ def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from infra.bootstrap import build_runtime
-    from infra.settings import Settings
-    from query_api.app import create_app
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.infra.settings import Settings
+    from breadcrumb.query_api.app import create_app
     from tests.corpus.golden import golden_events
 
     settings = Settings(data_dir=tmp_path, embedder="hash", lifecycle_sweep_seconds=3600)

@@ -16,15 +16,15 @@ from typing import Any, cast
 
 import pytest
 
-from stores.mysql_store import MySqlStore
-from stores.sql_base import (
+from breadcrumb.stores.mysql_store import MySqlStore
+from breadcrumb.stores.sql_base import (
     IndexConflictError,
     SqlStore,
     StoreClosedError,
     TenantMismatchError,
 )
-from stores.sqlite_store import SqliteStore
-from topics.records import (
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.topics.records import (
     Chunk,
     DeadLetter,
     Event,
