@@ -11,8 +11,9 @@ from typing import Any
 import orjson
 
 from breadcrumb import client as local_client
+from breadcrumb.extras import missing_extra
 from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.telemetry import configure_logging, uvicorn_log_config
+from breadcrumb.logs import configure_logging, uvicorn_log_config
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -93,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except local_client.ClientError as exc:
         print(f"breadcrumb: {exc}", file=sys.stderr)
         return 1
+    except ModuleNotFoundError as exc:  # a command whose extra is not installed
+        message = missing_extra(exc)
+        if message is None:
+            raise
+        print(f"breadcrumb {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

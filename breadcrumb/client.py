@@ -10,12 +10,13 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import orjson
 
-from breadcrumb.infra.settings import Settings
+if TYPE_CHECKING:
+    from breadcrumb.infra.settings import Settings
 
 MARKER = "server.json"
 

@@ -17,17 +17,20 @@ import asyncio
 import threading
 from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 import orjson
-from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError, KafkaTimeoutError
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.extras import require
 from breadcrumb.processors.validate import Rejection, plainly_valid, validate_event
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.records import thread_key
+
+if TYPE_CHECKING:  # the Kafka path needs the [kafka] extra; HttpPublisher does not
+    from aiokafka import AIOKafkaProducer
+
+    from breadcrumb.infra.settings import Settings
 
 T = TypeVar("T")
 
@@ -109,6 +112,8 @@ def checked(event: Mapping[str, Any], position: int | None = None) -> dict[str, 
 
 
 def _retriable(exc: BaseException) -> bool:
+    from aiokafka.errors import KafkaTimeoutError
+
     return isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
 
 
@@ -127,7 +132,11 @@ class Publisher:
         index_counters: IndexCounters | None = None,
         request_timeout_ms: int = 30_000,
     ) -> None:
-        settings = settings or Settings()
+        require("aiokafka")
+        if settings is None:
+            from breadcrumb.infra.settings import Settings
+
+            settings = Settings()
         self.bootstrap = bootstrap or settings.kafka_bootstrap
         self.topic = topic or settings.topic(AGENT_EVENTS)
         self.backoff = backoff or Backoff()
@@ -146,6 +155,9 @@ class Publisher:
 
     async def start(self) -> None:
         """Connect, retrying with backoff while the cluster is unreachable."""
+        from aiokafka import AIOKafkaProducer
+        from aiokafka.errors import KafkaError
+
         for attempt in range(self.backoff.retries + 1):
             producer = AIOKafkaProducer(
                 bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
@@ -204,6 +216,8 @@ class Publisher:
 
     async def _attempt(self, prepared: list[tuple[str, bytes, bytes]], pending: list[int],
                        receipts: list[PublishReceipt | None]) -> list[tuple[int, BaseException]]:
+        from aiokafka.errors import KafkaError
+
         producer = self._require()
         futures: list[tuple[int, asyncio.Future[Any]]] = []
         failures: list[tuple[int, BaseException]] = []

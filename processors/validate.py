@@ -36,7 +36,11 @@ def validate_event(data: Any) -> Event | Rejection:
         return Event.from_dict(data)
     if not isinstance(data, dict):
         return Rejection(f"an event must be a JSON object, got {type(data).__name__}")
-    errors = sorted(event_validator().iter_errors(data), key=lambda e: (list(e.path), e.message))
+    try:
+        validator = event_validator()
+    except ModuleNotFoundError:  # a core install (no jsonschema): the SDK's own shape check
+        return explain_shape(data) or Event.from_dict(data)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.path), e.message))
     if errors:
         return _rejection_from(errors[0])
     ts_problem = _check_timestamp(data["ts"])
@@ -112,6 +116,43 @@ def plainly_valid(data: Any) -> bool:
         if number is not None and (type(number) is not int or number < 0):
             return False
     return _aware_time(data.get("ts"))
+
+
+def explain_shape(data: dict[str, Any]) -> Rejection | None:
+    """The first rule of :func:`plainly_valid` that ``data`` breaks, naming its field.
+
+    ``None`` exactly when :func:`plainly_valid` accepts. Used instead of the JSON schema
+    when ``jsonschema`` is not installed (the SDK-only core install); the server checks
+    the full schema again.
+    """
+    fields, strings, roles, kinds = _shape()
+    for name in event_schema()["required"]:
+        if name not in data:
+            return Rejection("is required", name)
+    for name in sorted(set(data) - fields):
+        return Rejection("is not a field of the event schema", name)
+    for name, (required, limit) in strings.items():
+        value = data.get(name)
+        if value is None and not required:
+            continue
+        if type(value) is not str or not 0 < len(value) <= limit:
+            return Rejection(f"must be a string of 1 to {limit} characters", name)
+    if data.get("role") not in roles or type(data.get("role")) is not str:
+        return Rejection(f"must be one of {sorted(roles)}", "role")
+    if data.get("kind") not in kinds or type(data.get("kind")) is not str:
+        return Rejection(f"must be one of {sorted(kinds)}", "kind")
+    if type(data.get("content")) is not str:
+        return Rejection("must be a string", "content")
+    if type(data.get("attrs", {})) is not dict:
+        return Rejection("must be an object", "attrs")
+    for name in ("index", "tokens"):
+        number = data.get(name)
+        if number is not None and (type(number) is not int or number < 0):
+            return Rejection("must be a non-negative integer", name)
+    if not _aware_time(data.get("ts")):
+        problem = _check_timestamp(data["ts"]) if type(data["ts"]) is str else None
+        return Rejection(problem or "must be an RFC 3339 date-time string", "ts")
+    return None
 
 
 def _aware_time(value: Any) -> bool:

@@ -19,12 +19,16 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.logs import (  # noqa: F401  (re-exported: they lived here)
+    TEXT_FORMAT,
+    JsonFormatter,
+    configure_logging,
+    uvicorn_log_config,
+)
 
 log = logging.getLogger(__name__)
 
@@ -296,50 +300,3 @@ def _runtime_stats(runtime: Any) -> StatsFn:
         return result
 
     return fetch
-
-
-# ---------------------------------------------------------------------- logging
-# LogRecord's own attributes, plus uvicorn's ANSI-coloured duplicate of the message
-_STANDARD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {
-    "message", "asctime", "color_message"}
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: ts, level, logger, message, exception, ``extra=`` fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            payload["exception"] = self.formatException(record.exc_info)
-        for key, value in record.__dict__.items():
-            if key not in _STANDARD_ATTRS and not key.startswith("_"):
-                payload[key] = value
-        return orjson.dumps(payload, default=str).decode()
-
-
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-def configure_logging(settings: Settings, verbose: bool = False) -> None:
-    """Root logging as ``settings.log_format`` says (``text`` or ``json``); replaces handlers."""
-    handler = logging.StreamHandler()
-    if settings.log_format == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        handlers=[handler], force=True)
-
-
-def uvicorn_log_config(settings: Settings) -> dict[str, Any] | None:
-    """``log_config`` for ``uvicorn.run``: ``None`` in json mode so uvicorn logs go to root."""
-    if settings.log_format == "json":
-        return None
-    from uvicorn.config import LOGGING_CONFIG
-
-    return LOGGING_CONFIG

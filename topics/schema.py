@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:  # jsonschema comes with the [server] / [kafka] extras, not the core
+    from jsonschema import Draft202012Validator
 
 
 @lru_cache(maxsize=1)
@@ -21,5 +22,7 @@ def event_schema() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def event_validator() -> Draft202012Validator:
-    """A compiled validator for the event schema."""
+    """A compiled validator for the event schema (needs ``jsonschema``)."""
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(event_schema())

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from breadcrumb.eval import golden, locomo
 from breadcrumb.eval.methods import BREADCRUMB, RAW, SUMMARY, Answer, Query, RawSearch, ask_recall
 
@@ -30,7 +28,9 @@ class EvalConfig:
     thresholds: dict[str, float] = field(default_factory=dict)
 
 
-def _bar(total: int, desc: str) -> tqdm:
+def _bar(total: int, desc: str) -> Any:
+    from tqdm import tqdm  # the [eval] extra: imported when an evaluation runs
+
     return tqdm(total=total, desc=desc, unit="step", dynamic_ncols=True, leave=True)
 
 
