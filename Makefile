@@ -1,32 +1,58 @@
 # The two commands of the README: `make demo` and `make test`.
-PY ?= python3
+# Both work in a project virtualenv (.venv, made with uv when it is on PATH, else with
+# `python3 -m venv`), so they also run on Pythons that refuse installs outside one (PEP 668).
+PYTHON ?= python3
+VENV ?= .venv
 DATA_DIR ?= .breadcrumb
+UV ?= $(shell command -v uv 2>/dev/null)
 
-.PHONY: install demo test unit lint services-up services-down
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+ifneq ($(UV),)
+PIP_INSTALL = VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q
+else
+PIP_INSTALL = $(PY) -m pip install -q
+endif
 
-install:
-	$(PY) -m pip install -q -e '.[test]'
+.PHONY: venv install demo test unit lint services-up services-down
+
+## The project virtualenv.
+venv: $(PY)
+
+$(PY):
+ifneq ($(UV),)
+	$(UV) venv -q --python "$$($(PYTHON) -c 'import sys; print(sys.executable)')" $(VENV)
+else
+	@$(PYTHON) -m venv $(VENV) || { echo "make: cannot create $(VENV): install uv" \
+	  "(https://docs.astral.sh/uv/) or the venv module (Debian: apt-get install python3-venv)" >&2; \
+	  rm -rf $(VENV); exit 1; }
+	$(PY) -m pip install -q --upgrade pip
+endif
+
+install: venv
+	$(PIP_INSTALL) -e '.[test]'
 
 ## Runs the main job on the embedded default: ingest the sample session, recall an exact value.
-demo:
-	$(PY) -m pip install -q -e .
-	breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
-	breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
+demo: venv
+	$(PIP_INSTALL) -e '.[server]'
+	$(BIN)/breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
+	$(BIN)/breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 
-lint:
-	ruff check .
-	mypy
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
-unit:
+unit: venv
 	$(PY) -m pytest -q -m "not integration"
 
-services-up:
-	bash infra/services.sh up
+services-up: venv
+	PYTHON=$(abspath $(PY)) bash infra/services.sh up
 
 services-down:
-	bash infra/services.sh down
+	PYTHON=$(abspath $(PY)) bash infra/services.sh down
 
 ## Everything: lint, start Kafka + MariaDB + S3 from infra/, all tests, stop the services.
 test: install lint
-	bash infra/services.sh up
-	$(PY) -m pytest -q -p no:cacheprovider; status=$$?; bash infra/services.sh down; exit $$status
+	PYTHON=$(abspath $(PY)) bash infra/services.sh up
+	$(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
+	  PYTHON=$(abspath $(PY)) bash infra/services.sh down; exit $$status

@@ -13,6 +13,8 @@ set -euo pipefail
 INFRA_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$INFRA_SRC/.." && pwd)"
 INFRA_DIR="${BREADCRUMB_INFRA_DIR:-$REPO_ROOT/.infra}"
+# the project virtualenv that `make` creates, else whatever python3 is on PATH
+if [[ -z "${PYTHON:-}" && -x "$REPO_ROOT/.venv/bin/python" ]]; then PYTHON="$REPO_ROOT/.venv/bin/python"; fi
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "[infra] $*"; }

@@ -13,6 +13,8 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# the project virtualenv that `make` creates, else whatever python3 is on PATH
+if [[ -z "${PYTHON:-}" && -x "$REPO/.venv/bin/python" ]]; then PYTHON="$REPO/.venv/bin/python"; fi
 PYTHON="${PYTHON:-python3}"
 AGENTS="${DEMO_AGENTS:-20}"
 SECONDS_TO_RUN="${DEMO_SECONDS:-60}"
