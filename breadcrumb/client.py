@@ -201,10 +201,14 @@ class LocalBackend:
         return _report(totals, bad_lines, started)
 
     def recall(self, body: dict[str, Any]) -> dict[str, Any]:
+        from breadcrumb.query_api.brief import brief_view
         from breadcrumb.query_api.models import RecallRequest
 
-        clean = {k: v for k, v in body.items() if v is not None}
-        return self.runtime.recall.recall(RecallRequest(**clean))
+        req = RecallRequest(**{k: v for k, v in body.items() if v is not None})
+        response = self.runtime.recall.recall(req)
+        if req.view == "brief":
+            return brief_view(response, req.max_tokens, self.runtime.embedder.count_tokens)
+        return response
 
     def recall_source(self, body: dict[str, Any]) -> dict[str, Any]:
         """recallMemorySource on the local runtime (same checks as the endpoint)."""

@@ -1,363 +1,217 @@
-"""Publishing SDK: put agent events on ``agent-events`` (Kafka) or ``POST /v1/events``.
+"""The Python SDK: add what agents say and do, recall it later.
 
-``Publisher`` is an idempotent aiokafka producer (``acks="all"``) keyed
-``{user_id}/{thread_id}`` so a thread keeps its order in one partition;
-``HttpPublisher`` batches events to the query service for agents without Kafka
-access; ``SyncPublisher`` runs either one on a private event loop for scripts.
-Every event is validated against the contract before it leaves the process: an
-invalid event raises :class:`InvalidEventError` naming the field and is never sent.
+    from breadcrumb.sdk import Breadcrumb
 
-    async with Publisher("127.0.0.1:9092") as pub:
-        await pub.publish({"event_id": "e1", "user_id": "u1", "thread_id": "t1", ...})
+    with Breadcrumb(url="http://127.0.0.1:8765", user_id="me") as bc:
+        bc.add([{"role": "user", "content": "Use port 6432 for the DB"}], thread_id="s1")
+        bc.flush("s1")
+        answer = bc.recall("which port does the DB use?")
+        answer.memories[0].summary, answer.text  # typed results
+
+``Breadcrumb(kafka="127.0.0.1:9092", url=...)`` publishes to Kafka instead (recall still
+asks the query service at ``url``). :class:`AsyncBreadcrumb` is the same client for
+``asyncio``; :class:`Breadcrumb` runs it on a private event-loop thread, so the two never
+drift apart. ``add`` fills ``event_id`` (deterministic: a retried call is a duplicate),
+``ts``, tenant and thread. ``Authorization: Bearer …`` is sent when ``api_key=`` or
+``BREADCRUMB_API_KEY`` is set.
+
+This module imports only the standard library, httpx and pydantic; aiokafka is imported
+when a Kafka client starts. The lower-level publishers (``Publisher``,
+``HttpPublisher``, ``SyncPublisher``, …) are re-exported from :mod:`breadcrumb.publishers`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
 
 import httpx
-import orjson
 
-from breadcrumb.extras import require
-from breadcrumb.processors.validate import Rejection, plainly_valid, validate_event
+from breadcrumb.publishers import (
+    Backoff,
+    HttpPublisher,
+    IndexCounters,
+    InvalidEventError,
+    Publisher,
+    PublishError,
+    PublishReceipt,
+    SyncPublisher,
+    auth_headers,
+    checked,
+    dumps,
+    plainly_valid,
+)
+from breadcrumb.sdk_models import (
+    AddResult,
+    BreadcrumbError,
+    Evidence,
+    Memory,
+    RecallResult,
+    Rejected,
+    SourceRange,
+    build_events,
+)
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.records import thread_key
 
-if TYPE_CHECKING:  # the Kafka path needs the [kafka] extra; HttpPublisher does not
-    from aiokafka import AIOKafkaProducer
-
-    from breadcrumb.infra.settings import Settings
+__all__ = ["AddResult", "AsyncBreadcrumb", "Backoff", "Breadcrumb", "BreadcrumbError",
+           "Evidence", "HttpPublisher", "IndexCounters", "InvalidEventError", "Memory",
+           "PublishError", "PublishReceipt", "Publisher", "RecallResult", "Rejected",
+           "SourceRange", "SyncPublisher", "checked", "plainly_valid"]
 
 T = TypeVar("T")
+Mode = Literal["auto", "summary", "source"]
 
 
-class PublishError(RuntimeError):
-    """An event could not be delivered (after retries, or for a non-retriable reason)."""
+class AsyncBreadcrumb:
+    """Async client: events over HTTP (``url``) or Kafka (``kafka``), recall over HTTP."""
 
-
-class InvalidEventError(PublishError, ValueError):
-    """The event breaks the contract; it was not sent."""
-
-    def __init__(self, message: str, field: str | None = None, position: int | None = None):
-        super().__init__(message)
-        self.field = field
-        self.position = position
-
-
-@dataclass(frozen=True, slots=True)
-class PublishReceipt:
-    """Where Kafka stored an event."""
-
-    event_id: str
-    topic: str
-    partition: int
-    offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Exponential backoff: ``base * 2**attempt`` seconds, capped, ``retries`` re-tries."""
-
-    retries: int = 5
-    base: float = 0.1
-    cap: float = 5.0
-
-    def delay(self, attempt: int) -> float:
-        return float(min(self.cap, self.base * (2**attempt)))
-
-
-class IndexCounters:
-    """Per-thread counters for producers that set ``index`` themselves.
-
-    An event without an index gets the thread's next one; an explicit index moves the
-    counter past it. Seed with ``start`` (``{(user_id, thread_id): next_index}``) when
-    resuming a thread that already has events.
-    """
-
-    def __init__(self, start: Mapping[tuple[str, str], int] | None = None) -> None:
-        self._next: dict[tuple[str, str], int] = dict(start or {})
-
-    def assign(self, event: dict[str, Any]) -> dict[str, Any]:
-        key = (str(event.get("user_id")), str(event.get("thread_id")))
-        given = event.get("index")
-        index = given if isinstance(given, int) else self._next.get(key, 0)
-        self._next[key] = max(self._next.get(key, 0), index + 1)
-        return event if given is not None else {**event, "index": index}
-
-    def next_index(self, user_id: str, thread_id: str) -> int:
-        return self._next.get((user_id, thread_id), 0)
-
-
-def checked(event: Mapping[str, Any], position: int | None = None) -> dict[str, Any]:
-    """The event as a plain dict if it satisfies the contract, else ``InvalidEventError``.
-
-    :func:`plainly_valid` accepts the common well-formed event cheaply; anything it
-    does not accept goes through ``validate_event``, which decides and names the field.
-    """
-    data: Any = dict(event) if isinstance(event, Mapping) else event
-    if plainly_valid(data):
-        result: dict[str, Any] = data
-        return result
-    outcome = validate_event(data)
-    if isinstance(outcome, Rejection):
-        ident = data.get("event_id") if isinstance(data, dict) else None
-        where = f"event {position}" if position is not None else "event"
-        label = f"{where} ({ident})" if isinstance(ident, str) else where
-        raise InvalidEventError(f"{label}: {outcome.message()}", outcome.field, position)
-    return dict(data)
-
-
-def _retriable(exc: BaseException) -> bool:
-    from aiokafka.errors import KafkaTimeoutError
-
-    return isinstance(exc, KafkaTimeoutError) or bool(getattr(exc, "retriable", False))
-
-
-class Publisher:
-    """Async, idempotent, batched Kafka publisher for agent events."""
-
-    def __init__(
-        self,
-        bootstrap: str | None = None,
-        *,
-        topic: str | None = None,
-        settings: Settings | None = None,
-        linger_ms: int = 5,
-        max_batch_size: int = 256 * 1024,
-        backoff: Backoff | None = None,
-        index_counters: IndexCounters | None = None,
-        request_timeout_ms: int = 30_000,
-    ) -> None:
-        require("aiokafka")
-        if settings is None:
-            from breadcrumb.infra.settings import Settings
-
-            settings = Settings()
-        self.bootstrap = bootstrap or settings.kafka_bootstrap
-        self.topic = topic or settings.topic(AGENT_EVENTS)
-        self.backoff = backoff or Backoff()
-        self.counters = index_counters
-        self._options = {"linger_ms": linger_ms, "max_batch_size": max_batch_size,
-                         "request_timeout_ms": request_timeout_ms}
-        self._producer: AIOKafkaProducer | None = None
-        self.retried = 0  # sends repeated after a retriable error (visible, counted)
-
-    async def __aenter__(self) -> Publisher:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def start(self) -> None:
-        """Connect, retrying with backoff while the cluster is unreachable."""
-        from aiokafka import AIOKafkaProducer
-        from aiokafka.errors import KafkaError
-
-        for attempt in range(self.backoff.retries + 1):
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
-                **self._options)
-            try:
-                await producer.start()
-                self._producer = producer
-                return
-            except KafkaError as exc:
-                await producer.stop()
-                if not _retriable(exc) or attempt == self.backoff.retries:
-                    raise PublishError(f"cannot connect to Kafka at {self.bootstrap}: "
-                                       f"{exc!r}") from exc
-                await asyncio.sleep(self.backoff.delay(attempt))
-
-    async def stop(self) -> None:
-        """Deliver what is buffered and disconnect."""
-        if self._producer is not None:
-            await self._producer.stop()
-            self._producer = None
-
-    def prepare(self, events: Iterable[Mapping[str, Any]]) -> list[tuple[str, bytes, bytes]]:
-        """Validate all, then index (when counters are on): ``[(event_id, key, value)]``."""
-        valid = [checked(event, position) for position, event in enumerate(events)]
-        if self.counters is not None:
-            valid = [checked(self.counters.assign(data), i) for i, data in enumerate(valid)]
-        return [(data["event_id"], thread_key(data["user_id"], data["thread_id"]).encode(),
-                 orjson.dumps(data)) for data in valid]
-
-    async def publish(self, event: Mapping[str, Any]) -> PublishReceipt:
-        """Send one event and wait until every in-sync replica has it."""
-        return (await self.publish_many([event]))[0]
-
-    async def publish_many(self, events: Iterable[Mapping[str, Any]]) -> list[PublishReceipt]:
-        """Validate every event first (none is sent if one is invalid), then send in order."""
-        return await self.send_prepared(self.prepare(events))
-
-    async def send_prepared(self, prepared: list[tuple[str, bytes, bytes]]) -> list[
-            PublishReceipt]:
-        """Enqueue in order (one partition per thread keeps it), then await the acks."""
-        pending = list(range(len(prepared)))
-        receipts: list[PublishReceipt | None] = [None] * len(prepared)
-        for attempt in range(self.backoff.retries + 1):
-            failures = await self._attempt(prepared, pending, receipts)
-            if not failures:
-                return [r for r in receipts if r is not None]
-            fatal = [exc for _, exc in failures if not _retriable(exc)]
-            if fatal or attempt == self.backoff.retries:
-                position, exc = failures[0]
-                raise PublishError(f"event {prepared[position][0]} to {self.topic}: {exc!r} "
-                                   f"({len(failures)} undelivered)") from exc
-            pending = [position for position, _ in failures]
-            self.retried += len(pending)
-            await asyncio.sleep(self.backoff.delay(attempt))
-        raise AssertionError("unreachable")
-
-    async def _attempt(self, prepared: list[tuple[str, bytes, bytes]], pending: list[int],
-                       receipts: list[PublishReceipt | None]) -> list[tuple[int, BaseException]]:
-        from aiokafka.errors import KafkaError
-
-        producer = self._require()
-        futures: list[tuple[int, asyncio.Future[Any]]] = []
-        failures: list[tuple[int, BaseException]] = []
-        for position in pending:
-            event_id, key, value = prepared[position]
-            try:
-                futures.append((position, await producer.send(self.topic, value, key=key)))
-            except KafkaError as exc:
-                failures.append((position, exc))
-        for position, future in futures:
-            try:
-                meta = await future
-            except KafkaError as exc:
-                failures.append((position, exc))
-                continue
-            receipts[position] = PublishReceipt(prepared[position][0], meta.topic,
-                                                meta.partition, meta.offset)
-        return sorted(failures, key=lambda item: item[0])
-
-    def _require(self) -> AIOKafkaProducer:
-        if self._producer is None:
-            raise PublishError("Publisher is not started: use 'async with Publisher(...)'")
-        return self._producer
-
-
-class HttpPublisher:
-    """Async publisher over ``POST /v1/events`` for agents without Kafka access.
-
-    Batches of ``batch_size``; 5xx answers and connection errors are retried with
-    backoff (the server dedupes by ``event_id``, so a retry is safe); 4xx answers
-    raise with the contract's error message.
-    """
-
-    def __init__(self, url: str, *, batch_size: int = 500, backoff: Backoff | None = None,
-                 timeout: float = 60.0, index_counters: IndexCounters | None = None) -> None:
-        self.url = url.rstrip("/")
-        self.batch_size = batch_size
-        self.backoff = backoff or Backoff()
-        self.timeout = timeout
-        self.counters = index_counters
+    def __init__(self, url: str | None = None, *, kafka: str | None = None,
+                 api_key: str | None = None, user_id: str | None = None,
+                 project_id: str | None = None, agent_id: str | None = None,
+                 topic_prefix: str | None = None, timeout: float = 60.0) -> None:
+        if url is None and kafka is None:
+            url = os.environ.get("BREADCRUMB_URL", "http://127.0.0.1:8765")
+        self.url = url.rstrip("/") if url else None
+        self.kafka = kafka
+        self.user_id = user_id or os.environ.get("BREADCRUMB_USER_ID", "local")
+        self.project_id = project_id
+        self.agent_id = agent_id
+        self.topic_prefix = topic_prefix if topic_prefix is not None else os.environ.get(
+            "BREADCRUMB_TOPIC_PREFIX", "")
+        self._headers = auth_headers(api_key)
+        self._timeout = timeout
         self._http: httpx.AsyncClient | None = None
-        self.retried = 0
+        self._kafka: Publisher | None = None
 
-    async def __aenter__(self) -> HttpPublisher:
+    async def __aenter__(self) -> AsyncBreadcrumb:
         await self.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await self.close()
 
     async def start(self) -> None:
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=self.timeout)
+        """Open the HTTP client and, for Kafka, connect the producer."""
+        if self.url and self._http is None:
+            self._http = httpx.AsyncClient(base_url=self.url, timeout=self._timeout,
+                                           headers=self._headers)
+        if self.kafka and self._kafka is None:
+            publisher = Publisher(self.kafka, topic=f"{self.topic_prefix}{AGENT_EVENTS}")
+            await publisher.start()
+            self._kafka = publisher
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
+        """Deliver what is buffered and disconnect."""
+        if self._kafka is not None:
+            await self._kafka.stop()
+            self._kafka = None
         if self._http is not None:
             await self._http.aclose()
             self._http = None
 
-    async def publish(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one event; the server's ``{"accepted", "duplicates", "rejected"}``."""
-        return await self.publish_many([event])
+    async def add(self, items: Iterable[Mapping[str, Any]], *, thread_id: str,
+                  user_id: str | None = None, project_id: str | None = None,
+                  agent_id: str | None = None) -> AddResult:
+        """Store chat messages or events in a thread (ids and times filled in)."""
+        events = build_events(items, user_id=user_id or self.user_id, thread_id=thread_id,
+                              project_id=project_id or self.project_id,
+                              agent_id=agent_id or self.agent_id,
+                              now=datetime.now(UTC))
+        ids = [e["event_id"] for e in events]
+        if self.kafka:
+            await self._publisher().publish_many(events)
+            return AddResult(event_ids=ids, accepted=len(events), transport="kafka")
+        answer = await self._post("/v1/events", {"events": [checked(e, i)
+                                                            for i, e in enumerate(events)]})
+        return AddResult(event_ids=ids, **answer)
 
-    async def publish_many(self, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-        """Validate all, then POST in batches; totals of the server's answers."""
-        items = [checked(event, position) for position, event in enumerate(events)]
-        if self.counters is not None:
-            items = [checked(self.counters.assign(item), i) for i, item in enumerate(items)]
-        totals: dict[str, Any] = {"accepted": 0, "duplicates": 0, "rejected": []}
-        for offset in range(0, len(items), self.batch_size):
-            part = await self.post_batch(orjson.dumps({"events": items[offset:offset
-                                                                       + self.batch_size]}))
-            totals["accepted"] += part["accepted"]
-            totals["duplicates"] += part["duplicates"]
-            totals["rejected"] += [{**r, "position": r["position"] + offset}
-                                   for r in part["rejected"]]
-        return totals
+    async def flush(self, thread_id: str, *, user_id: str | None = None) -> None:
+        """Close the thread's open window now, so what was added becomes recallable."""
+        user = user_id or self.user_id
+        if self.kafka:
+            marker = {"_control": "flush", "user_id": user, "thread_id": thread_id,
+                      "ts": datetime.now(UTC).isoformat(), "reason": "flush"}
+            await self._publisher().send_prepared(
+                [(f"flush:{thread_id}", thread_key(user, thread_id).encode(), dumps(marker))])
+            return
+        await self._post("/v1/flush", {"user_id": user, "thread_id": thread_id})
 
-    async def post_batch(self, body: bytes) -> dict[str, Any]:
-        """POST an already-serialised ``{"events": [...]}`` body, retrying 5xx/connection."""
+    async def recall(self, query: str, *, user_id: str | None = None,
+                     project_id: str | None = None, k: int = 5, max_tokens: int = 800,
+                     mode: Mode = "auto", thread_id: str | None = None,
+                     tags: list[str] | None = None, include_superseded: bool = False,
+                     include_archived: bool = False) -> RecallResult:
+        """Retrieve → Decide → Recall → Extract: memories and verbatim evidence."""
+        body = {"user_id": user_id or self.user_id, "query": query, "k": k,
+                "max_tokens": max_tokens, "mode": mode, "project_id": project_id,
+                "thread_id": thread_id, "tags": tags, "include_superseded": include_superseded,
+                "include_archived": include_archived}
+        return RecallResult.model_validate(await self._post("/v1/recall", _given(body)))
+
+    async def recall_text(self, query: str, *, user_id: str | None = None,
+                          max_tokens: int = 800, **options: Any) -> str:
+        """The compact brief of a recall (what the MCP tool answers), as text."""
+        body = {"user_id": user_id or self.user_id, "query": query, "max_tokens": max_tokens,
+                "view": "brief", **options}
+        return str((await self._post("/v1/recall", _given(body)))["text"])
+
+    async def recall_source(self, thread_id: str, start_index: int, end_index: int,
+                            query: str, *, user_id: str | None = None,
+                            max_tokens: int = 800) -> Evidence:
+        """The verbatim lines of one source range that answer ``query``."""
+        body = {"user_id": user_id or self.user_id, "source_thread_id": thread_id,
+                "source_start_index": start_index, "source_end_index": end_index,
+                "query": query, "max_tokens": max_tokens}
+        return Evidence.model_validate(await self._post("/v1/recall_source", body))
+
+    async def wait_processed(self, timeout: float = 120.0) -> None:
+        """Wait until every accepted event has reached the stores (``pending == 0``)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while (await self._get("/v1/stats"))["pending"] > 0:
+            if asyncio.get_running_loop().time() > deadline:
+                raise BreadcrumbError(f"events still pending after {timeout} s")
+            await asyncio.sleep(0.1)
+
+    # ------------------------------------------------------------------ transport
+    def _publisher(self) -> Publisher:
+        if self._kafka is None:
+            raise BreadcrumbError("not started: use 'async with AsyncBreadcrumb(...)'")
+        return self._kafka
+
+    def _client(self) -> httpx.AsyncClient:
+        if self.url is None:
+            raise BreadcrumbError("recall needs the query service: pass url= as well")
         if self._http is None:
-            raise PublishError("HttpPublisher is not started: use 'async with HttpPublisher(...)'")
-        for attempt in range(self.backoff.retries + 1):
-            try:
-                response = await self._http.post(
-                    "/v1/events", content=body, headers={"content-type": "application/json"})
-            except httpx.TransportError as exc:
-                problem: str = f"{type(exc).__name__}: {exc}"
-            else:
-                if response.status_code < 500:
-                    return _answer(response)
-                problem = f"{response.status_code} {response.text[:300]}"
-            if attempt == self.backoff.retries:
-                raise PublishError(f"POST {self.url}/v1/events failed after "
-                                   f"{attempt + 1} attempts: {problem}")
-            self.retried += 1
-            await asyncio.sleep(self.backoff.delay(attempt))
-        raise AssertionError("unreachable")
+            raise BreadcrumbError("not started: use 'async with AsyncBreadcrumb(...)'")
+        return self._http
+
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return _answer(await self._client().post(path, content=dumps(body), headers={
+            "content-type": "application/json"}), f"POST {path}")
+
+    async def _get(self, path: str) -> dict[str, Any]:
+        return _answer(await self._client().get(path), f"GET {path}")
 
 
-def _answer(response: httpx.Response) -> dict[str, Any]:
-    if response.status_code < 400:
-        result: dict[str, Any] = response.json()
-        return result
-    try:
-        error = response.json()["error"]
-        message, code = str(error["message"]), str(error.get("code", ""))
-    except (ValueError, KeyError, TypeError):
-        message, code = response.text[:500], ""
-    text = f"POST /v1/events: {response.status_code} {code}: {message}".replace(" : ", ": ")
-    if response.status_code == 422:
-        raise InvalidEventError(text)
-    raise PublishError(text)
+class Breadcrumb:
+    """The blocking client: :class:`AsyncBreadcrumb` on a private event-loop thread."""
 
-
-class _AsyncPublisher(Protocol):
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def publish_many(self, events: Iterable[Mapping[str, Any]]) -> Any: ...
-
-
-class SyncPublisher:
-    """Blocking wrapper for scripts: runs an async publisher on a private loop thread.
-
-        with SyncPublisher(Publisher("127.0.0.1:9092")) as pub:
-            pub.publish_many(events)
-    """
-
-    def __init__(self, inner: _AsyncPublisher, timeout: float = 120.0) -> None:
-        self.inner = inner
+    def __init__(self, url: str | None = None, *, kafka: str | None = None,
+                 timeout: float = 120.0, **options: Any) -> None:
+        self.inner = AsyncBreadcrumb(url, kafka=kafka, **options)
         self.timeout = timeout
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="sync-publisher",
+        self._thread = threading.Thread(target=self._loop.run_forever, name="breadcrumb-sdk",
                                         daemon=True)
         self._thread.start()
-        self._started = False
+        self._run(self.inner.start())
 
-    def __enter__(self) -> SyncPublisher:
-        self.start()
+    def __enter__(self) -> Breadcrumb:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -366,25 +220,50 @@ class SyncPublisher:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout)
 
-    def start(self) -> None:
-        if not self._started:
-            self._run(self.inner.start())
-            self._started = True
+    def add(self, items: Iterable[Mapping[str, Any]], **options: Any) -> AddResult:
+        """See :meth:`AsyncBreadcrumb.add`."""
+        return self._run(self.inner.add(list(items), **options))
 
-    def publish(self, event: Mapping[str, Any]) -> Any:
-        """Send one event; returns what the inner publisher returns for a batch of one."""
-        result = self.publish_many([event])
-        return result[0] if isinstance(result, list) else result
+    def flush(self, thread_id: str, **options: Any) -> None:
+        """See :meth:`AsyncBreadcrumb.flush`."""
+        self._run(self.inner.flush(thread_id, **options))
 
-    def publish_many(self, events: Iterable[Mapping[str, Any]]) -> Any:
-        self.start()
-        return self._run(self.inner.publish_many(list(events)))
+    def recall(self, query: str, **options: Any) -> RecallResult:
+        """See :meth:`AsyncBreadcrumb.recall`."""
+        return self._run(self.inner.recall(query, **options))
+
+    def recall_text(self, query: str, **options: Any) -> str:
+        """See :meth:`AsyncBreadcrumb.recall_text`."""
+        return self._run(self.inner.recall_text(query, **options))
+
+    def recall_source(self, thread_id: str, start_index: int, end_index: int, query: str,
+                      **options: Any) -> Evidence:
+        """See :meth:`AsyncBreadcrumb.recall_source`."""
+        return self._run(self.inner.recall_source(thread_id, start_index, end_index, query,
+                                                  **options))
+
+    def wait_processed(self, timeout: float = 120.0) -> None:
+        """See :meth:`AsyncBreadcrumb.wait_processed`."""
+        self._run(self.inner.wait_processed(timeout))
 
     def close(self) -> None:
-        """Flush, disconnect and stop the loop thread."""
-        if self._started:
-            self._run(self.inner.stop())
-            self._started = False
+        """Deliver, disconnect and stop the loop thread."""
         if self._loop.is_running():
+            self._run(self.inner.close())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(5)
+
+
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _answer(response: httpx.Response, what: str) -> dict[str, Any]:
+    if response.status_code < 400:
+        result: dict[str, Any] = response.json()
+        return result
+    try:
+        message = str(response.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        message = response.text[:500]
+    raise BreadcrumbError(f"{what}: {response.status_code} {message}")

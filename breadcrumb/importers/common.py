@@ -23,10 +23,14 @@ IMPORT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/importers/
 
 _TEST_RE = re.compile(
     r"(?:^|[\s;&|(/])(?:pytest|py\.test|python3? -m (?:pytest|unittest)|tox|nox|"
-    r"(?:npm|pnpm|yarn|bun)(?: run)? test|npx (?:vitest|jest)|vitest|jest|"
+    r"(?:(?:npm|pnpm|yarn|bun)(?: run)?|mise(?: run| r)?|just|task) test(?:[:-][\w:.-]+)?|"
+    r"npx (?:vitest|jest)|vitest|jest|"
     r"go test|cargo (?:test|nextest)|mvn(?:w)? test|gradle(?:w)? test|\./gradlew test|"
-    r"rspec|phpunit|dotnet test|make (?:test|check)|ctest|mix test|deno test)(?:$|[\s;&|)])"
+    r"rspec|phpunit|dotnet test|make (?:test|check)(?:[:-][\w:.-]+)?|ctest|mix test|"
+    r"deno test)(?:$|[\s;&|)])"
 )
+_BACKGROUND_RE = re.compile(r"^Command running in background(?: with ID: ?(\S+?))?[.\s]",
+                            re.IGNORECASE)
 _EXIT_RES = (
     re.compile(r"^(?:Error: )?Exit code:? (\d+)", re.MULTILINE),
     re.compile(r"Process exited with code (\d+)"),
@@ -51,6 +55,8 @@ class Draft:
     ts: str | None = None
     tool: str | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: a sidechain / subagent of the session: its own thread ``{session}/{subthread}``
+    subthread: str | None = None
 
 
 @dataclass(slots=True)
@@ -62,6 +68,8 @@ class Parsed:
     project: str | None = None
     agent: str | None = None
     skipped: Counter[str] = field(default_factory=Counter)
+    #: the thread that spawned this session (a subagent rollout names its parent)
+    parent_thread_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,15 @@ class ToolCall:
 def is_test_command(command: str | None) -> bool:
     """True for a shell command that runs a test suite (pytest, npm test, go test, …)."""
     return bool(command) and _TEST_RE.search(str(command)) is not None
+
+
+def background_id(text: str) -> str | None:
+    """The shell id of a backgrounded command ("Command running in background with ID: x"),
+    ``""`` when backgrounded without an id, ``None`` when the text is not that notice."""
+    match = _BACKGROUND_RE.match(text.strip() + " ")
+    if match is None:
+        return None
+    return match.group(1) or ""
 
 
 def exit_code_in(text: str) -> int | None:
@@ -157,24 +174,51 @@ def parse_ts(value: Any) -> str | None:
 
 def finalize(parsed: Parsed, options: ImportOptions, source: str, fmt: str,
              default_thread: str) -> list[dict[str, Any]]:
-    """Contract events for the drafts, in order, closed by a ``session_end``."""
-    thread = options.thread_id or parsed.session_id or default_thread
-    base = {"user_id": options.user_id, "thread_id": thread[:256],
+    """Contract events for the drafts, in order; each thread closed by a ``session_end``.
+
+    Event ids are uuid5 over format, tenant, thread and the record's own position (its
+    uuid, or its line in the session): never the file name, so a renamed copy is a
+    duplicate and two sessions saved under one name are two threads.
+    """
+    main = (options.thread_id or parsed.session_id or default_thread)[:256]
+    base = {"user_id": options.user_id,
             "project_id": options.project_id or parsed.project,
             "agent_id": options.agent_id or parsed.agent}
     base = {k: v for k, v in base.items() if v is not None}
     times = _timestamps(parsed.drafts, options.base_time)
-    events = [_event(draft, ts, base, _ident(fmt, options, thread, source, draft.position))
-              for draft, ts in zip(parsed.drafts, times, strict=True)]
-    end_ts = times[-1] if times else _iso(options.base_time)
-    closing = Draft("end", "system", "session_end",
-                    f"end of imported {fmt} session {thread} ({source})")
-    events.append(_event(closing, end_ts, base, _ident(fmt, options, thread, source, "end")))
+    events: list[dict[str, Any]] = []
+    last_ts: dict[str, str] = {}
+    for draft, ts in zip(parsed.drafts, times, strict=True):
+        thread = _thread_of(main, draft.subthread)
+        links = _links(main, draft.subthread, parsed.parent_thread_id)
+        draft.attrs = {**draft.attrs, **links}
+        events.append(_event(draft, ts, {**base, "thread_id": thread},
+                             _ident(fmt, options, thread, draft.position)))
+        last_ts[thread] = ts
+    if not last_ts:
+        last_ts[main] = _iso(options.base_time)
+    for thread, end_ts in last_ts.items():
+        closing = Draft("end", "system", "session_end",
+                        f"end of imported {fmt} session {thread} ({source})")
+        subthread = thread[len(main) + 1:] if thread != main else None
+        closing.attrs = _links(main, subthread, parsed.parent_thread_id)
+        events.append(_event(closing, end_ts, {**base, "thread_id": thread},
+                             _ident(fmt, options, thread, "end")))
     return events
 
 
-def _ident(fmt: str, options: ImportOptions, thread: str, source: str, position: str) -> str:
-    name = f"{fmt}:{options.user_id}/{thread}:{source}:{position}"
+def _thread_of(main: str, subthread: str | None) -> str:
+    return main if subthread is None else f"{main}/{subthread}"[:256]
+
+
+def _links(main: str, subthread: str | None, parent: str | None) -> dict[str, Any]:
+    if subthread is not None:
+        return {"parent_thread_id": main}
+    return {"parent_thread_id": parent} if parent else {}
+
+
+def _ident(fmt: str, options: ImportOptions, thread: str, position: str) -> str:
+    name = f"{fmt}:{options.user_id}/{thread}:{position}"
     return str(uuid.uuid5(IMPORT_NAMESPACE, name))
 
 

@@ -46,6 +46,26 @@ def messages_of(document: Any) -> list[Any]:
     raise ImportFormatError('expected a list of messages or {"messages": [...]}')
 
 
+def conversation_id(document: Any) -> str | None:
+    """The export's own id (``id`` / ``conversation_id`` / ``thread_id``), if it has one."""
+    if isinstance(document, dict):
+        for key in ("conversation_id", "thread_id", "id"):
+            if isinstance(document.get(key), str) and document[key]:
+                return str(document[key])
+    return None
+
+
+def looks_like_messages(document: Any) -> bool:
+    """True for a chat export: a list of ``{role, content}`` or ``{"messages": [...]}``."""
+    try:
+        messages = messages_of(document)
+    except ImportFormatError:
+        return False
+    first = next((m for m in messages if isinstance(m, dict)), None)
+    return first is not None and isinstance(first.get("role"), str) and (
+        "content" in first or "tool_calls" in first)
+
+
 def parse(messages: list[Any]) -> Parsed:
     """Drafts for the messages, in order."""
     parsed = Parsed(drafts=[], agent="openai-chat")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.unit.test_importers import CLAUDE, CODEX
+from tests.unit.test_importers import CLAUDE, CLAUDE_21_DIR, CLAUDE_21_ID, CODEX, CODEX_144
 
 CLI = [sys.executable, "-m", "breadcrumb.cli"]
 
@@ -59,4 +59,36 @@ def test_import_codex_with_explicit_thread_and_project(tmp_path: Path) -> None:
 def test_import_of_a_wrong_format_fails_clearly(tmp_path: Path) -> None:
     wrong = _run("import", "--format", "openai", str(CLAUDE), data_dir=tmp_path / "data")
     assert wrong.returncode == 2
-    assert "breadcrumb import:" in wrong.stderr and "not JSON" in wrong.stderr
+    assert "breadcrumb import:" in wrong.stderr and "no openai transcript records" in wrong.stderr
+    odd = tmp_path / "notes.jsonl"
+    odd.write_text('{"hello": "world"}\n', "utf-8")
+    unknown = _run("import", str(odd), data_dir=tmp_path / "data")
+    assert unknown.returncode == 2 and "not a Claude Code, Codex or OpenAI" in unknown.stderr
+
+
+def test_import_a_folder_then_a_renamed_copy_and_a_namesake(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    folder = _run("import", str(CLAUDE_21_DIR), "--user", "dev", data_dir=data)
+    assert folder.returncode == 0, folder.stderr
+    report = json.loads(folder.stdout)
+    assert [(f["format"], f["events"], f["accepted"]) for f in report["files"]] == [
+        ("claude-code", 7, 7), ("claude-code", 17, 17)]
+    assert report["files"][0]["threads"] == [f"{CLAUDE_21_ID}/agent-a3f9c1d"]
+    assert report["accepted"] == 24 and report["skipped_files"] == []
+
+    copies = tmp_path / "copies"
+    (copies / "a").mkdir(parents=True)
+    (copies / "a" / "rollout.jsonl").write_bytes(CODEX_144.read_bytes())
+    first = json.loads(_run("import", str(copies / "a" / "rollout.jsonl"), "--user", "dev",
+                            data_dir=data).stdout)
+    assert first["accepted"] == first["events"] == 20
+    renamed = copies / "renamed.jsonl"
+    renamed.write_bytes(CODEX_144.read_bytes())
+    again = json.loads(_run("import", str(renamed), "--user", "dev", data_dir=data).stdout)
+    assert (again["accepted"], again["duplicates"]) == (0, 20)  # a renamed copy adds nothing
+    (copies / "b").mkdir()
+    (copies / "b" / "rollout.jsonl").write_text(
+        CODEX_144.read_text("utf-8").replace("019f3a61-2c7d", "019f3a61-0b0b"), "utf-8")
+    namesake = json.loads(_run("import", str(copies / "b" / "rollout.jsonl"), "--user", "dev",
+                               data_dir=data).stdout)
+    assert (namesake["accepted"], namesake["duplicates"]) == (20, 0)  # both sessions land

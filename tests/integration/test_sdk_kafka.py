@@ -21,6 +21,7 @@ from breadcrumb.infra.topic_admin import TopicAdmin
 from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.sdk import (
     Backoff,
+    Breadcrumb,
     IndexCounters,
     InvalidEventError,
     Publisher,
@@ -154,6 +155,45 @@ async def test_a_resent_event_is_two_messages_but_one_stored_event(
         drop_database(settings.mysql_database)
         async with TopicAdmin(settings.kafka_bootstrap) as admin:
             await admin.delete(spec.name for spec in topic_specs(settings.topic_prefix))
+
+
+def test_the_client_adds_over_kafka_and_a_retry_stores_nothing_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Breadcrumb(kafka=…)``: ids filled deterministically, flush closes the window."""
+    monkeypatch.setenv("BREADCRUMB_EMBEDDER", "hash")
+    settings = cluster_settings(tmp_path)
+    asyncio.run(declare_topics(settings))
+    chat = [{"role": "user", "content": "Deploy with HELM_TIMEOUT=17m from now on."},
+            {"role": "assistant", "content": "Set HELM_TIMEOUT=17m in deploy/values.yaml."}]
+    with Breadcrumb(kafka=settings.kafka_bootstrap, topic_prefix=settings.topic_prefix,
+                    user_id="kafka-user") as bc:
+        first = bc.add(chat, thread_id="deploy")
+        retry = bc.add(chat, thread_id="deploy")  # e.g. after an ambiguous failure
+        bc.flush("deploy")
+    assert first.transport == "kafka" and first.accepted == 2
+    assert retry.event_ids == first.event_ids
+    assert len(asyncio.run(_consume(settings, 5))) == 5  # 4 events and the flush marker
+    worker = start_worker(settings, tmp_path / "worker.log")
+    store = build_sql_store(settings)
+    try:
+        def summarised() -> bool:
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
+            return bool(store.list_memories("kafka-user"))
+        wait_until(summarised, 120, 0.5)
+        rows = store.get_range("kafka-user", "deploy", 0, 100)
+        assert [e.event_id for e in rows] == first.event_ids  # the retry stored nothing
+        assert "HELM_TIMEOUT=17m" in rows[0].content
+    finally:
+        stop_worker(worker)
+        store.close()
+        drop_database(settings.mysql_database)
+        asyncio.run(_delete_topics(settings))
+
+
+async def _delete_topics(settings: Settings) -> None:
+    async with TopicAdmin(settings.kafka_bootstrap) as admin:
+        await admin.delete(spec.name for spec in topic_specs(settings.topic_prefix))
 
 
 # --- pure checks of the SDK's fast validation path (no services needed) ----------------

@@ -9,14 +9,29 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.importers import ImportFormatError, ImportOptions, import_file, import_records
-from breadcrumb.importers.common import exit_code_in, is_test_command, patch_paths
+from breadcrumb.importers import (
+    ImportFormatError,
+    ImportOptions,
+    import_file,
+    import_records,
+    transcripts_in,
+)
+from breadcrumb.importers.common import background_id, exit_code_in, is_test_command, patch_paths
 from breadcrumb.processors.validate import Rejection, validate_event
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "transcripts"
 CLAUDE = FIXTURES / "claude-code-session.jsonl"
 CODEX = FIXTURES / "codex-rollout.jsonl"
 OPENAI = FIXTURES / "openai-chat.json"
+CODEX_144 = FIXTURES / "codex-0.144-rollout.jsonl"
+CLAUDE_21_DIR = FIXTURES / "claude-code-2.1"
+CLAUDE_21_ID = "5c0e9d4b-71a2-4f3e-9b8c-2d6a1e7f0b93"
+CLAUDE_21 = CLAUDE_21_DIR / f"{CLAUDE_21_ID}.jsonl"
+CLAUDE_21_AGENT = CLAUDE_21_DIR / CLAUDE_21_ID / "subagents" / "agent-a3f9c1d.jsonl"
+#: every fixture, its format and the events it imports to (session_end included)
+FIXTURE_COUNTS = [(CLAUDE, "claude-code", 15), (CODEX, "codex", 17), (OPENAI, "openai", 11),
+                  (CODEX_144, "codex", 20), (CLAUDE_21, "claude-code", 17),
+                  (CLAUDE_21_AGENT, "claude-code", 7)]
 OPTIONS = ImportOptions(user_id="u1")
 
 
@@ -28,10 +43,11 @@ def _kinds(events: list[dict[str, Any]]) -> list[str]:
     return [e["kind"] for e in events]
 
 
-@pytest.mark.parametrize(("path", "fmt"), [(CLAUDE, "claude-code"), (CODEX, "codex"),
-                                           (OPENAI, "openai")])
-def test_every_imported_event_satisfies_the_contract(path: Path, fmt: str) -> None:
-    events = import_file(path, fmt, OPTIONS).events
+@pytest.mark.parametrize(("path", "fmt", "count"), FIXTURE_COUNTS)
+def test_every_imported_event_satisfies_the_contract(path: Path, fmt: str, count: int) -> None:
+    result = import_file(path, "auto", OPTIONS)
+    events = result.events
+    assert result.fmt == fmt and len(events) == count
     problems = [(e, r.message()) for e in events
                 if isinstance(r := validate_event(e), Rejection)]
     assert problems == []
@@ -41,9 +57,8 @@ def test_every_imported_event_satisfies_the_contract(path: Path, fmt: str) -> No
     assert all(e.get("index") is None for e in events)  # the pipeline assigns indexes
 
 
-@pytest.mark.parametrize(("path", "fmt"), [(CLAUDE, "claude-code"), (CODEX, "codex"),
-                                           (OPENAI, "openai")])
-def test_reimport_gives_the_same_event_ids(path: Path, fmt: str) -> None:
+@pytest.mark.parametrize(("path", "fmt", "count"), FIXTURE_COUNTS)
+def test_reimport_gives_the_same_event_ids(path: Path, fmt: str, count: int) -> None:
     first = [e["event_id"] for e in import_file(path, fmt, OPTIONS).events]
     again = [e["event_id"] for e in import_file(path, fmt, OPTIONS).events]
     other_user = [e["event_id"] for e in import_file(path, fmt, ImportOptions("u2")).events]
@@ -132,6 +147,92 @@ def test_openai_plain_list_and_options_override_thread_and_project() -> None:
         ("u9", "t", "p", "a")}
 
 
+def test_codex_0144_exec_cells_become_commands_patches_and_test_results() -> None:
+    result = import_file(CODEX_144, "auto", OPTIONS)
+    events = result.events
+    assert events[0]["thread_id"] == "019f3a61-2c7d-7e02-b5a4-8d1e6c0f9a37"
+    assert events[0]["project_id"] == "ledger-rs"
+    calls = [e["content"] for e in events if e["kind"] == "tool_call"]
+    assert calls[:2] == ['rg -n "round_dp" src/money.rs Cargo.toml', "mise run test"]
+    edits = [e for e in events if e["kind"] == "file_edit"]
+    assert edits[0]["attrs"]["paths"] == ["src/money.rs", "Cargo.toml"]
+    assert 'resolver = "2"' in edits[0]["content"]  # unescaped: the value verbatim
+    assert "\\n" not in edits[0]["content"] and '\\"' not in edits[0]["content"]
+    # a patch assembled at run time: only patch_apply_end records it
+    assert edits[1]["attrs"]["path"].endswith("crates/ledger/src/invoice.rs")
+    assert "+    crate::money::round_even(qty * unit)" in edits[1]["content"]
+    assert result.skipped["patch_apply_end (patch already recorded)"] == 1
+    assert result.skipped["wait call"] == 1
+    running = [e for e in events if (e.get("attrs") or {}).get("running")]
+    assert [e["kind"] for e in running] == ["tool_result"]  # a running cell is no verdict
+    tests = [e for e in events if e["kind"] == "test_result"]
+    assert [(t["attrs"]["command"], t["attrs"]["exit_code"]) for t in tests] == [
+        ("mise run test", 101), ("mise run test", 0)]
+    assert tests[0]["attrs"]["cell_id"] == "7"  # finished by the wait on its cell
+    assert "invoice::tests::three_at_0_335" in tests[0]["content"]
+
+
+def test_claude_code_21_background_runs_and_task_runners() -> None:
+    events = import_file(CLAUDE_21, "auto", OPTIONS).events
+    assert {e["thread_id"] for e in events} == {CLAUDE_21_ID}
+    background = next(e for e in events if (e.get("attrs") or {}).get("background"))
+    assert background["kind"] == "tool_result"  # "Command running in background…"
+    assert background["attrs"]["command"] == "pnpm test"
+    tests = [e for e in events if e["kind"] == "test_result"]
+    assert [(t["tool"], t["attrs"]["command"], t["attrs"]["exit_code"]) for t in tests] == [
+        ("TaskOutput", "pnpm test", 1), ("Bash", "mise run test:ci 2>&1 | tail -5", 0)]
+    assert "expected 201 to be 200" in tests[0]["content"]
+    edit = next(e for e in events if e.get("tool") == "Edit")
+    assert "export const IDEMPOTENCY_TTL_SECONDS = 86_400;" in edit["content"]
+
+
+def test_a_subagent_file_becomes_its_own_thread_linked_to_the_session() -> None:
+    events = import_file(CLAUDE_21_AGENT, "auto", OPTIONS).events
+    assert {e["thread_id"] for e in events} == {f"{CLAUDE_21_ID}/agent-a3f9c1d"}
+    assert {e["attrs"]["parent_thread_id"] for e in events} == {CLAUDE_21_ID}
+    inline = [dict(r, isSidechain=True, agentId="z9") if i >= 3 else r
+              for i, r in enumerate(_records(CLAUDE_21))]  # an older inline sidechain
+    result = import_records(list(enumerate(inline, 1)), "claude-code", OPTIONS, "x", "x")
+    assert set(result.threads) == {CLAUDE_21_ID, f"{CLAUDE_21_ID}/agent-z9"}
+    assert [e["kind"] for e in result.events].count("session_end") == 2
+
+
+def test_identity_is_the_session_not_the_file_name(tmp_path: Path) -> None:
+    renamed = tmp_path / "renamed-copy.jsonl"
+    renamed.write_bytes(CODEX_144.read_bytes())
+    first = [e["event_id"] for e in import_file(CODEX_144, "auto", OPTIONS).events]
+    assert [e["event_id"] for e in import_file(renamed, "auto", OPTIONS).events] == first
+    other = tmp_path / "b" / CODEX_144.name  # same name, another session
+    other.parent.mkdir()
+    other.write_text(CODEX_144.read_text("utf-8").replace("019f3a61-2c7d", "019f3a61-ffff"),
+                     "utf-8")
+    second = import_file(other, "auto", OPTIONS).events
+    assert second[0]["thread_id"] == "019f3a61-ffff-7e02-b5a4-8d1e6c0f9a37"
+    assert not {e["event_id"] for e in second} & set(first)
+
+
+def test_chats_without_an_id_are_told_apart_by_content(tmp_path: Path) -> None:
+    one, two = tmp_path / "a" / "chat.json", tmp_path / "b" / "chat.json"
+    for path, text in ((one, "first chat"), (two, "second chat")):
+        path.parent.mkdir()
+        path.write_text(json.dumps([{"role": "user", "content": text}]), "utf-8")
+    threads = {import_file(p, "auto", OPTIONS).events[0]["thread_id"] for p in (one, two)}
+    assert len(threads) == 2
+
+
+def test_folders_are_walked_and_formats_recognised(tmp_path: Path) -> None:
+    assert list(transcripts_in(CLAUDE_21_DIR)) == [CLAUDE_21_AGENT, CLAUDE_21]
+    found = {p.name: import_file(p, "auto", OPTIONS).fmt for p in transcripts_in(FIXTURES)}
+    assert found[CODEX_144.name] == "codex" and found[OPENAI.name] == "openai"
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text('{"role": "user", "content": "hi"}\n', "utf-8")
+    assert import_file(lines, "auto", OPTIONS).fmt == "openai"
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"hello": 1}\n', "utf-8")
+    with pytest.raises(ImportFormatError, match="not a Claude Code, Codex or OpenAI"):
+        import_file(odd, "auto", OPTIONS)
+
+
 def test_a_file_of_another_format_is_refused_with_a_reason() -> None:
     with pytest.raises(ImportFormatError, match="no codex transcript records"):
         import_file(CLAUDE, "codex", OPTIONS)
@@ -142,9 +243,19 @@ def test_a_file_of_another_format_is_refused_with_a_reason() -> None:
     ("npx vitest run", True), ("go test ./...", True), ("cargo test --lib", True),
     ("cd web && yarn test", True), ("pytest", True), ("cat pytest.ini", False),
     ("ls tests", False), ("git commit -m 'go test'", False),
+    ("mise run test", True), ("mise run test:ci", True), ("just test", True),
+    ("make test", True), ("uv run pytest -q", True), ("pnpm test", True),
+    ("cargo nextest run", True), ("npm run test:unit", True), ("mise run lint", False),
 ])
 def test_test_command_detection(command: str, expected: bool) -> None:
     assert is_test_command(command) is expected
+
+
+def test_background_notices() -> None:
+    assert background_id("Command running in background with ID: b4k2p9. Output is being "
+                         "written to: /tmp/x") == "b4k2p9"
+    assert background_id("Command running in background with ID: bash_1") == "bash_1"
+    assert background_id("5 passed") is None
 
 
 def test_exit_codes_and_patch_paths() -> None:

