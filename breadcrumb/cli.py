@@ -101,6 +101,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.app import create_app
 
+    if refused_bind(settings):
+        return 2
     runtime = build_runtime(settings)
     app = create_app(runtime)
     marker = local_client.write_server_marker(settings)
@@ -143,8 +145,20 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.streams.faust_app import run_worker
 
     settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
+    if args.serve_api and refused_bind(settings):
+        return 2
     run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
     return 0
+
+
+def refused_bind(settings: Settings) -> bool:
+    """True (and why, on stderr) when the API must not listen on ``settings.host``."""
+    from breadcrumb.query_api.auth import open_bind_refusal
+
+    reason = open_bind_refusal(settings)
+    if reason:
+        sys.stderr.write(f"breadcrumb: {reason}\n")
+    return reason is not None
 
 
 def read_jsonl(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:
