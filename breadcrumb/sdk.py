@@ -255,7 +255,10 @@ class HttpPublisher:
         await self.stop()
 
     async def start(self) -> None:
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=self.timeout)
+        from breadcrumb.client import api_key_headers  # Authorization: Bearer $BREADCRUMB_API_KEY
+
+        self._http = httpx.AsyncClient(base_url=self.url, timeout=self.timeout,
+                                       headers=api_key_headers())
 
     async def stop(self) -> None:
         if self._http is not None:

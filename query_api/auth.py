@@ -43,6 +43,7 @@ TESTCLIENT = ("testclient", "testserver")  # Starlette's in-process client: no s
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ALL_ROLES = frozenset({"agent", "reader", "admin"})
 ADMIN = frozenset({"admin"})
+FORWARDED = "forwarded"  # an MCP proxy's caller: the query service behind it checks the key
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,8 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
     ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),  # counts only (CLI ingest polls it)
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream)$"), Rule(ALL_ROLES)),  # scoped
+    *((m, re.compile(r"^/mcp/?$"), Rule(ALL_ROLES | {FORWARDED}))  # tools bind the tenant
+      for m in ("GET", "POST", "DELETE")),
 ]
 ADMIN_ONLY = Rule(ADMIN)  # /metrics, /v1/admin/*, and any route not listed above
 
@@ -129,6 +132,21 @@ class KeyRing:
         if record is None or record.revoked_at is not None or not record.matches(secret):
             return None
         return Principal(record.key_id, record.tenant, record.role)
+
+
+class ForwardingKeyRing:
+    """For ``breadcrumb mcp --url``: any well-formed key passes here and is forwarded to
+    the query service, which verifies it; a key is required when ``require`` (non-loopback
+    bind), else a keyless loopback caller is forwarded as is."""
+
+    def __init__(self, require: bool) -> None:
+        self.require = require
+
+    def has_keys(self) -> bool:
+        return self.require
+
+    def verify(self, token: str) -> Principal | None:
+        return Principal("", "", FORWARDED) if parse_key(token) else None
 
 
 def _split_list(value: str) -> set[str]:
@@ -196,11 +214,13 @@ def sees_tenant(principal: Principal | None, user_id: str) -> bool:
 class SecurityMiddleware:
     """The checks listed in the module docstring, as pure ASGI (streams pass untouched)."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, keyring: KeyRing | None = None) -> None:
+    def __init__(self, app: ASGIApp, settings: Settings,
+                 keyring: KeyRing | ForwardingKeyRing | None = None) -> None:
         self.app = app
         self.hosts = allowed_hosts(settings)
         self.origins = _split_list(settings.allowed_origins)
-        self.keyring = keyring or KeyRing(key_store_for(settings), settings.key_cache_seconds)
+        self.keyring: KeyRing | ForwardingKeyRing = keyring or KeyRing(
+            key_store_for(settings), settings.key_cache_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -221,7 +241,7 @@ class SecurityMiddleware:
             return receive
         principal = await run_in_threadpool(self._authenticate, scope, headers)
         scope.setdefault("state", {})["principal"] = principal
-        if principal is None:
+        if principal is None or principal.role == FORWARDED:
             return receive
         if principal.role not in rule.roles:
             raise ApiError(403, "forbidden", f"a {principal.role} key may not "
@@ -371,6 +391,7 @@ async def _send_error(send: Send, exc: ApiError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def install_security(app: Any, settings: Settings, keyring: KeyRing | None = None) -> None:
+def install_security(app: Any, settings: Settings,
+                     keyring: KeyRing | ForwardingKeyRing | None = None) -> None:
     """Register :class:`SecurityMiddleware` on a FastAPI/Starlette app."""
     app.add_middleware(SecurityMiddleware, settings=settings, keyring=keyring)
