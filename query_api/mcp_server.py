@@ -9,23 +9,32 @@ memory, the verbatim evidence lines with their event ids, the reply's own token 
 its last line, at most ``max_tokens + 150`` tokens); ``detail="full"`` returns the
 contract's RecallResponse JSON. ``recall_memory_source`` cuts the lines answering a query
 from one range, or pages through the range verbatim when no query is given.
+
+Over HTTP the same keys as the query service apply (:mod:`query_api.auth`): on a data dir,
+``Authorization: Bearer <key>`` is checked here and ``user_id`` is bound to the key's
+tenant (absent: the key's tenant; another tenant: a tool error); proxying ``--url``, the
+caller's key is forwarded to the query service, which decides.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Annotated, Any, Literal
 
 import anyio
 import orjson
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from breadcrumb.client import Backend
+from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.query_api.auth import Principal
 
 INSTRUCTIONS = (
     "Breadcrumb keeps every agent event verbatim and short summaries that point back to "
@@ -54,18 +63,49 @@ def server_version() -> str:
         return "0.0.0"
 
 
-def build_mcp_server(backend: Backend, name: str = "breadcrumb",
-                     user_id: str = "local") -> MCPServer:
-    """An MCPServer whose tools answer through ``backend`` for ``user_id`` by default."""
+BackendForKey = Callable[[str | None], Backend]
+
+
+class Binder:
+    """Which backend and tenant a tool call acts for.
+
+    stdio: ``backend`` and the configured user. HTTP on a data dir: the key's tenant
+    (another tenant is a tool error, except for an admin). Proxying ``--url``: the
+    backend that forwards the caller's key, which the query service checks.
+    """
+
+    def __init__(self, backend: Backend, default_user: str,
+                 backend_for_key: BackendForKey | None = None) -> None:
+        self.backend = backend
+        self.default_user = default_user
+        self.backend_for_key = backend_for_key
+
+    def bind(self, ctx: Context | None, user_id: str | None) -> tuple[Backend, str | None]:
+        """None only when forwarding a caller's key: the query service fills its tenant."""
+        principal, token = _caller(ctx)
+        if self.backend_for_key is not None:
+            return self.backend_for_key(token), user_id or (None if token else self.default_user)
+        if principal is None:
+            return self.backend, user_id or self.default_user
+        if user_id is not None and user_id != principal.tenant and not principal.is_admin:
+            raise ToolError("user_id names another tenant than this key's")
+        return self.backend, user_id or principal.tenant
+
+
+def build_mcp_server(backend: Backend, name: str = "breadcrumb", user_id: str = "local",
+                     backend_for_key: BackendForKey | None = None) -> MCPServer:
+    """An MCPServer whose tools answer through ``backend`` for ``user_id`` by default (or,
+    when forwarding keys, through ``backend_for_key(caller's key)``)."""
     server = MCPServer(name, title="Breadcrumb memory", instructions=INSTRUCTIONS,
                        version=server_version())
-    _add_search(server, backend, user_id)
-    _add_source(server, backend, user_id)
-    _add_remember(server, backend, user_id)
+    binder = Binder(backend, user_id, backend_for_key)
+    _add_search(server, binder)
+    _add_source(server, binder)
+    _add_remember(server, binder)
     return server
 
 
-def _add_search(server: MCPServer, backend: Backend, default_user: str) -> None:
+def _add_search(server: MCPServer, binder: Binder) -> None:
     @server.tool(title="Search memory", annotations=READ_ONLY, description=(
         "Search what earlier sessions did and decided. Returns one line per memory "
         "(score, status/tier, thread#start-end source range, summary) and, for questions "
@@ -94,8 +134,10 @@ def _add_search(server: MCPServer, backend: Backend, default_user: str) -> None:
         detail: Annotated[Literal["brief", "full"], Field(description=(
             "brief (default): compact text. full: the whole RecallResponse JSON "
             "(scores, query hints, metadata; thousands of tokens)."))] = "brief",
+        ctx: Context | None = None,
     ) -> CallToolResult:
-        body = {"user_id": user_id or default_user, "query": query, "project_id": project_id,
+        backend, user = binder.bind(ctx, user_id)
+        body = {"user_id": user, "query": query, "project_id": project_id,
                 "k": k, "max_tokens": max_tokens, "mode": mode,
                 "include_superseded": include_superseded,
                 "include_archived": include_archived, "thread_id": thread_id, "tags": tags}
@@ -108,7 +150,7 @@ def _add_search(server: MCPServer, backend: Backend, default_user: str) -> None:
                               structured_content=answer)
 
 
-def _add_source(server: MCPServer, backend: Backend, default_user: str) -> None:
+def _add_source(server: MCPServer, binder: Binder) -> None:
     @server.tool(title="Recall memory source", annotations=READ_ONLY, description=(
         "Read one source range (thread#start-end from search_memory). With a query: the "
         "verbatim lines of the range that answer it, with their event ids. Without a "
@@ -123,10 +165,11 @@ def _add_source(server: MCPServer, backend: Backend, default_user: str) -> None:
             "What to look for in the range; empty to read it page by page."))] = "",
         max_tokens: MaxTokens = 800,
         user_id: UserId = None,
+        ctx: Context | None = None,
     ) -> dict[str, Any]:
         if source_end_index < source_start_index:
             raise ValueError("source_end_index is before source_start_index")
-        user = user_id or default_user
+        backend, user = binder.bind(ctx, user_id)
         last = min(source_end_index, source_start_index + PAGE_EVENTS - 1)
         if query.strip():
             body = {"user_id": user, "source_thread_id": source_thread_id,
@@ -135,7 +178,7 @@ def _add_source(server: MCPServer, backend: Backend, default_user: str) -> None:
                     "max_tokens": max_tokens}
             return dict(await anyio.to_thread.run_sync(backend.recall_source, body))
         events = await anyio.to_thread.run_sync(
-            backend.thread_events, user, source_thread_id, source_start_index, last)
+            backend.thread_events, user or "", source_thread_id, source_start_index, last)
         return page_of(events, source_thread_id, source_start_index, source_end_index,
                        max_tokens)
 
@@ -158,7 +201,7 @@ def page_of(events: list[dict[str, Any]], thread_id: str, start: int, end: int,
             "next_source_start_index": next_start if next_start <= end else None}
 
 
-def _add_remember(server: MCPServer, backend: Backend, default_user: str) -> None:
+def _add_remember(server: MCPServer, binder: Binder) -> None:
     @server.tool(title="Remember", annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True,
         open_world_hint=False), description=(
@@ -172,8 +215,12 @@ def _add_remember(server: MCPServer, backend: Backend, default_user: str) -> Non
         project_id: Annotated[str | None, Field(description="Project of the note.")] = None,
         tags: Annotated[list[str] | None, Field(description="Tags for the note.")] = None,
         user_id: UserId = None,
+        ctx: Context | None = None,
     ) -> str:
-        event = note_event(user_id or default_user, thread_id, text, project_id, tags)
+        backend, user = binder.bind(ctx, user_id)
+        event = note_event(user or "", thread_id, text, project_id, tags)
+        if user is None:  # forwarded key: the query service fills the key's tenant
+            del event["user_id"]
         report = await anyio.to_thread.run_sync(
             lambda: backend.ingest([event], flush=True, batch=1, timeout=60.0))
         if report["rejected"]:
@@ -209,11 +256,38 @@ def _given(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
 
 
-def run_mcp(backend: Backend, transport: str, host: str, port: int,
-            user_id: str = "local") -> None:
-    """Serve until stopped: ``stdio`` or ``http`` (streamable HTTP at ``/mcp``)."""
-    server = build_mcp_server(backend, user_id=user_id)
+def _caller(ctx: Context | None) -> tuple[Principal | None, str | None]:
+    """The HTTP caller's principal (set by SecurityMiddleware) and bearer key; stdio: none."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # no request context (called outside a request)
+        request = None
+    if request is None:
+        return None, None
+    principal = request.scope.get("state", {}).get("principal")
+    token = request.headers.get("authorization", "").partition(" ")[2].strip() or None
+    return (principal if isinstance(principal, Principal) else None), token
+
+
+def run_mcp(backend: Backend, transport: str, host: str, port: int, user_id: str = "local",
+            settings: Settings | None = None,
+            backend_for_key: BackendForKey | None = None) -> None:
+    """Serve until stopped: ``stdio`` or ``http`` (streamable HTTP at ``/mcp``, behind
+    :class:`query_api.auth.SecurityMiddleware`)."""
+    server = build_mcp_server(backend, user_id=user_id, backend_for_key=backend_for_key)
     if transport == "stdio":
         server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+        return
+    import uvicorn
+
+    app = mcp_http_app(server, settings or Settings(), host, forward=backend_for_key is not None)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+def mcp_http_app(server: MCPServer, settings: Settings, host: str, forward: bool) -> Any:
+    """The streamable HTTP app wrapped in the query service's key / browser checks."""
+    from breadcrumb.query_api.auth import ForwardingKeyRing, SecurityMiddleware, is_loopback
+
+    app = server.streamable_http_app(host=host)
+    keyring = ForwardingKeyRing(require=not is_loopback(host)) if forward else None
+    return SecurityMiddleware(app, settings.with_overrides(host=host), keyring=keyring)

@@ -2,7 +2,9 @@
 
 Each SSE message is one JSON snapshot (:meth:`query_api.telemetry.Telemetry.snapshot`):
 ``at``, ``stats`` (the ``/v1/stats`` body), ``rates``, ``history``, ``recalls``,
-``stats_errors``. A failed stats read is sent as ``event: error`` and the stream goes on.
+``stats_errors``. An admin key (or a service without keys) sees every tenant's recalls;
+any other key sees only its own tenant's (``scope`` names it). A failed stats read is
+sent as ``event: error`` and the stream goes on.
 A stream ends after ``STREAM_MAX_SECONDS`` (the browser's EventSource reconnects after
 ``RETRY_MS``): uvicorn waits for open responses on shutdown, so an open tab must not hold a
 ``breadcrumb serve`` stop for longer than that. Everything is served locally (no CDN).
@@ -22,6 +24,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 
+from breadcrumb.query_api.auth import Principal, principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.telemetry import Telemetry, telemetry_of
 
@@ -55,7 +58,7 @@ async def dashboard_snapshot(request: Request) -> dict[str, Any]:
     """One snapshot as JSON (the same body as one SSE message)."""
     telemetry = telemetry_of(request.app)
     try:
-        return await run_in_threadpool(telemetry.snapshot)
+        return scoped(await run_in_threadpool(telemetry.snapshot), principal_of(request))
     except Exception as exc:  # shown to the caller as a 503, logged with its cause
         log.warning("dashboard: reading stats failed: %s", exc)
         raise ApiError(503, "stats_unavailable", f"reading stats failed: {exc}") from exc
@@ -70,32 +73,54 @@ async def dashboard_stream(
     """Server-sent events: one JSON snapshot every ``interval`` seconds (default ~1 s)."""
     runtime = request.app.state.runtime
     period = interval or float(getattr(runtime.settings, "dashboard_interval_seconds", 1.0))
-    frames = sse_frames(telemetry_of(request.app), period, limit)
+    frames = sse_frames(telemetry_of(request.app), period, limit,
+                        principal=principal_of(request))
     return StreamingResponse(frames, media_type="text/event-stream",
                              headers={**NO_CACHE, "X-Accel-Buffering": "no"})
 
 
 async def sse_frames(
     telemetry: Telemetry, interval: float, limit: int | None,
-    max_seconds: float = STREAM_MAX_SECONDS,
+    max_seconds: float = STREAM_MAX_SECONDS, principal: Principal | None = None,
 ) -> AsyncIterator[str]:
     """``retry:`` then snapshot frames until ``limit`` or ``max_seconds``."""
     yield f"retry: {RETRY_MS}\n\n"
     started = time.monotonic()
     sent = 0
     while True:
-        yield await _frame(telemetry)
+        yield await _frame(telemetry, principal)
         sent += 1
         if (limit is not None and sent >= limit) or time.monotonic() - started > max_seconds:
             return
         await asyncio.sleep(interval)
 
 
-async def _frame(telemetry: Telemetry) -> str:
+async def _frame(telemetry: Telemetry, principal: Principal | None = None) -> str:
     try:
         snapshot = await run_in_threadpool(telemetry.snapshot)
     except Exception as exc:  # the page shows it; counted in telemetry.stats_errors
         log.warning("dashboard: reading stats failed: %s", exc)
         error = {"error": str(exc), "stats_errors": telemetry.stats_errors}
         return f"event: error\ndata: {orjson.dumps(error).decode()}\n\n"
-    return f"data: {orjson.dumps(snapshot).decode()}\n\n"
+    return f"data: {orjson.dumps(scoped(snapshot, principal)).decode()}\n\n"
+
+
+def scoped(snapshot: dict[str, Any], principal: Principal | None) -> dict[str, Any]:
+    """The snapshot as this caller may see it: a non-admin key sees its own recalls only."""
+    if principal is None or principal.is_admin:
+        return {**snapshot, "scope": "all"}
+    mine = [r for r in snapshot["recalls"]["recent"] if r.get("user_id") == principal.tenant]
+    by_class: dict[str, int] = {}
+    for record in mine:
+        by_class[record["classification"]] = by_class.get(record["classification"], 0) + 1
+    latencies = sorted(float(r["latency_ms"]) for r in mine)
+    recalls = {"total": len(mine), "by_classification": by_class,
+               "latency_ms": {"p50": _quantile(latencies, 0.5), "p95": _quantile(latencies, 0.95)},
+               "recent": mine}
+    return {**snapshot, "recalls": recalls, "scope": principal.tenant}
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return round(values[min(len(values) - 1, int(q * len(values)))], 2)

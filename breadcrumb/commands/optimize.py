@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+from breadcrumb.client import api_key_headers
 from breadcrumb.infra.settings import Settings
 
 
@@ -44,7 +45,8 @@ def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
 def _over_http(url: str) -> dict[str, Any]:
     import httpx
 
-    response = httpx.post(f"{url}/v1/admin/optimize", timeout=3600.0)
+    response = httpx.post(f"{url}/v1/admin/optimize", timeout=3600.0,
+                          headers=api_key_headers())
     response.raise_for_status()
     data: dict[str, Any] = response.json()
     return data

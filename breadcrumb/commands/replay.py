@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from breadcrumb.client import api_key_headers
 from breadcrumb.infra.settings import Settings
 
 
@@ -68,7 +69,8 @@ def _describe(settings: Settings, url: str | None) -> dict[str, Any]:
     if url:
         import httpx
 
-        data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30).json()
+        data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30,
+                                           headers=api_key_headers()).json()
         return data
     from breadcrumb.stores.generations import catalog_for
 
@@ -80,7 +82,8 @@ def _remove(settings: Settings, url: str | None, name: str) -> None:
     if url:
         import httpx
 
-        answer = httpx.delete(f"{url}/v1/admin/generations/{name}", timeout=120)
+        answer = httpx.delete(f"{url}/v1/admin/generations/{name}", timeout=120,
+                              headers=api_key_headers())
         if answer.status_code >= 400:
             raise SystemExit(f"breadcrumb: {answer.json()['error']['message']}")
         return
@@ -132,7 +135,7 @@ def _in_process(settings: Settings, name: str | None) -> dict[str, Any]:
 def _over_http(url: str, name: str | None) -> dict[str, Any]:
     import httpx
 
-    with httpx.Client(base_url=url, timeout=60) as http:
+    with httpx.Client(base_url=url, timeout=60, headers=api_key_headers()) as http:
         started = http.post("/v1/admin/replay", json={"name": name})
         if started.status_code >= 400:
             raise SystemExit(f"breadcrumb: {started.json()['error']['message']}")

@@ -87,7 +87,9 @@ def test_invalid_events_are_rejected_with_reason_and_kept(client: TestClient) ->
     assert mixed.status_code == 202
     assert mixed.json()["accepted"] == 1 and mixed.json()["rejected"][0]["position"] == 1
     assert client.get("/v1/stats").json()["dead_letters"] == 2
-    assert client.post("/v1/events", content=b"{nope").status_code == 400
+    assert client.post("/v1/events", content=b"{nope",
+                       headers={"content-type": "application/json"}).status_code == 400
+    assert client.post("/v1/events", content=b"{nope").status_code == 415  # not JSON-typed
     assert client.post("/v1/events", json={"event": []}).status_code == 400
 
 

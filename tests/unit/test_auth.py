@@ -1,0 +1,131 @@
+"""Keys stored hashed, and the browser checks of query_api.auth on a tiny app (no runtime)."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.testclient import TestClient
+
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.auth import (
+    KeyRing,
+    SecurityMiddleware,
+    host_name,
+    open_bind_refusal,
+    principal_of,
+)
+from breadcrumb.query_api.errors import install_error_handlers
+from breadcrumb.stores.keys import new_key, parse_key, sqlite_key_store, utc_now_iso
+
+
+def _app(settings: Settings) -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/v1/recall")
+    async def recall(request: Request) -> dict[str, Any]:
+        principal = principal_of(request)
+        return {"body": await request.json(), "tenant": principal.tenant if principal else None}
+
+    @app.get("/v1/stats")
+    async def stats() -> dict[str, Any]:
+        return {"ok": True}
+
+    app.add_middleware(SecurityMiddleware, settings=settings)
+    return app
+
+
+def test_keys_are_stored_hashed_in_a_private_file(tmp_path: Path) -> None:
+    store = sqlite_key_store(tmp_path / "d")
+    assert store.count() == 0 and not (tmp_path / "d").exists()  # reading creates nothing
+    record, key = new_key("acme", "agent")
+    store.add(record)
+    key_id, secret = parse_key(key) or ("", "")
+    assert key_id == record.key_id and key.startswith("bc_")
+    path = tmp_path / "d" / "keys.sqlite3"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o700
+    assert secret.encode() not in path.read_bytes()
+    ring = KeyRing(store, ttl=0)
+    assert ring.verify(key) is not None and ring.verify(key + "x") is None
+    assert ring.verify(key.replace(key_id, "0" * 12)) is None
+    assert store.revoke(record.key_id, utc_now_iso()) and ring.verify(key) is None
+    assert not store.revoke(record.key_id, utc_now_iso())  # already revoked
+    with pytest.raises(ValueError):
+        new_key("acme", "root")
+
+
+def test_browser_borne_requests_are_refused(tmp_path: Path) -> None:
+    http = TestClient(_app(Settings(data_dir=tmp_path)))
+    ok = http.post("/v1/recall", json={"user_id": "u", "query": "q"})
+    assert ok.status_code == 200 and ok.json()["tenant"] is None  # no key exists: open
+    for media in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data"):
+        refused = http.post("/v1/recall", content=b'{"user_id": "u"}',
+                            headers={"content-type": media})
+        assert refused.status_code == 415
+        assert refused.json()["error"]["code"] == "unsupported_media_type"
+    assert http.post("/v1/recall", content=b"{}").status_code == 415  # untyped body
+    foreign = http.post("/v1/recall", json={}, headers={"origin": "http://evil.example"})
+    assert foreign.status_code == 403 and foreign.json()["error"]["code"] == "foreign_origin"
+    assert http.get("/v1/stats", headers={"origin": "null"}).status_code == 403
+    assert http.get("/v1/stats", headers={"origin": "http://testserver"}).status_code == 200
+    for host in ("evil.example", "127.0.0.1.evil.example", "localhost.evil:80"):
+        bad = http.get("/v1/stats", headers={"host": host})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "host_not_allowed"
+    for host in ("localhost:8765", "127.0.0.1", "[::1]:8765", "LOCALHOST"):
+        assert http.get("/v1/stats", headers={"host": host}).status_code == 200
+
+
+def test_allow_lists_extend_by_settings(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, allowed_hosts="api.example.com",
+                        allowed_origins="https://ops.example.com")
+    http = TestClient(_app(settings))
+    assert http.get("/v1/stats", headers={"host": "api.example.com"}).status_code == 200
+    assert http.get("/v1/stats", headers={"origin": "https://ops.example.com"}
+                    ).status_code == 200
+    anyhost = TestClient(_app(Settings(data_dir=tmp_path, allowed_hosts="*")))
+    assert anyhost.get("/v1/stats", headers={"host": "whatever.example"}).status_code == 200
+
+
+def test_open_mode_answers_loopback_clients_only(tmp_path: Path) -> None:
+    app = _app(Settings(data_dir=tmp_path))
+    remote = TestClient(app, client=("10.1.2.3", 5000), base_url="http://localhost")
+    refused = remote.get("/v1/stats")
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "key_required"
+    local = TestClient(app, client=("127.0.0.1", 5000), base_url="http://localhost")
+    assert local.get("/v1/stats").status_code == 200
+
+
+def test_bind_refused_without_keys(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, host="0.0.0.0")
+    reason = open_bind_refusal(settings)
+    assert reason is not None and "keys create" in reason
+    assert open_bind_refusal(Settings(data_dir=tmp_path, host="127.0.0.1")) is None
+    assert open_bind_refusal(Settings(data_dir=tmp_path, host="::1")) is None
+    record, _ = new_key("ops", "admin")
+    sqlite_key_store(tmp_path).add(record)
+    assert open_bind_refusal(settings) is None
+
+
+def test_tenant_filled_from_the_key(tmp_path: Path) -> None:
+    record, key = new_key("acme", "reader")
+    sqlite_key_store(tmp_path).add(record)
+    http = TestClient(_app(Settings(data_dir=tmp_path)))
+    auth = {"Authorization": f"Bearer {key}"}
+    answer = http.post("/v1/recall", json={"query": "q"}, headers=auth)
+    assert answer.json() == {"body": {"query": "q", "user_id": "acme"}, "tenant": "acme"}
+    same = http.post("/v1/recall", json={"query": "q", "user_id": "acme"}, headers=auth)
+    assert same.status_code == 200
+    assert http.post("/v1/recall", json={"user_id": "acme2"}, headers=auth).status_code == 403
+    assert http.post("/v1/recall", json={"q": 1}).status_code == 401
+    assert http.post("/v1/recall", json={}, headers={"Authorization": "Basic abc"}
+                     ).status_code == 401
+
+
+def test_host_name() -> None:
+    assert host_name("Example.COM:8765") == "example.com"
+    assert host_name("[::1]:80") == "::1" and host_name("localhost.") == "localhost"
