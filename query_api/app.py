@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from breadcrumb.infra.bootstrap import Runtime
+from breadcrumb.infra.data_dir import identity
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.telemetry import telemetry_of
@@ -151,7 +152,8 @@ def health(runtime: Runtime) -> dict[str, Any]:
         except Exception as exc:  # health must report, not raise
             components[name] = f"error: {exc}"
     status = "ok" if all(v == "ok" for v in components.values()) else "degraded"
-    return {"status": status, "mode": runtime.settings.mode, "components": components}
+    return {"status": status, "mode": runtime.settings.mode, "components": components,
+            **identity(runtime.settings.data_dir)}  # which data dir owner answers here
 
 
 __all__ = ["create_app", "health", "stats"]

@@ -28,10 +28,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the backend (embedded runtime or HTTP proxy) and serve until stopped."""
-    from breadcrumb.client import HttpBackend, LocalBackend
+    from breadcrumb.client import Backend, HttpBackend, LocalBackend, locate
     from breadcrumb.query_api.mcp_server import run_mcp
 
-    backend = HttpBackend(args.url) if args.url else LocalBackend(settings)
+    # The service that owns the data dir, when one runs; else the data dir, locked here.
+    url, lock = locate(settings, args.url)
+    backend: Backend = HttpBackend(url) if url else LocalBackend(settings, lock)
     try:
         run_mcp(backend, args.transport, settings.host, args.port or DEFAULT_MCP_PORT)
     finally:
