@@ -17,6 +17,7 @@ from breadcrumb.query_api.telemetry import configure_logging, uvicorn_log_config
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    data_dir.set_role(f"breadcrumb {args.command}")  # named in the data dir's lock file
     return Settings().with_overrides(
         data_dir=getattr(args, "data_dir", None),
         host=getattr(args, "host", None),
@@ -86,7 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings, verbose=args.verbose)
-    data_dir.set_role(f"breadcrumb {args.command}")
     builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
                "worker": cmd_worker}
     handler = builtin.get(args.command) or args.handler

@@ -15,6 +15,7 @@ from breadcrumb.infra.bootstrap import Runtime
 from breadcrumb.infra.data_dir import identity
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.routes_health import refuse_when_disk_low
 from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
 
     @app.post("/v1/events", status_code=202)
     async def post_events(request: Request) -> JSONResponse:
+        refuse_when_disk_low(request.app)  # 507 rather than an unsafe acknowledgement
         items = await _events_body(request)
         result = await run_in_threadpool(runtime.gateway.submit, items, "http")
         if result.rejected and not result.accepted and not result.duplicates:
@@ -52,7 +54,8 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
         return JSONResponse(result.to_dict(), status_code=202)
 
     @app.post("/v1/flush", status_code=202)
-    async def post_flush(req: FlushRequest) -> dict[str, Any]:
+    async def post_flush(req: FlushRequest, request: Request) -> dict[str, Any]:
+        refuse_when_disk_low(request.app)
         await run_in_threadpool(runtime.gateway.request_flush, req.user_id, req.thread_id, "flush")
         return {"flushed": 1}
 

@@ -9,7 +9,8 @@ its job, 503 naming every failed check otherwise:
 - ``processor``: the embedded processor thread is alive and, with a backlog, has applied
   a log entry within ``ready_stall_seconds``;
 - ``vectors``: the vector index takes a write (a no-op delete + flush);
-- ``disk``: at least ``min_free_disk_mb`` free on the data dir's disk.
+- ``disk``: at least ``min_free_disk_mb`` free on the data dir's disk (below it,
+  ``POST /v1/events`` and ``POST /v1/flush`` answer 507 ``insufficient_storage``).
 
 ``GET /v1/identity`` touches no store: ``{"instance", "data_dir", "pid", "mode"}``; the
 CLI uses it (and ``/healthz`` carries the same ``instance``) to tell the owner of a data
@@ -30,6 +31,7 @@ from fastapi.responses import JSONResponse
 
 from breadcrumb.infra import data_dir
 from breadcrumb.infra.data_dir import MB, FreeSpace
+from breadcrumb.query_api.errors import ApiError
 
 router = APIRouter()
 CheckFn = Callable[[], str | None]  # None: ok; a string: why not
@@ -143,11 +145,25 @@ class Readiness:
 
 def readiness_of(request: Request) -> Readiness:
     """The app's Readiness (created on first use; tests may replace it)."""
-    state = request.app.state
+    return _readiness(request.app)
+
+
+def _readiness(app: Any) -> Readiness:
+    state = app.state
     ready = getattr(state, "readiness", None)
     if ready is None or ready.runtime is not state.runtime:
         ready = state.readiness = Readiness(state.runtime)
     return ready
+
+
+def refuse_when_disk_low(app: Any) -> None:
+    """Intake guard: below ``min_free_disk_mb`` events are refused with 507 (never
+    acknowledged, so the sender keeps them) instead of filling the disk under SQLite,
+    whose shared-memory file then dies of SIGBUS."""
+    problem = _readiness(app)._disk()
+    if problem is not None:
+        raise ApiError(507, "insufficient_storage",
+                       f"{problem}: events are not accepted until space is freed")
 
 
 @router.get("/readyz")

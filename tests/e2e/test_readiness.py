@@ -56,6 +56,14 @@ def test_low_disk_fails_disk(client: TestClient) -> None:
     assert code == 503 and body["failed"] == ["disk"]
     assert "100 MB free" in next(c["detail"] for c in body["checks"] if c["name"] == "disk")
     assert client.get("/healthz").status_code == 200  # liveness is not readiness
+    received = client.get("/v1/stats").json()["events_received"]
+    refused = client.post("/v1/events", json={"events": [
+        {**example_events()[0], "event_id": "low-disk", "thread_id": "low-disk"}]})
+    assert refused.status_code == 507
+    assert refused.json()["error"]["code"] == "insufficient_storage"
+    assert client.post("/v1/flush", json={"user_id": "demo", "thread_id": "x"}
+                       ).status_code == 507
+    assert client.get("/v1/stats").json()["events_received"] == received  # nothing taken
 
 
 def test_store_refusing_writes_fails_sql_write(client: TestClient) -> None:
