@@ -12,11 +12,13 @@ import orjson
 
 from breadcrumb import client as local_client
 from breadcrumb.extras import missing_extra
+from breadcrumb.infra import data_dir
 from breadcrumb.infra.settings import Settings
 from breadcrumb.logs import configure_logging, uvicorn_log_config
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    data_dir.set_role(f"breadcrumb {args.command}")  # named in the data dir's lock file
     return Settings().with_overrides(
         data_dir=getattr(args, "data_dir", None),
         host=getattr(args, "host", None),
@@ -94,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = builtin.get(args.command) or args.handler
     try:
         return handler(args, settings)
-    except local_client.ClientError as exc:
+    except (local_client.ClientError, data_dir.StartupError) as exc:
         print(f"breadcrumb: {exc}", file=sys.stderr)
         return 1
     except ModuleNotFoundError as exc:  # a command whose extra is not installed
@@ -113,15 +115,33 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if refused_bind(settings):
         return 2
-    runtime = build_runtime(settings)
-    app = create_app(runtime)
-    marker = local_client.write_server_marker(settings)
+    lock = None
+    if settings.mode == "embedded":  # one owner per data dir; a second serve stops here
+        lock = data_dir.acquire(settings.data_dir)
+        lock.set_url(f"http://{_client_host(settings.host)}:{settings.port}")
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
-                    log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5)
+        runtime = build_runtime(settings)
+        app = create_app(runtime)
+        marker = None if lock else local_client.write_server_marker(settings)
+        try:
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+                        log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5)
+        finally:
+            if marker is not None:
+                marker.unlink(missing_ok=True)
     finally:
-        marker.unlink(missing_ok=True)
+        if lock is not None:
+            lock.release()
     return 0
+
+
+def _client_host(host: str) -> str:
+    """Where a local client reaches a service bound to ``host`` (wildcards → loopback)."""
+    if host in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:

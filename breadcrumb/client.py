@@ -1,9 +1,9 @@
 """Python client: the same calls over HTTP (a running service) or in-process (a data dir).
 
-``connect(settings)`` talks to the query service that serves this data dir if one is
-running (it leaves ``server.json`` there), otherwise opens the data dir itself. Over HTTP
-every request carries ``Authorization: Bearer <key>`` when a key is given (``--api-key``,
-:func:`use_api_key`) or set in ``BREADCRUMB_API_KEY``.
+``connect(settings)`` talks to the query service that owns this data dir if one is
+running, otherwise opens the data dir itself (taking its lock: one owner per data dir,
+see ``infra/data_dir.py``). Over HTTP every request carries ``Authorization: Bearer <key>``
+when a key is given (``--api-key``, :func:`use_api_key`) or set in ``BREADCRUMB_API_KEY``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 import orjson
 
+from breadcrumb.infra import data_dir
+
 if TYPE_CHECKING:
     from breadcrumb.infra.settings import Settings
 
-MARKER = "server.json"
+MARKER = data_dir.MARKER
 API_KEY_ENV = "BREADCRUMB_API_KEY"
 _api_key: str | None = None
 
@@ -60,34 +62,84 @@ class Backend(Protocol):
 
 
 def write_server_marker(settings: Settings) -> Path:
-    """Tell CLI commands on the same data dir where the service listens."""
+    """Cluster mode (no data dir lock): tell CLI commands where the service listens."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     marker = settings.data_dir / MARKER
     url = f"http://{settings.host}:{settings.port}"
-    marker.write_bytes(orjson.dumps({"url": url, "pid": os.getpid()}))
+    marker.write_bytes(orjson.dumps({"url": url, "pid": os.getpid(),
+                                     "instance": data_dir.PROCESS_INSTANCE,
+                                     "data_dir": str(settings.data_dir.resolve())}))
     return marker
 
 
-def running_server(settings: Settings) -> str | None:
-    """The URL of a live service on this data dir, if any."""
-    marker = settings.data_dir / MARKER
-    if not marker.exists():
-        return None
-    url = str(orjson.loads(marker.read_bytes())["url"])
+def answers_for(url: str, instance: str, timeout: float = 5.0) -> bool:
+    """True when the service at ``url`` reports this ``instance`` (``GET /v1/identity``,
+    which touches no store): a port reused by another process, or another data dir's
+    service, does not."""
     try:
-        if httpx.get(f"{url}/healthz", timeout=2.0).status_code < 500:
-            return url
-    except httpx.HTTPError:
+        response = httpx.get(f"{url}/v1/identity", timeout=timeout)
+        return bool(response.json().get("instance") == instance)
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
+def running_server(settings: Settings) -> str | None:
+    """The URL of a live service on this data dir, if any (cluster mode: ``server.json``
+    checked for a live pid and the service's identity; embedded: see :func:`locate`)."""
+    marker = settings.data_dir / MARKER
+    try:
+        info = orjson.loads(marker.read_bytes())
+        url, pid, instance = str(info["url"]), int(info["pid"]), str(info.get("instance"))
+    except (OSError, ValueError, KeyError, TypeError):
         return None
+    if data_dir.pid_alive(pid) and answers_for(url, instance):
+        return url
     return None
 
 
+def locate(settings: Settings, url: str | None = None) -> tuple[str | None, Any]:
+    """Where this command's calls go: ``(url, None)`` for a running service, or
+    ``(None, lock)`` to open the data dir here, with its lock already taken.
+
+    Embedded, the data dir's lock decides: free → this process owns the dir (a leftover
+    ``server.json`` is stale and removed); held by ``breadcrumb serve`` → its URL, once
+    that service answers with the owner's instance id (waiting up to
+    ``server_wait_seconds``, never opening the stores meanwhile); held by a process that
+    serves no HTTP API → :class:`~infra.data_dir.DataDirBusy` naming its pid.
+    """
+    if url:
+        return url, None
+    if settings.mode == "cluster":
+        return running_server(settings), None
+    deadline = time.monotonic() + settings.server_wait_seconds
+    owner = None
+    while True:
+        lock = data_dir.try_acquire(settings.data_dir)
+        if lock is not None:
+            if lock.count == 1:
+                (lock.data_dir / MARKER).unlink(missing_ok=True)  # left by a dead owner
+            return None, lock
+        owner = data_dir.read_owner(settings.data_dir) or owner
+        if owner is not None and owner.url is None and data_dir.pid_alive(owner.pid):
+            raise data_dir.DataDirBusy(settings.data_dir, owner)
+        if owner is not None and owner.url and answers_for(owner.url, owner.instance):
+            return owner.url, None
+        if time.monotonic() > deadline:
+            if owner is not None and owner.url:
+                raise ClientError(
+                    f"data dir {settings.data_dir} is served by {owner.describe()}, which did "
+                    f"not answer within {settings.server_wait_seconds:g} s: wait and "
+                    f"retry, or stop pid {owner.pid}")
+            raise data_dir.DataDirBusy(settings.data_dir, owner)
+        time.sleep(0.2)
+
+
 def connect(settings: Settings, url: str | None = None) -> Backend:
-    """HTTP when a URL is given or a service runs on the data dir, else in-process."""
-    target = url or running_server(settings)
+    """HTTP when a URL is given or a service owns the data dir, else in-process."""
+    target, lock = locate(settings, url)
     if target:
         return HttpBackend(target)
-    return LocalBackend(settings)
+    return LocalBackend(settings, lock)
 
 
 def _thread_keys(items: list[Any]) -> list[tuple[str, str]]:
@@ -203,10 +255,20 @@ class HttpBackend:
 class LocalBackend:
     """The same calls on a runtime built in this process (no server needed)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, lock: Any = None) -> None:
         from breadcrumb.infra.bootstrap import build_runtime
 
-        self.runtime = build_runtime(settings)
+        self._lock = lock  # the data dir lock taken by locate(), released on close
+        try:
+            self.runtime = build_runtime(settings)
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def ingest(self, items: list[Any], flush: bool, batch: int, timeout: float,
                bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -255,4 +317,7 @@ class LocalBackend:
         return stats(self.runtime)
 
     def close(self) -> None:
-        self.runtime.stop()
+        try:
+            self.runtime.stop()
+        finally:
+            self._release()

@@ -12,8 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from breadcrumb.infra import data_dir
 from breadcrumb.infra.bootstrap import (
     Runtime,
     build_lifecycle,
@@ -26,6 +28,7 @@ from breadcrumb.infra.bootstrap import (
     utc_now,
     utc_now_iso,
 )
+from breadcrumb.infra.data_dir import index_failure
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
@@ -64,15 +67,18 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
     from breadcrumb.stores.cold import LocalColdStore
     from breadcrumb.stores.index_maintenance import OptimizeJob
     from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-    from breadcrumb.stores.sqlite_store import SqliteStore
 
     if paths.name == MAIN:
         store = log_store
     else:
-        store = SqliteStore(paths.sqlite)
-        store.open()
+        store = open_sqlite(paths.sqlite)
     index = QdrantEdgeIndex(paths.vectors, embedder.dim)
-    index.ensure()
+    try:
+        index.ensure()
+    except Exception as exc:  # a shard that does not load: say which and what to do
+        if store is not log_store:
+            store.close()
+        raise index_failure(paths.vectors, exc) from exc
     cold = LocalColdStore(settings.data_dir / "cold")
     lifecycle, raw = build_lifecycle(settings, store, index, cold)
     service = IngestService(
@@ -91,14 +97,20 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """The event log + the current generation; processors run in-process."""
-    from breadcrumb.stores.sqlite_store import SqliteStore
     from breadcrumb.streams.embedded import EmbeddedRunner
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    log_store = SqliteStore(settings.data_dir / "breadcrumb.sqlite3")
-    log_store.open()
-    catalog = GenerationCatalog(settings.data_dir)
-    gen = open_generation(settings, embedder, catalog.paths(catalog.current()), log_store)
+    lock = data_dir.acquire(settings.data_dir)  # one owner per data dir (re-entrant)
+    log_store = None
+    try:
+        data_dir.check_disk(settings.data_dir, settings.min_free_disk_mb)
+        log_store = open_sqlite(settings.data_dir / "breadcrumb.sqlite3")
+        catalog = GenerationCatalog(settings.data_dir)
+        gen = open_generation(settings, embedder, catalog.paths(catalog.current()), log_store)
+    except BaseException:
+        if log_store is not None:
+            log_store.close()
+        lock.release()
+        raise
     runner = EmbeddedRunner(log_store, gen.service, utc_now_iso, settings.idle_flush_seconds,
                             derived=gen.store)
     runtime = Runtime(
@@ -112,9 +124,26 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     )
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
-    runtime.stoppers = [log_store.close, lambda: _close_current(runtime, log_store), runner.stop]
+    runtime.stoppers = [lock.release, log_store.close,
+                        lambda: _close_current(runtime, log_store), runner.stop]
     runtime.generations = {gen.name: gen}
     return runtime
+
+
+def open_sqlite(path: Path) -> Any:
+    """Open a SqliteStore; failures become one-line :class:`StartupError`s."""
+    import sqlite3
+
+    from breadcrumb.stores.sqlite_store import SqliteStore
+
+    store = SqliteStore(path)
+    try:
+        store.open()
+        store.probe_read()
+    except sqlite3.DatabaseError as exc:
+        store.close()
+        raise data_dir.sqlite_failure(path, exc) from exc
+    return store
 
 
 def gen_index_pending(runtime: Runtime) -> int:

@@ -107,6 +107,13 @@ class Settings(BaseSettings):
     generation_poll_seconds: float = Field(5.0, gt=0)  # cluster: how often the alias is read
     # --- end generations ---------------------------------------------------------------
 
+    # --- data dir ownership and readiness ------------------------------------------------
+    min_free_disk_mb: int = Field(256, ge=0)  # refuse to start / not ready below this (0 = off)
+    server_wait_seconds: float = Field(60.0, ge=0)  # CLI: wait for the owning serve to answer
+    ready_stall_seconds: float = Field(120.0, gt=0)  # backlog with no progress this long = stuck
+    ready_integrity_seconds: float = Field(300.0, ge=0)  # PRAGMA quick_check period (0 = always)
+    # --- end data dir ownership and readiness --------------------------------------------
+
     # --- recall perf -------------------------------------------------------------------
     # Qdrant Edge builds HNSW only in optimize(): run it when this many points were
     # written since the last one and nothing was written for idle_seconds (0 = never).

@@ -12,10 +12,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from breadcrumb.infra.bootstrap import Runtime
+from breadcrumb.infra.data_dir import identity
 from breadcrumb.query_api.auth import install_security
 from breadcrumb.query_api.brief import brief_view
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.routes_health import refuse_when_disk_low
 from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
 
     @app.post("/v1/events", status_code=202)
     async def post_events(request: Request) -> JSONResponse:
+        refuse_when_disk_low(request.app)  # 507 rather than an unsafe acknowledgement
         items = await _events_body(request)
         result = await run_in_threadpool(runtime.gateway.submit, items, "http")
         if result.rejected and not result.accepted and not result.duplicates:
@@ -54,7 +57,8 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
         return JSONResponse(result.to_dict(), status_code=202)
 
     @app.post("/v1/flush", status_code=202)
-    async def post_flush(req: FlushRequest) -> dict[str, Any]:
+    async def post_flush(req: FlushRequest, request: Request) -> dict[str, Any]:
+        refuse_when_disk_low(request.app)
         await run_in_threadpool(runtime.gateway.request_flush, req.user_id, req.thread_id, "flush")
         return {"flushed": 1}
 
@@ -156,7 +160,8 @@ def health(runtime: Runtime) -> dict[str, Any]:
         except Exception as exc:  # health must report, not raise
             components[name] = f"error: {exc}"
     status = "ok" if all(v == "ok" for v in components.values()) else "degraded"
-    return {"status": status, "mode": runtime.settings.mode, "components": components}
+    return {"status": status, "mode": runtime.settings.mode, "components": components,
+            **identity(runtime.settings.data_dir)}  # which data dir owner answers here
 
 
 __all__ = ["create_app", "health", "stats"]

@@ -46,6 +46,8 @@ from breadcrumb.stores.qdrant_common import (
 from breadcrumb.stores.search_batch import SearchRequest, batched
 from breadcrumb.topics.records import Chunk, Observation
 
+PROBE_POINT_ID = "00000000-0000-0000-0000-000000000000"  # never a memory or chunk id
+
 
 def _config(dim: int, indexing_threshold_kb: int | None = None) -> qe.EdgeConfig:
     optimizers = None
@@ -308,3 +310,15 @@ class QdrantEdgeIndex:
                 name: int(self._shard(name).count(qe.CountRequest(exact=True)))
                 for name in COLLECTIONS
             }
+
+    # --- readiness ------------------------------------------------------------------
+    def probe_write(self) -> None:
+        """A write that changes nothing (deleting an id no point has) and a flush, on both
+        shards: raises when the index cannot take writes (closed shard, WAL or segment
+        files gone or unwritable)."""
+        with self._lock:
+            for name in COLLECTIONS:
+                shard = self._shard(name)
+                shard.update(qe.UpdateOperation.delete_points([PROBE_POINT_ID]))
+                shard.flush()
+                self._last_flush[name] = time.monotonic()

@@ -57,3 +57,40 @@ class SqliteStore(SqlStore):
 
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
+
+    # --- readiness probes ---------------------------------------------------------------
+
+    def probe_write(self) -> None:
+        """Take the write lock, write a row, roll back: raises when the file cannot be
+        written (read-only, I/O error, corrupt pages on the path of the write)."""
+
+        class _Rollback(Exception):
+            pass
+
+        try:
+            with self.transaction():
+                self._execute("INSERT OR REPLACE INTO kv_counters (name, value) VALUES (?, ?)",
+                              ("__readyz_probe__", 0))
+                raise _Rollback
+        except _Rollback:
+            pass
+
+    def probe_read(self) -> None:
+        """Read the schema and the first and last row of every table (their b-tree roots
+        and edges): raises on pages that do not parse."""
+        tables = [str(r[0]) for r in self._read(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        for name in tables:
+            self._read(f'SELECT * FROM "{name}" LIMIT 1')
+            self._read(f'SELECT * FROM "{name}" ORDER BY rowid DESC LIMIT 1')
+
+    def quick_check(self) -> str:
+        """``PRAGMA quick_check`` on a separate read-only connection (readers do not block
+        the writer under WAL): ``"ok"`` or the first problem found."""
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=self._busy_timeout_s)
+        try:
+            rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+        finally:
+            conn.close()
+        return "ok" if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows)

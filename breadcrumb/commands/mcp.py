@@ -36,17 +36,22 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the backend (embedded runtime or HTTP proxy) and serve until stopped."""
-    from breadcrumb.client import HttpBackend, LocalBackend
+    from breadcrumb.client import Backend, HttpBackend, LocalBackend, locate
     from breadcrumb.query_api.auth import open_bind_refusal
     from breadcrumb.query_api.mcp_server import run_mcp
 
+    # The service that owns the data dir, when one runs; else the data dir, locked here.
     http = args.transport == "http"
-    refusal = open_bind_refusal(settings) if http and not args.url else None
+    url, lock = locate(settings, args.url)
+    refusal = open_bind_refusal(settings) if http and not url else None
     if refusal:
+        if lock is not None:
+            lock.release()
         sys.stderr.write(f"breadcrumb mcp: {refusal}\n")
         return 2
-    backend = HttpBackend(args.url, api_key=args.api_key) if args.url else LocalBackend(settings)
-    per_key = _forwarding(args.url) if http and args.url else None
+    backend: Backend = (HttpBackend(url, api_key=args.api_key) if url
+                        else LocalBackend(settings, lock))
+    per_key = _forwarding(url) if http and url else None
     try:
         run_mcp(backend, args.transport, settings.host, args.port or DEFAULT_MCP_PORT,
                 user_id=args.user or settings.user_id, settings=settings, backend_for_key=per_key)

@@ -1,6 +1,7 @@
 """``breadcrumb memory set|audit|show``: manual lifecycle control and inspection (issue 5).
 
-Runs against the data dir / cluster stores of the settings (in-process runtime).
+Talks to the service that owns the data dir when one runs (``--url``, or the
+``breadcrumb serve`` of the data dir), else opens the data dir / cluster stores here.
 """
 
 from __future__ import annotations
@@ -34,7 +35,50 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:
-    """Dispatch ``memory set|audit|show``; prints JSON."""
+    """Dispatch ``memory set|audit|show``; prints JSON. Through the service that owns the
+    data dir when one runs (its stores are never opened twice), else in-process."""
+    from breadcrumb.client import locate
+
+    url, lock = locate(settings, args.url)
+    try:
+        out = _over_http(url, args) if url else _in_process(settings, args)
+    except _Refused as exc:
+        sys.stderr.write(f"breadcrumb: {exc}\n")
+        return 1
+    finally:
+        if lock is not None:
+            lock.release()
+    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
+    return 0
+
+
+class _Refused(Exception):
+    """The request was refused (unknown memory, invalid change): its message."""
+
+
+def _over_http(url: str, args: argparse.Namespace) -> Any:
+    import httpx
+
+    path = f"/v1/memories/{args.memory_id}"
+    with httpx.Client(base_url=url, timeout=120) as http:
+        if args.memory_command == "set":
+            body = {"user_id": args.user, "status": args.status, "tier": args.tier,
+                    "reason": args.reason, "actor": args.actor}
+            response = http.patch(path, json=body)
+        elif args.memory_command == "audit":
+            response = http.get(f"{path}/audit", params={"user_id": args.user})
+        else:
+            response = http.get(path, params={"user_id": args.user})
+    if response.status_code >= 400:
+        try:
+            message = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = response.text
+        raise _Refused(message)
+    return response.json()
+
+
+def _in_process(settings: Settings, args: argparse.Namespace) -> Any:
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.errors import ApiError
     from breadcrumb.query_api.routes_memories import (
@@ -46,19 +90,14 @@ def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:
 
     runtime = build_runtime(settings)
     try:
-        out: Any
         if args.memory_command == "set":
             body = MemoryPatch(user_id=args.user, status=args.status, tier=args.tier,
                                reason=args.reason, actor=args.actor)
-            out = patch_memory(runtime, args.memory_id, body)
-        elif args.memory_command == "audit":
-            out = audit_view(runtime, args.user, args.memory_id)
-        else:
-            out = memory_with_history(runtime, args.user, args.memory_id)
+            return patch_memory(runtime, args.memory_id, body)
+        if args.memory_command == "audit":
+            return audit_view(runtime, args.user, args.memory_id)
+        return memory_with_history(runtime, args.user, args.memory_id)
     except ApiError as exc:
-        sys.stderr.write(f"breadcrumb: {exc.body()['error']['message']}\n")
-        return 1
+        raise _Refused(exc.body()["error"]["message"]) from exc
     finally:
         runtime.stop()
-    sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
-    return 0

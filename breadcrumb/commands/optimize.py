@@ -31,13 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     """Optimize via the running service, or in-process; prints a JSON result."""
-    from breadcrumb.client import running_server
+    from breadcrumb.client import locate
 
     if settings.mode == "cluster":
         sys.stdout.write("cluster mode: the Qdrant server optimizes in the background\n")
         return 0
-    url = args.url or running_server(settings)
-    result = _over_http(url) if url else _in_process(settings)
+    url, lock = locate(settings, args.url)  # the owning service, or the data dir locked here
+    try:
+        result = _over_http(url) if url else _in_process(settings)
+    finally:
+        if lock is not None:
+            lock.release()
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

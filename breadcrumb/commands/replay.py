@@ -41,9 +41,17 @@ def _bar(p: dict[str, Any]) -> None:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from breadcrumb.client import running_server
+    from breadcrumb.client import locate
 
-    url = args.url or running_server(settings)
+    url, lock = locate(settings, args.url)  # the owning service, or the data dir locked here
+    try:
+        return _run(args, settings, url)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run(args: argparse.Namespace, settings: Settings, url: str | None) -> int:
     if args.list:
         import json
 
