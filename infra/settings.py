@@ -115,6 +115,19 @@ class Settings(BaseSettings):
     index_optimize_check_seconds: float = Field(30.0, gt=0)
     # --- end recall perf ---------------------------------------------------------------
 
+    # --- reliability (cluster + runners) -----------------------------------------------
+    # one failure policy: transient errors retried with backoff (doubling up to the max)
+    # for as long as the store is down; others dead-lettered after max_attempts
+    failure_max_attempts: int = Field(3, ge=1)
+    failure_backoff_seconds: float = Field(0.2, gt=0)
+    failure_backoff_max_seconds: float = Field(5.0, gt=0)
+    # a killed worker's partitions move to the others after the session timeout
+    kafka_session_timeout_seconds: float = Field(10.0, ge=6.0)
+    kafka_heartbeat_seconds: float = Field(3.0, gt=0)
+    # a replay's heartbeat: a "building" generation silent this long is marked failed
+    replay_stale_seconds: float = Field(120.0, gt=0)
+    # --- end reliability (cluster + runners) -------------------------------------------
+
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:
