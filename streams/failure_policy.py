@@ -105,7 +105,7 @@ class FailurePolicy:
 
     def backoff(self, attempt: int) -> float:
         """Delay before attempt ``attempt + 1`` (attempt counts from 1): doubling, capped."""
-        return float(min(self.max_delay, self.base_delay * 2 ** max(0, attempt - 1)))
+        return float(min(self.max_delay, self.base_delay * 2.0 ** min(60, max(0, attempt - 1))))
 
     def decide(self, exc: BaseException, attempts: int) -> Decision:
         """``attempts``: how many times the message has failed, this failure included."""
