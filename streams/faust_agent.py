@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
+from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
@@ -48,8 +49,8 @@ def poison_reason(key: str, entry: Any) -> str | None:
     if FlushMarker.is_flush(entry):
         if not isinstance(user_id, str) or not user_id or not isinstance(thread_id, str):
             return "flush marker without user_id / thread_id"
-    elif not (isinstance(user_id, str) and isinstance(thread_id, str)):
-        return None  # invalid event: validation names the field
+    elif isinstance(validate_event(entry), Rejection):
+        return None  # an invalid event: the service rejects it naming the field
     if thread_key(str(user_id), str(thread_id)) != key:
         return (f"message of thread {thread_key(str(user_id), str(thread_id))!r} under key "
                 f"{key!r} (state is kept per key)")
