@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -72,6 +73,25 @@ def apply_with_policy(derived: Any, service: IngestService, seq: int, payload: s
                 continue
             dead_letter_entry(derived, seq, payload, decision.reason, attempts, service.clock())
             return None
+
+
+def abandoned_builds(generations: dict[str, dict[str, Any]], now: datetime,
+                     stale_seconds: float) -> list[str]:
+    """Generations still ``building`` whose replay stopped: no heartbeat (or, before the
+    first one, no creation) within ``stale_seconds`` of ``now``. A killed replay leaves
+    one; it is then marked failed (and may be removed)."""
+    out = []
+    for name, info in generations.items():
+        if info.get("state") != "building":
+            continue
+        seen = info.get("heartbeat_at") or info.get("created_at")
+        try:
+            last = datetime.fromisoformat(str(seen))
+        except ValueError:
+            last = None
+        if last is None or last.tzinfo is None or (now - last).total_seconds() > stale_seconds:
+            out.append(name)
+    return out
 
 
 @dataclass(slots=True)

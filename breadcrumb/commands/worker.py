@@ -49,10 +49,12 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
 
     from breadcrumb.infra.cluster import build_worker_parts, declare_topics
     from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+    from breadcrumb.streams.cluster_replay import fail_abandoned
     from breadcrumb.streams.faust_app import create_app
 
     asyncio.run(declare_topics(settings))
     catalog = ClusterCatalog(settings)
+    fail_abandoned(catalog, settings.replay_stale_seconds)  # a replay killed mid-way
     name = catalog.current()  # the alias: which generation this worker fills
     gen = generation_settings(settings, name)
     log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
