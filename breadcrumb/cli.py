@@ -67,15 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
                         default="auto")
     recall.add_argument("--json", action="store_true")
 
-    worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
-    _common(worker)
-    worker.add_argument("--loglevel", default="info")
-    worker.add_argument("--serve-api", action="store_true",
-                        help="also serve the HTTP API in this process (needed when Qdrant runs "
-                             "in qdrant-client local mode, which allows one process only)")
-    worker.add_argument("--host", default=None)
-    worker.add_argument("--port", type=int, default=None)
-
     from breadcrumb.commands import register_all
 
     register_all(sub)
@@ -91,8 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings, verbose=args.verbose)
     local_client.use_api_key(getattr(args, "api_key", None))
-    builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall,
-               "worker": cmd_worker}
+    builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall}
     handler = builtin.get(args.command) or args.handler
     try:
         return handler(args, settings)
@@ -168,16 +158,6 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
     else:
         print(format_answer(answer))
-    return 0
-
-
-def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from breadcrumb.streams.faust_app import run_worker
-
-    settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
-    if args.serve_api and refused_bind(settings):
-        return 2
-    run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
     return 0
 
 

@@ -105,6 +105,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         data_dir.check_disk(settings.data_dir, settings.min_free_disk_mb)
         log_store = open_sqlite(settings.data_dir / "breadcrumb.sqlite3")
         catalog = GenerationCatalog(settings.data_dir)
+        _fail_abandoned(catalog)  # a replay killed mid-way
         gen = open_generation(settings, embedder, catalog.paths(catalog.current()), log_store)
     except BaseException:
         if log_store is not None:
@@ -190,6 +191,7 @@ def replay(runtime: Runtime, name: str | None = None,
     catalog = GenerationCatalog(settings.data_dir)
     name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
     embedder = embedder or runtime.embedder  # a replay may switch to another embedder
+    _fail_abandoned(catalog)
     paths = catalog.create(name, {"created_at": utc_now_iso(), "embedder": embedder.name,
                                   "dim": embedder.dim, "llm_model": settings.llm_model})
     gen = open_generation(settings, embedder, paths, runner.store)
@@ -212,6 +214,16 @@ def replay(runtime: Runtime, name: str | None = None,
     progress.state = "done"
     catalog.mark(name, state="current", events=progress.applied)
     return progress
+
+
+def _fail_abandoned(catalog: GenerationCatalog) -> None:
+    """One process owns a data dir and runs one replay at a time: a generation still
+    ``building`` when this one opens or starts a replay was left by a killed replay."""
+    from breadcrumb.streams.replay import abandoned_builds
+
+    for stale in abandoned_builds(catalog.describe()["generations"], utc_now(), 0.0):
+        log.warning("generation %s: its replay stopped before the switch; marked failed", stale)
+        catalog.mark(stale, state="failed", error="replay stopped before the switch")
 
 
 def remove_generation(runtime: Runtime, name: str) -> None:

@@ -5,7 +5,8 @@
 #
 # Jars: `mvn dependency:copy-dependencies` on infra/pom.xml into $INFRA_DIR/kafka/libs,
 # re-fetched only when infra/pom.xml changes. Broker on 127.0.0.1:9092, controller on
-# 127.0.0.1:9093, data in $INFRA_DIR/kafka/data, log in $INFRA_DIR/kafka/log/server.log.
+# 127.0.0.1:9093 (BREADCRUMB_KAFKA_PORT / BREADCRUMB_KAFKA_CONTROLLER_PORT: a private
+# broker for fault tests), data in $INFRA_DIR/kafka/data, log in $INFRA_DIR/kafka/log/server.log.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=services.sh
 source "$(dirname "${BASH_SOURCE[0]}")/services.sh"
@@ -17,8 +18,8 @@ LOGDIR="$KAFKA_DIR/log"
 PIDFILE="$KAFKA_DIR/kafka.pid"
 PROPS="$KAFKA_DIR/server.properties"
 LOG4J="$KAFKA_DIR/log4j2.properties"
-BROKER_PORT=9092
-CONTROLLER_PORT=9093
+BROKER_PORT="${BREADCRUMB_KAFKA_PORT:-9092}"
+CONTROLLER_PORT="${BREADCRUMB_KAFKA_CONTROLLER_PORT:-9093}"
 MARKER="kafka.Kafka $PROPS"
 HEAP="${BREADCRUMB_KAFKA_HEAP:-512m}"
 

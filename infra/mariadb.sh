@@ -5,7 +5,8 @@
 #
 # Installs mariadb-server from Debian only when mysqld is missing. Runs with --no-defaults
 # so no system config, datadir (/var/lib/mysql) or default socket is touched:
-# datadir $INFRA_DIR/mariadb/data, socket $INFRA_DIR/mariadb/mysqld.sock, 127.0.0.1:3306.
+# datadir $INFRA_DIR/mariadb/data, socket $INFRA_DIR/mariadb/mysqld.sock, 127.0.0.1:3306
+# (BREADCRUMB_MYSQL_PORT: a private instance for fault tests, with its own INFRA_DIR).
 # Databases `breadcrumb` and `breadcrumb_test`, user breadcrumb/breadcrumb (@127.0.0.1, @%).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=services.sh
@@ -20,7 +21,7 @@ if (( ${#SOCK} > 100 )); then
   SOCK="/tmp/breadcrumb-mysqld-$(echo "$DB_DIR" | sha1sum | cut -c1-12).sock"
 fi
 PIDFILE="$DB_DIR/mysqld.pid"
-PORT=3306
+PORT="${BREADCRUMB_MYSQL_PORT:-3306}"
 MARKER="--socket=$SOCK"
 
 find_mysqld() { command -v mariadbd || command -v mysqld || ls /usr/sbin/mariadbd 2>/dev/null; }

@@ -135,6 +135,18 @@ class Settings(BaseSettings):
     allowed_origins: str = ""  # extra browser origins, e.g. "https://ops.example.com"
     key_cache_seconds: float = Field(1.0, ge=0, le=60)  # how long a key lookup is reused
     # --- end security ------------------------------------------------------------------
+    # --- reliability (cluster + runners) -----------------------------------------------
+    # one failure policy: transient errors retried with backoff (doubling up to the max)
+    # for as long as the store is down; others dead-lettered after max_attempts
+    failure_max_attempts: int = Field(3, ge=1)
+    failure_backoff_seconds: float = Field(0.2, gt=0)
+    failure_backoff_max_seconds: float = Field(5.0, gt=0)
+    # a killed worker's partitions move to the others after the session timeout
+    kafka_session_timeout_seconds: float = Field(10.0, ge=6.0)
+    kafka_heartbeat_seconds: float = Field(3.0, gt=0)
+    # a replay's heartbeat: a "building" generation silent this long is marked failed
+    replay_stale_seconds: float = Field(120.0, gt=0)
+    # --- end reliability (cluster + runners) -------------------------------------------
 
     @model_validator(mode="after")
     def _check_limits(self) -> Settings:

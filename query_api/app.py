@@ -137,6 +137,10 @@ def stats(runtime: Runtime) -> dict[str, Any]:
         "events_accepted": counters.get("events_accepted", 0),
         "events_processed": counters.get("events_processed", 0),
         "duplicates": counters.get("duplicates", 0),
+        # failure policy: messages given up on, retried attempts, redeliveries skipped
+        "dead_lettered": counters.get("dead_lettered", 0),
+        "retries": counters.get("retries", 0),
+        "redeliveries": counters.get("redeliveries", 0),
         "pending": runtime.gateway.pending(),
         "unprocessed": runtime.gateway.unprocessed(),
         "dead_letters": runtime.dead_letters.count_dead_letters(),

@@ -116,6 +116,8 @@ async def remove_generation(name: str, request: Request) -> dict[str, Any]:
     runtime = request.app.state.runtime
     if _job(request).running():
         raise ApiError(409, "replay_running", "a replay is running")
+    if name not in await run_in_threadpool(catalog_for(runtime.settings).names):
+        raise ApiError(404, "generation_not_found", f"no generation {name!r}")
     try:
         if runtime.generation_manager is not None:
             await run_in_threadpool(runtime.generation_manager.remove, name)

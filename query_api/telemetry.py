@@ -220,6 +220,9 @@ COUNTERS = {
     "events_accepted": "Events accepted (valid and not duplicates).",
     "events_processed": "Events processed by the pipeline (derived into ranges).",
     "duplicates": "Events dropped as duplicates of an event_id already stored.",
+    "dead_lettered": "Messages the pipeline gave up on (dead-lettered with reason, position).",
+    "retries": "Failed attempts retried by the failure policy (store down, deadlock, ...).",
+    "redeliveries": "Messages delivered again after a restart and skipped (already applied).",
 }
 GAUGES = {
     "pending": "Accepted events not yet processed.",

@@ -34,6 +34,7 @@ TABLES: tuple[s.Table, ...] = (
          "user_id:uid! thread_id:tid! start_idx:int! end_idx:int! object_key:text!",
          "user_id thread_id start_idx"),
 )
+_FACT_COLUMNS = ("memory_id", "fact_key", "user_id", "value", "ts", "state")
 MAX_KEY_BYTES = 500  # fact keys longer than this are not tracked (VARBINARY(512) column)
 _LIFE_SQL = (
     "SELECT m.id, m.user_id, m.project_id, m.status, m.tier, m.hit_count, m.last_used_at, "
@@ -63,14 +64,26 @@ class LifecycleTables:
 
     # --- facts -------------------------------------------------------------------------
     def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow]) -> None:
-        """The memory's facts, all ``current`` (replaces earlier rows of the memory)."""
+        """The memory's facts, all ``current`` (replaces earlier rows of the memory).
+
+        Written as a diff, never DELETE-then-INSERT: rows of keys the memory no longer
+        holds are deleted by primary key, the others upserted. A range DELETE takes gap
+        locks that deadlock (MySQL 1213) with another worker inserting next to them."""
         rows = [(f.memory_id, f.key, user_id, f.value, f.ts, "current") for f in facts
                 if len(f.key.encode()) <= MAX_KEY_BYTES]
+        keep = {r[1] for r in rows}
         with self.store.transaction():
-            self.store._execute("DELETE FROM memory_facts WHERE memory_id = ?", (memory_id,))
+            held = self.store._fetch("SELECT fact_key FROM memory_facts WHERE memory_id = ?",
+                                     (memory_id,))
+            for (key,) in held:
+                key = key.decode() if isinstance(key, bytes | bytearray) else str(key)
+                if key not in keep:
+                    self.store._execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
+                                        "fact_key = ?", (memory_id, key))
             if rows:
-                self.store._execute_many(s.insert_sql("memory_facts", (
-                    "memory_id", "fact_key", "user_id", "value", "ts", "state")), rows)
+                self.store._execute_many(self.store.dialect.upsert(
+                    "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
+                    rows)
 
     def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """Current facts of these keys held by the user's active or conflicted memories."""

@@ -25,6 +25,9 @@ from breadcrumb.topics.records import Chunk, DeadLetter, Event, MemoryStatusChan
 
 Row = tuple[Any, ...]
 __all__ = ["LogItem", "Row", "SqlStore"]
+#: One row per dead letter written with a key (its position: ``log:<seq>`` or
+#: ``<topic>/<partition>/<offset>``): a redelivered message is not dead-lettered twice.
+DEAD_LETTER_KEYS = s._t("dead_letter_keys", "letter_key:key! dead_letter_id:int!", "letter_key")
 
 
 class StoreError(Exception):
@@ -88,7 +91,8 @@ class SqlStore(LogStateMixin, ABC):
             self._conn = self._connect()
             try:
                 with self.transaction():
-                    for stmt in (x for t in s.TABLES for x in self.dialect.create_table(t)):
+                    for stmt in (x for t in (*s.TABLES, DEAD_LETTER_KEYS)
+                                 for x in self.dialect.create_table(t)):
                         self._execute(stmt)
             except BaseException:
                 self.close()  # a half-opened store must not look open
@@ -111,7 +115,7 @@ class SqlStore(LogStateMixin, ABC):
     def drop_tables(self) -> None:
         """Drop every Breadcrumb table (tests, ``reset``). Call ``open()`` again to recreate."""
         with self.transaction():
-            for name in reversed(s.TABLE_NAMES):
+            for name in (DEAD_LETTER_KEYS.name, *reversed(s.TABLE_NAMES)):
                 self._execute(f"DROP TABLE IF EXISTS {name}")
 
     @contextmanager
@@ -360,10 +364,28 @@ class SqlStore(LogStateMixin, ABC):
 
     # --- DeadLetterStore ---------------------------------------------------------------------
 
-    def put_dead_letter(self, letter: DeadLetter) -> None:
-        """Keep a rejected input with its reason."""
+    def put_dead_letter(self, letter: DeadLetter, key: str | None = None) -> bool:
+        """Keep a rejected input with its reason. With a ``key`` (the message's position)
+        a second letter under the same key changes nothing and returns False."""
         with self.transaction():
-            self._execute(s.INSERT_DEAD_LETTER, s.dead_letter_to_row(letter))
+            if key is not None and self._fetch(
+                    "SELECT 1 FROM dead_letter_keys WHERE letter_key = ?", (key,)):
+                return False
+            with closing(self._require_open().cursor()) as cur:
+                cur.execute(self.dialect.sql(s.INSERT_DEAD_LETTER), s.dead_letter_to_row(letter))
+                letter_id = int(cur.lastrowid)
+            if key is not None:
+                if not self._insert_unique("INSERT INTO dead_letter_keys (letter_key, "
+                                           "dead_letter_id) VALUES (?, ?)", (key, letter_id)):
+                    raise IndexConflictError(f"dead letter {key!r} written concurrently")
+        return True
+
+    def dead_letter_positions(self, limit: int = 100) -> list[tuple[str, str, str]]:
+        """(position, reason, payload) of keyed dead letters, newest first."""
+        rows = self._read("SELECT k.letter_key, d.reason, d.payload FROM dead_letter_keys k "
+                          "JOIN dead_letters d ON d.id = k.dead_letter_id "
+                          "ORDER BY d.id DESC LIMIT ?", (limit,))
+        return [(_text(a), str(b), str(c)) for a, b, c in rows]
 
     def count_dead_letters(self) -> int:
         """All dead letters."""

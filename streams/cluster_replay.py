@@ -14,17 +14,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from breadcrumb.infra.bootstrap import utc_now_iso
-from breadcrumb.streams.replay import Progress
+from breadcrumb.streams.replay import Progress, abandoned_builds
 from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
+HEARTBEAT_SECONDS = 5.0  # a building generation's heartbeat_at (see replay_stale_seconds)
+
+
+def utc_now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def fail_abandoned(catalog: Any, stale_seconds: float) -> list[str]:
+    """Mark generations whose replay was killed (``building``, heartbeat older than
+    ``stale_seconds``) failed, so they show as such and can be removed."""
+    names = abandoned_builds(catalog.describe()["generations"], datetime.now(UTC),
+                             stale_seconds)
+    for name in names:
+        log.warning("generation %s: its replay stopped (no heartbeat); marked failed", name)
+        catalog.mark(name, "failed", error="replay stopped before the switch (no heartbeat)")
+    return names
 
 
 async def build_generation(manager: Any, name: str,
@@ -37,6 +53,7 @@ async def build_generation(manager: Any, name: str,
     loop = asyncio.get_running_loop()
     settings, catalog = manager.settings, manager.catalog
     progress = Progress(name, started=time.monotonic())
+    await loop.run_in_executor(None, fail_abandoned, catalog, settings.replay_stale_seconds)
     info = {"embedder": manager.embedder.name, "dim": manager.embedder.dim,
             "llm_model": settings.llm_model, "source": settings.topic(AGENT_EVENTS)}
     gen = await loop.run_in_executor(None, catalog.create, name, info, utc_now_iso())
@@ -51,7 +68,12 @@ async def build_generation(manager: Any, name: str,
     log.info("replay into generation %s: consumer group %s from the earliest offset",
              name, gen.worker_id)
     try:
-        await _catch_up(app, parts, settings, progress, on_progress)
+        async def heartbeat() -> None:
+            at = utc_now_iso()
+            await loop.run_in_executor(None, lambda: catalog.mark(name, "building",
+                                                                  heartbeat_at=at))
+
+        await _catch_up(app, parts, settings, progress, on_progress, heartbeat)
         carried = await _carry_over(settings, parts)
         await loop.run_in_executor(None, catalog.switch, name)
         parts.publishing = True
@@ -71,7 +93,8 @@ async def build_generation(manager: Any, name: str,
 
 
 async def _catch_up(app: Any, parts: Any, settings: Any, progress: Progress,
-                    on_progress: Callable[[Progress], None] | None) -> None:
+                    on_progress: Callable[[Progress], None] | None,
+                    heartbeat: Callable[[], Awaitable[None]] | None = None) -> None:
     """Wait until the new generation has processed every partition to its end offset
     (checked twice in a row, so a message in flight is not missed)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -86,8 +109,14 @@ async def _catch_up(app: Any, parts: Any, settings: Any, progress: Progress,
         if not tps:
             raise RuntimeError(f"topic {topic} has no partitions (is it declared?)")
         begin = await consumer.beginning_offsets(tps)
-        streak = 0
+        streak, beat = 0, 0.0
         while streak < 2:
+            if heartbeat is not None and time.monotonic() - beat >= HEARTBEAT_SECONDS:
+                beat = time.monotonic()
+                try:
+                    await heartbeat()
+                except Exception as exc:  # the control database is down: try next beat
+                    log.warning("replay heartbeat failed: %s", exc)
             crashed = getattr(app, "crash_reason", None) or getattr(app, "_crash_reason", None)
             if crashed is not None:
                 raise RuntimeError(f"replay worker crashed: {crashed!r}")

@@ -19,10 +19,12 @@ from typing import Any
 import orjson
 
 from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.gateway import SubmitResult, check_batch
-from breadcrumb.streams.replay import CURSOR, applied_seq, apply_entry
+from breadcrumb.streams.replay import applied_seq, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import IngestService
-from breadcrumb.topics.records import DeadLetter, FlushMarker
+from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
+from breadcrumb.topics.records import FlushMarker, thread_key
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,7 @@ class EmbeddedRunner:
         idle_flush_seconds: float,
         monotonic: Callable[[], float] = time.monotonic,
         derived: Any = None,
+        policy: FailurePolicy | None = None,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
@@ -50,10 +53,16 @@ class EmbeddedRunner:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_seen: dict[tuple[str, str], float] = {}
+        self.idle = IdleTracker(idle_flush_seconds, monotonic)
         self._errors = 0
-        self._failures: dict[int, int] = {}
-        self.max_attempts = 5
+        self.policy = policy or FailurePolicy()
+        self._attempts = Attempts()
+        self._retry_delay = self.policy.base_delay
+
+    @property
+    def max_attempts(self) -> int:
+        """Failures of one entry (not transient) before it is dead-lettered."""
+        return self.policy.max_attempts
 
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
@@ -123,44 +132,43 @@ class EmbeddedRunner:
         values = dict(self.store.get_counters())
         if self.derived is not self.store:
             derived = self.derived.get_counters()
-            for name in ("events_processed", "flushes", "processing_failures"):
+            for name in ("events_processed", *RELIABILITY_COUNTERS):
                 values[name] = derived.get(name, 0)
         values["processor_errors"] = self._errors
         return values
 
     # ------------------------------------------------------------------ processing
     def process_available(self, limit: int = 64) -> int:
-        """Apply up to ``limit`` log entries in order; returns how many were handled."""
+        """Apply up to ``limit`` log entries in order; returns how many were handled.
+
+        A failing entry goes through the failure policy: a transient error (or a permanent
+        one before ``max_attempts``) raises, leaving the entry unapplied for the next call
+        (after ``retry_delay``); a permanent one then becomes a dead letter keyed by its
+        log position and the log moves on."""
         handled = 0
         with self._lock:
             for seq, payload in self.store.read_log_all(self._cursor, limit):
+                retries = self._attempts.counts.get(seq, 0)
                 try:
-                    apply_entry(self.derived, self.service, seq, payload)
-                    self.store.mark_processed(seq)
+                    apply_entry(self.derived, self.service, seq, payload, retries)
                 except Exception as exc:
-                    if not self._give_up(seq, payload, exc):
+                    decision = self.policy.decide(exc, self._attempts.failed(seq))
+                    if decision.retry:
+                        self._retry_delay = decision.delay
                         raise
+                    dead_letter_entry(self.derived, seq, payload, decision.reason,
+                                      self._attempts.counts[seq], self.clock())
+                self.store.mark_processed(seq)
                 self._cursor = seq
-                self._failures.pop(seq, None)
+                self._attempts.done(seq)
                 self._touch(orjson.loads(payload))
                 handled += 1
         return handled
 
-    def _give_up(self, seq: int, payload: str, exc: Exception) -> bool:
-        """After ``max_attempts`` failures an entry goes to the dead letters (kept, with
-        the error as its reason) so one poison entry cannot stall its thread forever."""
-        self._failures[seq] = self._failures.get(seq, 0) + 1
-        if self._failures[seq] < self.max_attempts:
-            return False
-        log.error("giving up on log entry %s after %s attempts: %s", seq, self.max_attempts, exc)
-        letter = DeadLetter(reason=f"processing failed {self.max_attempts} times: {exc!r}",
-                            payload=payload, received_at=self.clock(), source="processor")
-        with self.derived.transaction():
-            self.derived.put_dead_letter(letter)
-            self.derived.set_counter(CURSOR, seq)
-            self.derived.incr("processing_failures", 1)
-        self.store.mark_processed(seq)
-        return True
+    @property
+    def retry_delay(self) -> float:
+        """How long the loop waits before retrying the entry that failed last."""
+        return self._retry_delay
 
     def drain(self, timeout: float = 600.0) -> None:
         """Process until the log is empty (used by ``breadcrumb ingest`` in-process)."""
@@ -170,10 +178,9 @@ class EmbeddedRunner:
 
     def flush_idle(self) -> int:
         """Append flush markers for threads idle longer than the timeout."""
-        now = self.monotonic()
-        idle = [k for k, seen in self._last_seen.items() if now - seen >= self.idle_flush_seconds]
-        for user_id, thread_id in idle:
-            self._last_seen.pop((user_id, thread_id), None)
+        idle = self.idle.due()
+        for key in idle:
+            user_id, _, thread_id = key.partition("/")
             self.request_flush(user_id, thread_id, "idle")
         return len(idle)
 
@@ -181,8 +188,7 @@ class EmbeddedRunner:
     def start(self) -> None:
         """Start the background processor (resumes at the first unprocessed entry)."""
         for key, _state in self.derived.list_states(pending_only=True):
-            user_id, _, thread_id = key.partition("/")
-            self._last_seen[(user_id, thread_id)] = self.monotonic()
+            self.idle.adopt(key)
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)
         self._thread.start()
 
@@ -199,16 +205,14 @@ class EmbeddedRunner:
                 self.flush_idle()
             except Exception:  # keep the loop alive, but loudly: the entry stays unprocessed
                 self._errors += 1
-                log.exception("processing failed; will retry")
+                log.exception("processing failed; retrying in %.1f s", self._retry_delay)
                 busy = 0
-                self._stop.wait(1.0)
+                self._stop.wait(self._retry_delay)
             if not busy:
                 self._wake.wait(0.2)
                 self._wake.clear()
 
     def _touch(self, entry: dict[str, Any]) -> None:
-        key = (str(entry.get("user_id")), str(entry.get("thread_id")))
-        if FlushMarker.is_flush(entry) or entry.get("kind") == "session_end":
-            self._last_seen.pop(key, None)
-        else:
-            self._last_seen[key] = self.monotonic()
+        if not isinstance(entry.get("user_id"), str):
+            return  # rejected: no thread to flush
+        self.idle.touch(thread_key(str(entry.get("user_id")), str(entry.get("thread_id"))), entry)

@@ -7,6 +7,7 @@ work from the HTTP threadpool and from the CLI alike.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -22,10 +23,20 @@ from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+async def _quietly(coro: Any) -> None:
+    try:
+        await coro
+    except Exception as exc:  # closing a client that never connected
+        log.debug("closing a Kafka client failed: %s", exc)
 
 
 class KafkaGateway:
     """Validates, dedupes against the store, and produces keyed ``{user_id}/{thread_id}``."""
+
+    LAG_TIMEOUT = 10.0  # seconds for one lag read (stats must answer while Kafka is down)
 
     def __init__(self, settings: Settings, store: Any, clock: Callable[[], str]) -> None:
         self.settings = settings
@@ -37,6 +48,9 @@ class KafkaGateway:
         self._producer: AIOKafkaProducer | None = None
         self._consumer: AIOKafkaConsumer | None = None  # end offsets, for the lag
         self._admin: AIOKafkaAdminClient | None = None  # committed offsets, for the lag
+        self._last_lag = 0
+        self.lag_error: str | None = None
+        self.lag_errors = 0
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -118,34 +132,72 @@ class KafkaGateway:
         self._run(self._send([(thread_key(user_id, thread_id), marker)], []))
 
     def unprocessed(self) -> int:
-        """Consumer lag of the worker group on ``agent-events``."""
-        return int(self._run(self._lag()))
+        """Consumer lag of the worker group on ``agent-events``. While Kafka cannot be
+        reached this is the last lag read (``lag_error`` says why); stats keep answering."""
+        try:
+            self._last_lag = int(self._run(self._lag(), timeout=self.LAG_TIMEOUT))
+            self.lag_error = None
+        except Exception as exc:
+            self.lag_errors += 1
+            self.lag_error = f"{type(exc).__name__}: {exc}"
+            log.warning("consumer lag unavailable (reporting the last value, %s): %s",
+                        self._last_lag, self.lag_error)
+        return self._last_lag
 
     def pending(self) -> int:
         return self.unprocessed() + int(self.store.count_pending_window_events())
 
     def wait_processed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self.pending() > 0:
+
+        def pending() -> int:  # strict: an unknown lag is not "nothing pending"
+            lag = int(self._run(self._lag(), timeout=self.LAG_TIMEOUT))
+            return lag + int(self.store.count_pending_window_events())
+        while pending() > 0:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"events still pending after {timeout} s")
             time.sleep(0.25)
 
     def counters(self) -> dict[str, int]:
         values: dict[str, int] = self.store.get_counters()
+        values["lag_errors"] = self.lag_errors
         return values
+
+    async def _start_lag_clients(self) -> None:
+        """Both clients started, or neither kept (a failed start is retried next call)."""
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap,
+                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000))
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap,
+                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000))
+        try:
+            await consumer.start()
+            await admin.start()
+        except BaseException:
+            await _quietly(consumer.stop())
+            await _quietly(admin.close())
+            raise
+        self._consumer, self._admin = consumer, admin
+
+    async def _stop_lag_clients(self) -> None:
+        consumer, admin, self._consumer, self._admin = self._consumer, self._admin, None, None
+        if consumer is not None:
+            await _quietly(consumer.stop())
+        if admin is not None:
+            await _quietly(admin.close())
 
     async def _lag(self) -> int:
         topic = self.settings.topic(AGENT_EVENTS)
         if self._consumer is None or self._admin is None:
-            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap)
-            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap)
-            await self._consumer.start()
-            await self._admin.start()
-        described = await self._admin.describe_topics([topic])
-        parts = [TopicPartition(topic, p["partition"]) for p in described[0]["partitions"]]
-        ends = await self._consumer.end_offsets(parts)
-        committed = await self._admin.list_consumer_group_offsets(self.group)
+            await self._start_lag_clients()
+        assert self._consumer is not None and self._admin is not None
+        try:
+            described = await self._admin.describe_topics([topic])
+            parts = [TopicPartition(topic, p["partition"]) for p in described[0]["partitions"]]
+            ends = await self._consumer.end_offsets(parts)
+            committed = await self._admin.list_consumer_group_offsets(self.group)
+        except Exception:
+            await self._stop_lag_clients()  # rebuilt on the next call
+            raise
         lag = 0
         for tp in parts:
             meta = committed.get(tp)

@@ -8,15 +8,21 @@ alias is switched to it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
 
+from breadcrumb.streams.failure_policy import FailurePolicy, log_position
 from breadcrumb.streams.service import HandleResult, IngestService
+from breadcrumb.streams.tracking import count_dead_letter, count_outcome
+from breadcrumb.topics.records import DeadLetter
 
+log = logging.getLogger(__name__)
 CURSOR = "applied_seq"
 
 
@@ -25,13 +31,67 @@ def applied_seq(derived: Any) -> int:
     return int(derived.get_counters().get(CURSOR, 0))
 
 
-def apply_entry(derived: Any, service: IngestService, seq: int, payload: str) -> HandleResult:
+def apply_entry(derived: Any, service: IngestService, seq: int, payload: str,
+                retries: int = 0) -> HandleResult:
     """Apply one log entry to a generation and advance its cursor, atomically."""
     with derived.transaction():
         result = service.handle(orjson.loads(payload), payload)
         derived.set_counter(CURSOR, seq)
-        derived.incr("events_processed" if result.outcome != "flushed" else "flushes", 1)
+        count_outcome(derived, result.outcome, retries)
     return result
+
+
+def dead_letter_entry(derived: Any, seq: int, payload: str, reason: str, attempts: int,
+                      received_at: str) -> None:
+    """Give up on one log entry: a dead letter keyed by its position, the cursor past it."""
+    position = log_position(seq)
+    log.error("giving up on log entry %s: %s", seq, reason)
+    letter = DeadLetter(reason=f"{reason} (at {position})", payload=payload,
+                        received_at=received_at, source="processor")
+    with derived.transaction():
+        derived.put_dead_letter(letter, key=position)
+        derived.set_counter(CURSOR, seq)
+        count_dead_letter(derived, attempts - 1)
+
+
+def apply_with_policy(derived: Any, service: IngestService, seq: int, payload: str,
+                      policy: FailurePolicy,
+                      sleep: Callable[[float], None] = time.sleep) -> HandleResult | None:
+    """Apply one entry under the failure policy: transient errors retried until the store
+    is back, others dead-lettered after ``policy.max_attempts`` (then None)."""
+    attempts = 0
+    while True:
+        try:
+            return apply_entry(derived, service, seq, payload, attempts)
+        except Exception as exc:
+            attempts += 1
+            decision = policy.decide(exc, attempts)
+            if decision.retry:
+                log.warning("log entry %s failed (attempt %s); retrying in %.1f s: %s", seq,
+                            attempts, decision.delay, decision.reason)
+                sleep(decision.delay)
+                continue
+            dead_letter_entry(derived, seq, payload, decision.reason, attempts, service.clock())
+            return None
+
+
+def abandoned_builds(generations: dict[str, dict[str, Any]], now: datetime,
+                     stale_seconds: float) -> list[str]:
+    """Generations still ``building`` whose replay stopped: no heartbeat (or, before the
+    first one, no creation) within ``stale_seconds`` of ``now``. A killed replay leaves
+    one; it is then marked failed (and may be removed)."""
+    out = []
+    for name, info in generations.items():
+        if info.get("state") != "building":
+            continue
+        seen = info.get("heartbeat_at") or info.get("created_at")
+        try:
+            last = datetime.fromisoformat(str(seen))
+        except ValueError:
+            last = None
+        if last is None or last.tzinfo is None or (now - last).total_seconds() > stale_seconds:
+            out.append(name)
+    return out
 
 
 @dataclass(slots=True)
@@ -68,8 +128,9 @@ class Replayer:
 
     def __init__(self, log: Any, derived: Any, service: IngestService, progress: Progress,
                  on_progress: Callable[[Progress], None] | None = None,
-                 batch: int = 256) -> None:
+                 batch: int = 256, policy: FailurePolicy | None = None) -> None:
         self.log = log
+        self.policy = policy or FailurePolicy()
         self.derived = derived
         self.service = service
         self.progress = progress
@@ -85,12 +146,17 @@ class Replayer:
             entries = self.log.read_log_all(cursor, self.batch)
             if not entries:
                 return applied
-            with self.derived.transaction():  # one commit per batch (the cursor moves with it)
-                for seq, payload in entries:
-                    apply_entry(self.derived, self.service, seq, payload)
-                    cursor = seq
-                    applied += 1
-                    self.progress.applied += 1
+            try:
+                with self.derived.transaction():  # one commit per batch (cursor moves with it)
+                    for seq, payload in entries:
+                        apply_entry(self.derived, self.service, seq, payload)
+            except Exception as exc:  # never stop for one bad entry: redo this batch one
+                log.warning("replay batch after %s failed (%r); entry by entry", cursor, exc)
+                for seq, payload in entries:  # entry at a time under the failure policy
+                    apply_with_policy(self.derived, self.service, seq, payload, self.policy)
+            cursor = entries[-1][0]
+            applied += len(entries)
+            self.progress.applied += len(entries)
             if self.on_progress is not None:
                 self.on_progress(self.progress)
 

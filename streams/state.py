@@ -6,7 +6,6 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.stores.ports import DeadLetterStore
 from breadcrumb.topics.records import DeadLetter
 
 
@@ -29,18 +28,30 @@ class DictStateStore:
 
 
 class CapturingDeadLetters:
-    """Writes dead letters to the store and keeps them for the dead-letter topic."""
+    """Writes dead letters to the store and keeps them for the dead-letter topic.
 
-    def __init__(self, inner: DeadLetterStore) -> None:
-        self.inner = inner
+    With a ``position`` (where the message sits: ``topic/partition/offset``) each letter is
+    keyed by it, so a redelivered message is not stored twice, and the topic copy carries
+    it as ``position``."""
+
+    def __init__(self, inner: Any, position: str | None = None) -> None:
+        self.inner = inner  # a DeadLetterStore; SqlStore also takes the key
+        self.position = position
         self.captured: list[bytes] = []
 
     def put_dead_letter(self, letter: DeadLetter) -> None:
-        self.inner.put_dead_letter(letter)
-        self.captured.append(orjson.dumps(letter.to_dict()))
+        if self.position is None:
+            self.inner.put_dead_letter(letter)
+        else:
+            n = len(self.captured)
+            key = self.position if n == 0 else f"{self.position}#{n}"
+            # a redelivery stores nothing new; the topic gets it again (at least once,
+            # with the same position) in case the first send was lost in a crash
+            self.inner.put_dead_letter(letter, key=key)
+        self.captured.append(orjson.dumps({**letter.to_dict(), "position": self.position}))
 
     def count_dead_letters(self) -> int:
-        return self.inner.count_dead_letters()
+        return int(self.inner.count_dead_letters())
 
     def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]:
-        return self.inner.list_dead_letters(limit)
+        return list(self.inner.list_dead_letters(limit))

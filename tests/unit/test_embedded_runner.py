@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
@@ -62,3 +65,35 @@ def test_a_poison_entry_becomes_a_dead_letter_and_the_log_moves_on(tmp_path: Pat
     assert "boom" in letter.reason and events[1]["event_id"] in letter.payload
     assert service.seen == [events[0]["event_id"], events[2]["event_id"], events[3]["event_id"]]
     assert runner.unprocessed() == 0
+
+
+class _FlakyService(_RecordingService):
+    """Fails on one event with a transient error ``times`` times, then works."""
+
+    def __init__(self, event_id: str, times: int) -> None:
+        super().__init__()
+        self.event_id, self.times = event_id, times
+
+    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
+        if entry.get("event_id") == self.event_id and self.times:
+            self.times -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return super().handle(entry, raw_text)
+
+
+def test_a_transient_error_is_retried_past_max_attempts_and_never_dead_lettered(
+        tmp_path: Path) -> None:
+    events = example_events()[:3]
+    service = _FlakyService(events[1]["event_id"], times=10)
+    runner = _runner(tmp_path, service)
+    runner.submit(events)
+    delays = []
+    for _ in range(10):
+        with pytest.raises(sqlite3.OperationalError):
+            runner.process_available()
+        delays.append(runner.retry_delay)
+    runner.drain()
+    assert runner.store.count_dead_letters() == 0
+    assert service.seen == [e["event_id"] for e in events]
+    assert delays[0] < delays[3] and max(delays) == runner.policy.max_delay  # capped backoff
+    assert runner.counters()["retries"] == 10

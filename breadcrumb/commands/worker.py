@@ -1,0 +1,112 @@
+"""``breadcrumb worker``: the Faust stream processors of cluster mode (the entry point).
+
+Builds the worker's ports (``infra.cluster``), the Faust app (``streams.faust_app``) and,
+with ``--serve-api``, the HTTP query service in the same event loop. This is the only
+place that joins streams/ with query_api/ and infra/; streams/ imports neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from breadcrumb.infra.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from breadcrumb.cli import _common
+
+    worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
+    _common(worker)
+    worker.add_argument("--loglevel", default="info")
+    worker.add_argument("--serve-api", action="store_true",
+                        help="also serve the HTTP API in this process (needed when Qdrant runs "
+                             "in qdrant-client local mode, which allows one process only)")
+    worker.add_argument("--host", default=None)
+    worker.add_argument("--port", type=int, default=None)
+    worker.set_defaults(handler=cmd_worker)
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    from breadcrumb.cli import refused_bind
+
+    settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
+    if args.serve_api and refused_bind(settings):
+        return 2  # no key exists: the API serves loopback only
+    run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
+    return 0
+
+
+def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = False) -> None:
+    """Declare the topics, then run the Faust worker until stopped.
+
+    With ``serve_api`` the HTTP query service runs in the worker's event loop too, sharing
+    its vector index (qdrant-client local mode allows one process per folder).
+    """
+    import faust
+
+    from breadcrumb.infra.cluster import build_worker_parts, declare_topics
+    from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+    from breadcrumb.streams.cluster_replay import fail_abandoned
+    from breadcrumb.streams.faust_app import create_app
+
+    asyncio.run(declare_topics(settings))
+    catalog = ClusterCatalog(settings)
+    fail_abandoned(catalog, settings.replay_stale_seconds)  # a replay killed mid-way
+    name = catalog.current()  # the alias: which generation this worker fills
+    gen = generation_settings(settings, name)
+    log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
+    parts = build_worker_parts(gen)
+    parts.generation, parts.catalog = name, catalog
+    app = create_app(gen, parts)
+    if serve_api:
+        attach_api(app, settings, parts)
+    worker = faust.Worker(app, loglevel=loglevel)
+    try:
+        worker.execute_from_commandline()
+    finally:
+        parts.close()
+
+
+def attach_api(app: Any, settings: Settings, parts: Any) -> None:
+    """Serve the HTTP query service as a task of the Faust app (signals stay Faust's)."""
+    import uvicorn
+
+    from breadcrumb.client import write_server_marker
+    from breadcrumb.infra.bootstrap import observer_stats
+    from breadcrumb.infra.cluster import build_cluster_runtime
+    from breadcrumb.query_api.app import create_app as create_http_app
+    from breadcrumb.query_api.telemetry import uvicorn_log_config
+
+    runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
+    runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
+    base_stats = runtime.extra_stats  # this process runs the observer: report it too
+    runtime.extra_stats = lambda: {**base_stats(), **observer_stats(parts.observer)}
+    http = create_http_app(runtime, manage_lifecycle=False)
+
+    class _InLoopServer(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:  # Faust owns the signals here
+            yield
+
+    server = _InLoopServer(uvicorn.Config(http, host=settings.host, port=settings.port,
+                                          log_level="info", lifespan="off",
+                                          log_config=uvicorn_log_config(settings),
+                                          timeout_graceful_shutdown=5))
+
+    @app.task
+    async def serve_http() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, runtime.start)
+        marker = write_server_marker(settings)  # CLI commands on this data dir find us
+        try:
+            await server.serve()
+        finally:
+            marker.unlink(missing_ok=True)
+            await runtime.generation_manager.aclose()
+            runtime.stop()

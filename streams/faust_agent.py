@@ -1,0 +1,242 @@
+"""The cluster ingest agent as a small class: handle / publish / flush idle / follow alias.
+
+Faust only feeds it (``streams.faust_app``); tests call its methods directly with
+in-memory stores, a dict for the thread-state table and a list for the topics.
+
+Every message ends applied or dead-lettered, never skipped: errors go through the
+:class:`~streams.failure_policy.FailurePolicy` (transient → retried with backoff until the
+store is back, permanent → dead-lettered after a few attempts with the reason and the
+message's position), and the caller acknowledges the message only after :meth:`handle`
+returns. Poison (undecodable bytes, a tombstone, a flush marker without its thread, an
+event under another thread's key, a schema-invalid event) is dead-lettered at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Executor
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+import orjson
+
+from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.streams.failure_policy import FailurePolicy, describe
+from breadcrumb.streams.service import HandleResult, IngestService
+from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
+from breadcrumb.streams.tracking import IdleTracker, count_dead_letter, count_outcome
+from breadcrumb.topics.records import FlushMarker, MemoryStatusChange, Observation, thread_key
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: Logical topics the agent sends to (the sink maps them to real ones).
+EVENTS, OBSERVATIONS, STATUS, DEAD_LETTERS = "events", "observations", "status", "dead_letters"
+
+
+class Sink(Protocol):
+    """Where the agent's output goes: Faust topics in the app, a list in tests."""
+
+    async def send(self, topic: str, key: bytes | None, value: bytes | None) -> None: ...
+
+
+def poison_reason(key: str, entry: Any) -> str | None:
+    """Why a decoded message cannot be handled under its key (None: it can)."""
+    if not isinstance(entry, dict):
+        return None  # the schema validation rejects it with its own reason
+    user_id, thread_id = entry.get("user_id"), entry.get("thread_id")
+    if FlushMarker.is_flush(entry):
+        if not isinstance(user_id, str) or not user_id or not isinstance(thread_id, str):
+            return "flush marker without user_id / thread_id"
+    elif isinstance(validate_event(entry), Rejection):
+        return None  # an invalid event: the service rejects it naming the field
+    if thread_key(str(user_id), str(thread_id)) != key:
+        return (f"message of thread {thread_key(str(user_id), str(thread_id))!r} under key "
+                f"{key!r} (state is kept per key)")
+    return None
+
+
+class IngestAgent:
+    """One message in → stores updated → observations / status / dead letters out."""
+
+    def __init__(self, parts: Any, sink: Sink, states: MutableMapping[str, Any],
+                 idle: IdleTracker, policy: FailurePolicy | None = None,
+                 executor: Executor | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.parts = parts  # infra.cluster.WorkerParts: store, service_for, lifecycle, ...
+        self.sink = sink
+        self.states = states  # the Faust table (thread key -> state JSON bytes)
+        self.idle = idle
+        self.policy = policy or FailurePolicy()
+        self.executor = executor
+        self.sleep = sleep
+        self.errors: dict[str, int] = {}  # timer / publish errors survived, by name
+
+    # ------------------------------------------------------------------ messages
+    async def handle(self, key: bytes | None, value: bytes | None, position: str) -> str:
+        """Apply one message or dead-letter it; returns the outcome. Raises only when
+        cancelled (then the message must not be acknowledged)."""
+        key_text = key.decode("utf-8", "replace") if key else ""
+        text = "" if value is None else value.decode("utf-8", "replace")
+        entry: Any = None
+        poison: str | None = "tombstone (a message without a value)" if value is None else None
+        if value is not None:
+            try:
+                entry = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                poison = "value is not JSON"
+            else:
+                poison = poison_reason(key_text, entry)
+        with self.idle.handling(key_text):
+            result, local, letters = await self._apply_or_dead_letter(
+                entry, text, key_text, position, poison)
+            if local is not None and local.changed(key_text):
+                self.states[key_text] = orjson.dumps(local.get_state(key_text))
+            await self._retrying("publish", lambda: self.publish(result.observations,
+                                                                 letters.captured))
+            await self._retrying("publish", self.publish_lifecycle)
+        if poison is None:
+            self.idle.touch(key_text, entry)
+        return result.outcome
+
+    async def _apply_or_dead_letter(self, entry: Any, text: str, key: str, position: str,
+                                    poison: str | None) -> tuple[
+                                        HandleResult, DictStateStore | None, CapturingDeadLetters]:
+        attempts = 0
+        while True:
+            try:
+                state = self.states.get(key)  # read in the loop: tables are not thread-safe
+                return await self._run(self._apply, entry, text, key, state, position, poison,
+                                       attempts)
+            except Exception as exc:
+                attempts += 1
+                decision = self.policy.decide(exc, attempts)
+                if decision.retry:
+                    log.warning("message %s failed (attempt %s, %s); retrying in %.1f s: %s",
+                                position, attempts, "transient" if decision.transient
+                                else "permanent", decision.delay, decision.reason)
+                    await self.sleep(decision.delay)
+                    continue
+                log.error("dead-lettering message %s: %s", position, decision.reason)
+                letters = await self._retrying("dead_letter", partial(
+                    self._run, self._dead_letter, text, entry, position, decision.reason,
+                    attempts))
+                return HandleResult("dead_lettered", reason=decision.reason), None, letters
+
+    def _apply(self, entry: Any, text: str, key: str, state: bytes | None, position: str,
+               poison: str | None, retries: int) -> tuple[
+                   HandleResult, DictStateStore, CapturingDeadLetters]:
+        """In the executor: one SQL transaction for the message and its counters."""
+        local = DictStateStore({key: orjson.loads(state)} if state else {})
+        letters = CapturingDeadLetters(self.parts.store, position)
+        service: IngestService = self.parts.service_for(local, letters)
+        with self.parts.store.transaction():  # one commit per message
+            if poison is not None:
+                result = service.reject(f"{poison} (at {position})", None, text,
+                                        entry if isinstance(entry, dict) else None)
+            else:
+                result = service.handle(entry, text)  # a rejection is keyed by position
+            count_outcome(self.parts.store, result.outcome, retries)
+        return result, local, letters
+
+    def _dead_letter(self, text: str, entry: Any, position: str, reason: str,
+                     attempts: int) -> CapturingDeadLetters:
+        letters = CapturingDeadLetters(self.parts.store, position)
+        service: IngestService = self.parts.service_for(DictStateStore(), letters)
+        with self.parts.store.transaction():
+            service.reject(f"{reason} (at {position})", None, text,
+                           entry if isinstance(entry, dict) else None)
+            count_dead_letter(self.parts.store, attempts - 1)
+        return letters
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def _retrying(self, name: str, step: Callable[[], Awaitable[T]]) -> T:
+        """Run ``step`` until it succeeds; only transient errors are expected here (a
+        permanent one is logged and retried too: giving up would lose the message)."""
+        attempt = 0
+        while True:
+            try:
+                return await step()
+            except Exception as exc:
+                attempt += 1
+                self.errors[name] = self.errors.get(name, 0) + 1
+                delay = self.policy.backoff(attempt)
+                log.warning("%s failed (attempt %s); retrying in %.1f s: %s", name, attempt,
+                            delay, describe(exc))
+                await self.sleep(delay)
+
+    # ------------------------------------------------------------------ output
+    async def publish(self, observed: list[Observation], letters: list[bytes]) -> None:
+        """New memories to ``observations`` + ``memory-status``; letters to the DLQ topic.
+        Only the current generation's worker publishes."""
+        if not self.parts.publishing:
+            return
+        for obs in observed:
+            await self.sink.send(OBSERVATIONS, obs.id.encode(), orjson.dumps(obs.to_dict()))
+            change = MemoryStatusChange(obs.id, obs.user_id, obs.status, obs.tier,
+                                        obs.created_at, "pipeline", "created")
+            await self.sink.send(STATUS, obs.id.encode(), orjson.dumps(change.to_dict()))
+        for letter in letters:
+            await self.sink.send(DEAD_LETTERS, None, letter)
+
+    async def publish_lifecycle(self) -> None:
+        """Lifecycle changes collected while handling (after "created", so compaction
+        keeps ours)."""
+        if self.parts.lifecycle is None:
+            return
+        drained = self.parts.lifecycle.publisher.drain()
+        if not self.parts.publishing:
+            return  # a generation being built: the live topics already hold these
+        for memory_id, value in drained:
+            data = None if value is None else orjson.dumps(value)
+            await self.sink.send(STATUS, memory_id.encode(), data)
+
+    # ------------------------------------------------------------------ timers
+    async def guarded(self, name: str, step: Callable[[], Awaitable[Any]]) -> None:
+        """A timer body that must not stop the app: errors are logged, counted, and the
+        next tick retries."""
+        try:
+            await step()
+        except Exception as exc:
+            self.errors[name] = self.errors.get(name, 0) + 1
+            log.warning("%s failed (will retry on the next tick): %s", name, describe(exc))
+
+    async def flush_idle(self) -> int:
+        """Send a keyed flush marker for every idle thread with an open window (tables
+        are only written inside stream iteration, so the marker goes through the topic)."""
+        if not self.parts.publishing:
+            return 0  # a replayed generation gets the live worker's markers from the log
+        for key, value in list(self.states.items()):
+            if value and orjson.loads(value).get("pending"):
+                self.idle.adopt(key)  # open window found after a restart: start its clock
+        sent = 0
+        for key in self.idle.due():
+            user_id, _, thread_id = key.partition("/")
+            marker = FlushMarker(user_id, thread_id, self.parts.clock(), "idle")
+            await self.sink.send(EVENTS, key.encode(), orjson.dumps(marker.to_dict()))
+            sent += 1
+        return sent
+
+    async def follow_alias(self) -> bool:
+        """Publish only while this worker's generation is the current one; returns
+        whether it publishes."""
+        parts = self.parts
+        if parts.catalog is None:
+            return bool(parts.publishing)
+        # not in the ingest executor: a slow message must not delay the alias check
+        current = await asyncio.get_running_loop().run_in_executor(None, parts.catalog.current)
+        if (current == parts.generation) != parts.publishing:
+            log.warning("generation %s is %s current (alias: %s)", parts.generation,
+                        "now" if current == parts.generation else "no longer", current)
+            parts.publishing = current == parts.generation
+        return bool(parts.publishing)
+
+    async def sweep(self) -> None:
+        """The lifecycle sweeper (tiers, archive); its changes go to memory-status."""
+        if self.parts.lifecycle is None or not self.parts.publishing:
+            return
+        await self._run(self.parts.lifecycle.sweep)
+        await self.publish_lifecycle()

@@ -1,0 +1,187 @@
+"""Helpers of the cluster fault suite: a fleet of events, worker processes, a private
+MariaDB, publishing straight to Kafka (as the Kafka SDK does) and the after-drain report."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+from aiokafka import AIOKafkaProducer
+
+from breadcrumb.infra.settings import Settings
+from tests.conftest import example_events
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_FIELDS = ("mode", "data_dir", "topic_prefix", "worker_id", "worker_web_port",
+              "idle_flush_seconds", "mysql_database", "mysql_port", "port", "embedder",
+              "kafka_bootstrap", "kafka_session_timeout_seconds", "kafka_heartbeat_seconds")
+
+
+def fleet(copies: int) -> list[dict[str, Any]]:
+    """``copies`` agents replaying the example session, each on threads of its own, in an
+    order that interleaves the agents (each thread's events stay in order)."""
+    base = example_events()
+    out = []
+    for event in base:
+        for c in range(copies):
+            out.append({**event, "user_id": ("demo", "ops")[c % 2],
+                        "thread_id": f"{event['thread_id']}-{c}",
+                        "event_id": f"{event['event_id']}-{c}", "agent_id": f"agent-{c}"})
+    return out
+
+
+def key_of(event: dict[str, Any]) -> bytes:
+    return f"{event['user_id']}/{event['thread_id']}".encode()
+
+
+def clean_ranges(tmp_path: Path, events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Memory ids and ranges of a clean embedded run of the same events."""
+    from breadcrumb.infra.bootstrap import build_runtime
+
+    runtime = build_runtime(Settings(data_dir=tmp_path / "clean", embedder="hash"))
+    try:
+        runtime.gateway.submit(events, "test")
+        runtime.gateway.wait_processed(300)
+        return ranges(runtime.store)
+    finally:
+        runtime.stop()
+
+
+def ranges(store: Any) -> list[tuple[Any, ...]]:
+    rows = store._read("SELECT id, user_id, source_thread_id, source_start_index, "
+                       "source_end_index FROM agent_memories")
+    return sorted(tuple(_text(v) for v in row) for row in rows)
+
+
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes | bytearray) else value
+
+
+def stored_ids(store: Any) -> list[tuple[str, str]]:
+    rows = store._read("SELECT user_id, event_id FROM raw_events")
+    return [(_text(u), _text(e)) for u, e in rows]
+
+
+class Worker:
+    """``breadcrumb worker`` as an operator runs it (BREADCRUMB_* variables)."""
+
+    def __init__(self, settings: Settings, log: Path) -> None:
+        self.settings = settings
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Worker:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+        for name in ENV_FIELDS:
+            env[f"BREADCRUMB_{name.upper()}"] = str(getattr(self.settings, name))
+        self.proc = subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker"],
+                                     stdout=self.log.open("ab"), stderr=subprocess.STDOUT,
+                                     env=env, cwd=self.log.parent)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+class PrivateMariaDb:
+    """A MariaDB of our own (infra/mariadb.sh on another port and INFRA_DIR): the fault
+    tests stop and start it; the shared one is never touched."""
+
+    def __init__(self, infra_dir: Path, port: int) -> None:
+        self.env = {**os.environ, "BREADCRUMB_INFRA_DIR": str(infra_dir),
+                    "BREADCRUMB_MYSQL_PORT": str(port)}
+        self.port = port
+
+    def _script(self, action: str) -> None:
+        subprocess.run(["bash", str(REPO / "infra" / "mariadb.sh"), action], env=self.env,
+                       check=True, capture_output=True, timeout=120)
+
+    def up(self) -> None:
+        self._script("up")
+
+    def down(self) -> None:
+        self._script("down")
+
+    def create_database(self, name: str) -> None:
+        conn = pymysql.connect(host="127.0.0.1", port=self.port, user="breadcrumb",
+                               password="breadcrumb")
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        finally:
+            conn.close()
+
+
+async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]],
+                  pause: float = 0.0) -> int:
+    """Publish keyed messages with acks=all; returns how many the broker acknowledged."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
+                                enable_idempotence=True)
+    await producer.start()
+    acked = 0
+    try:
+        for key, value in messages:
+            await producer.send_and_wait(settings.topic("agent-events"), value, key=key)
+            acked += 1
+            if pause:
+                await asyncio.sleep(pause)
+    finally:
+        await producer.stop()
+    return acked
+
+
+def publish_events(settings: Settings, events: list[dict[str, Any]], pause: float = 0.0) -> int:
+    return asyncio.run(produce(settings, [(key_of(e), orjson.dumps(e)) for e in events], pause))
+
+
+@dataclass
+class Report:
+    """What one fault did, after the drain."""
+
+    fault: str
+    acknowledged: int
+    stored: int
+    lost: int
+    duplicated: int
+    dead_lettered: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in self.extra.items())
+        return (f"FAULT {self.fault}: acknowledged={self.acknowledged} stored={self.stored} "
+                f"lost={self.lost} duplicated={self.duplicated} "
+                f"dead_lettered={self.dead_lettered} {extra}").strip()
+
+
+def report(fault: str, events: list[dict[str, Any]], store: Any, **extra: Any) -> Report:
+    ids = stored_ids(store)
+    sent = {(e["user_id"], e["event_id"]) for e in events}
+    result = Report(fault, len(events), len(ids), len(sent - set(ids)), len(ids) - len(set(ids)),
+                    int(store.get_counters().get("dead_lettered", 0)), extra)
+    print(result.line())  # `pytest -s` shows the figures
+    return result

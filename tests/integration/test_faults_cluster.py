@@ -1,0 +1,246 @@
+"""Faults on the real services (issue 13): poison messages, a MariaDB outage, ``kill -9`` of
+the worker while agents publish, two workers in one group.
+
+Poison and kills use the shared broker and MariaDB (isolated by topic prefix and
+database). The outage stops and starts a PRIVATE MariaDB (infra/mariadb.sh on another port
+and infra dir); the shared services are never stopped. After each drain: acknowledged
+events = stored raw events, memory ids and ranges equal a clean run, poison in the
+dead-letter topic and table with reason and position, pending 0, the worker alive.
+``pytest -s`` prints one ``FAULT`` line per fault with the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from breadcrumb.infra.bootstrap import utc_now_iso
+from breadcrumb.infra.cluster import build_sql_store
+from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.kafka_gateway import KafkaGateway
+from tests.conftest import example_events, wait_until
+from tests.integration.conftest import cluster_settings, drop_database, free_port
+from tests.integration.faults import (
+    PrivateMariaDb,
+    Worker,
+    clean_ranges,
+    fleet,
+    produce,
+    publish_events,
+    ranges,
+    report,
+)
+from tests.integration.test_cluster_parity import _consume
+
+pytestmark = pytest.mark.integration
+FAST = {"embedder": "hash", "idle_flush_seconds": 600}  # windows close by session_end only
+
+
+def _settings(tmp_path: Path, **extra: Any) -> Settings:
+    return cluster_settings(tmp_path, **{**FAST, **extra})
+
+
+@pytest.fixture()
+def shared(tmp_path: Path) -> Iterator[tuple[Settings, Any, KafkaGateway]]:
+    settings = _settings(tmp_path)
+    store = build_sql_store(settings)
+    gateway = KafkaGateway(settings, store, utc_now_iso)
+    gateway.start()  # declares the topics
+    try:
+        yield settings, store, gateway
+    finally:
+        gateway.stop()
+        store.close()
+        drop_database(settings.mysql_database)
+
+
+def _drain(gateway: KafkaGateway, workers: list[Worker], timeout: float = 180) -> None:
+    def done() -> bool:
+        for worker in workers:
+            assert worker.alive(), "worker died:\n" + worker.tail()
+        return gateway.pending() == 0
+    wait_until(done, timeout=timeout, interval=0.5)
+
+
+def test_poison_messages_are_dead_lettered_with_reason_and_position(
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
+    settings, store, gateway = shared
+    worker = Worker(settings, tmp_path / "worker.log").start()
+    try:
+        events = example_events()
+        base = {**events[0], "thread_id": "poison"}
+        after = [{**base, "event_id": "p-after"},
+                 {**base, "event_id": "p-end", "kind": "session_end", "content": "done"}]
+        poison: list[tuple[bytes, bytes | None]] = [
+            (b"demo/poison", b"\xff\x00 not json"),
+            (b"demo/poison", orjson.dumps({**base, "event_id": "p-kind", "kind": "telepathy"})),
+            (b"demo/poison", None),  # a tombstone
+            (b"demo/poison", orjson.dumps({"_control": "flush", "thread_id": "poison",
+                                           "ts": utc_now_iso(), "reason": "idle"})),
+            (b"demo/elsewhere", orjson.dumps({**base, "event_id": "p-key"})),
+            # valid by the contract, but no BIGINT holds it: the store raises every time
+            (b"demo/poison", orjson.dumps({**base, "event_id": "p-raise", "index": 2**63})),
+        ]
+        acked = publish_events(settings, events)
+        acked += asyncio.run(produce(settings, poison))
+        acked += publish_events(settings, after)
+        assert acked == len(events) + len(poison) + len(after)
+        _drain(gateway, [worker])
+
+        letters = store.dead_letter_positions(20)
+        topic = re.escape(settings.topic("agent-events"))
+        assert len(letters) == len(poison), letters
+        assert all(re.fullmatch(rf"{topic}/\d+/\d+", pos) for pos, _r, _p in letters)
+        reasons = " | ".join(reason for _pos, reason, _p in letters)
+        for expected in ("value is not JSON", "'kind'", "tombstone", "flush marker without",
+                         "under key 'demo/elsewhere'", "processing failed 3 times"):
+            assert expected in reasons, reasons
+        on_topic = [orjson.loads(v) for v in asyncio.run(
+            _consume(settings.topic("agent-events-dlq"), settings, len(poison)))]
+        assert {m["position"] for m in on_topic} == {pos for pos, _r, _p in letters}
+        assert store.count_pending_window_events() == 0 and gateway.pending() == 0
+        good = events + after
+        assert ranges(store) == clean_ranges(tmp_path, good)
+        result = report("poison", good, store, poison=len(poison),
+                        dead_letter_rows=len(letters))
+        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 1)
+    finally:
+        worker.stop()
+
+
+def test_stats_answer_while_kafka_is_unreachable_at_the_first_call(
+        shared: tuple[Settings, Any, KafkaGateway]) -> None:
+    settings, _store, gateway = shared
+    gateway.settings = settings.with_overrides(kafka_bootstrap=f"127.0.0.1:{free_port()}")
+    assert gateway.unprocessed() == 0 and gateway.lag_error is not None
+    assert gateway.counters()["lag_errors"] == 1
+    gateway.settings = settings  # the broker is back
+    publish_events(settings, example_events()[:3])
+    assert gateway.unprocessed() == 3 and gateway.lag_error is None  # no worker runs
+
+
+@pytest.fixture()
+def private_db() -> Iterator[PrivateMariaDb]:
+    infra = Path(tempfile.mkdtemp(prefix="bc-faults-"))
+    db = PrivateMariaDb(infra, free_port())
+    db.up()
+    try:
+        yield db
+    finally:
+        db.down()
+        shutil.rmtree(infra, ignore_errors=True)
+
+
+def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
+                                                tmp_path: Path) -> None:
+    name = f"bc_test_{uuid.uuid4().hex[:8]}"
+    private_db.create_database(name)
+    settings = _settings(tmp_path, mysql_port=private_db.port, mysql_database=name)
+    store = build_sql_store(settings)
+    gateway = KafkaGateway(settings, store, utc_now_iso)
+    gateway.start()
+    worker = Worker(settings, tmp_path / "worker.log").start()
+    try:
+        events = fleet(4)
+        half = len(events) // 2
+        publish_events(settings, events[:half])
+        wait_until(lambda: store.count_events() >= 10, timeout=120, interval=0.2)
+        private_db.down()
+        down_at = time.monotonic()
+        acked = half + publish_events(settings, events[half:])  # agents keep publishing
+        time.sleep(max(0.0, 15 - (time.monotonic() - down_at)))
+        assert worker.alive(), worker.tail()
+        private_db.up()
+        outage = time.monotonic() - down_at
+        _drain(gateway, [worker])
+        assert acked == len(events)
+        assert ranges(store) == clean_ranges(tmp_path, events)
+        result = report("mariadb-outage", events, store, outage_s=round(outage, 1),
+                        retries=store.get_counters().get("retries", 0))
+        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+        assert store.count_dead_letters() == 0
+    finally:
+        worker.stop()
+        gateway.stop()
+        store.close()
+
+
+def _publisher(settings: Settings, events: list[dict[str, Any]], pause: float,
+               acked: list[int]) -> threading.Thread:
+    thread = threading.Thread(target=lambda: acked.append(publish_events(settings, events,
+                                                                         pause)))
+    thread.start()
+    return thread
+
+
+def _stall_after(store: Any, killed_at: float, before: int, timeout: float = 120) -> float:
+    """Seconds from the kill until a new raw event is stored again."""
+    wait_until(lambda: store.count_events() > before, timeout=timeout, interval=0.1)
+    return time.monotonic() - killed_at
+
+
+def test_kill_9_of_the_worker_while_agents_publish(
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
+    settings, store, gateway = shared
+    worker = Worker(settings, tmp_path / "worker.log").start()
+    try:
+        events = fleet(4)
+        acked: list[int] = []
+        publishing = _publisher(settings, events, 0.1, acked)
+        stalls = []
+        for threshold in (len(events) // 4, len(events) // 2):
+            wait_until(lambda t=threshold: store.count_events() >= t, timeout=120,
+                       interval=0.1)
+            worker.kill9()
+            killed_at, before = time.monotonic(), store.count_events()
+            worker.start()
+            stalls.append(round(_stall_after(store, killed_at, before), 1))
+        publishing.join(120)
+        _drain(gateway, [worker])
+        assert acked == [len(events)]
+        assert ranges(store) == clean_ranges(tmp_path, events)
+        result = report("kill-9-worker", events, store, kills=len(stalls),
+                        stall_s="/".join(map(str, stalls)),
+                        redeliveries=store.get_counters().get("redeliveries", 0))
+        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+    finally:
+        worker.stop()
+
+
+def test_two_workers_in_one_group_share_safely(
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
+    settings, store, gateway = shared
+    other = settings.with_overrides(data_dir=tmp_path / "w2", worker_web_port=free_port())
+    first = Worker(settings, tmp_path / "w1.log").start()
+    second = Worker(other, tmp_path / "w2.log").start()
+    try:
+        events = fleet(6)
+        acked: list[int] = []
+        publishing = _publisher(settings, events, 0.05, acked)
+        wait_until(lambda: store.count_events() >= len(events) // 3, timeout=150,
+                   interval=0.1)
+        second.kill9()  # its partitions move to the first after the session timeout
+        killed_at = time.monotonic()
+        publishing.join(120)
+        _drain(gateway, [first])
+        drained = round(time.monotonic() - killed_at, 1)
+        assert acked == [len(events)]
+        assert ranges(store) == clean_ranges(tmp_path, events)
+        result = report("two-workers-one-killed", events, store, drain_after_kill_s=drained,
+                        session_timeout_s=settings.kafka_session_timeout_seconds,
+                        retries=store.get_counters().get("retries", 0))
+        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+    finally:
+        first.stop()
+        second.stop()

@@ -1,0 +1,223 @@
+"""The cluster ingest agent without a broker: direct method calls, the embedded SQL store
+(same SqlStore code as MySQL), qdrant-client local mode, a dict for the Faust table and a
+list for the topics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+import pytest
+from qdrant_client import QdrantClient
+
+from breadcrumb.infra.cluster import WorkerParts
+from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.qdrant_server_index import QdrantServerIndex
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.streams import faust_agent as fa
+from breadcrumb.streams.failure_policy import FailurePolicy
+from breadcrumb.streams.service import IngestService
+from breadcrumb.streams.tracking import IdleTracker
+from tests.conftest import example_events
+
+NOW = "2026-11-30T00:00:00+00:00"
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None, bytes | None]] = []
+
+    async def send(self, topic: str, key: bytes | None, value: bytes | None) -> None:
+        self.sent.append((topic, key, value))
+
+    def values(self, topic: str) -> list[Any]:
+        return [orjson.loads(v) for t, _k, v in self.sent if t == topic and v is not None]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Harness:
+    def __init__(self, tmp_path: Path) -> None:
+        settings = Settings(data_dir=tmp_path, idle_flush_seconds=30)
+        store = SqliteStore(tmp_path / "s.sqlite3")
+        store.open()
+        embedder = HashEmbedder(dim=32)
+        index = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "q")), "t_", 32)
+        index.ensure()
+        self.parts = WorkerParts(settings, store, index, embedder, lambda: NOW)
+        self.sink = ListSink()
+        self.table: dict[str, bytes] = {}
+        self.clock = Clock()
+        self.sleeps: list[float] = []
+        self.agent = fa.IngestAgent(self.parts, self.sink, self.table,
+                                    IdleTracker(30, self.clock), FailurePolicy(max_attempts=3),
+                                    sleep=self._sleep)
+
+    async def _sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+
+    async def send(self, key: str | None, value: Any, offset: int) -> str:
+        raw = value if isinstance(value, bytes | None) else orjson.dumps(value)
+        return await self.agent.handle(None if key is None else key.encode(), raw,
+                                       f"t-agent-events/0/{offset}")
+
+    @property
+    def store(self) -> SqliteStore:
+        return self.parts.store  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.parts.close()
+
+
+@pytest.fixture()
+def h(tmp_path: Path) -> Iterator[Harness]:
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def _key(event: dict[str, Any]) -> str:
+    return f"{event['user_id']}/{event['thread_id']}"
+
+
+async def test_events_become_memories_published_once(h: Harness) -> None:
+    events = example_events()
+    outcomes = [await h.send(_key(e), e, n) for n, e in enumerate(events)]
+    assert outcomes.count("processed") == len(events)
+    assert h.store.count_events() == len(events)
+    memories = h.store.list_memories("demo", 100, 0)
+    assert memories and len(h.sink.values(fa.OBSERVATIONS)) == len(memories)
+    assert {o["id"] for o in h.sink.values(fa.OBSERVATIONS)} == {m.id for m in memories}
+    counters = h.store.get_counters()
+    assert counters["events_processed"] == len(events)
+
+    # a redelivery (after a crash before the commit of the offset) changes nothing
+    again = [await h.send(_key(e), e, n) for n, e in enumerate(events[:5])]
+    assert again == ["duplicate"] * 5
+    assert h.store.count_events() == len(events)
+    assert h.store.get_counters()["events_processed"] == len(events)
+    assert h.store.get_counters()["redeliveries"] == 5
+
+
+@pytest.mark.parametrize(("key", "value", "reason"), [
+    ("demo/t", b"{oops", "value is not JSON"),
+    ("demo/t", None, "tombstone"),
+    ("demo/t", {"_control": "flush", "thread_id": "t", "ts": NOW}, "flush marker without"),
+    ("demo/other", {**example_events()[0], "thread_id": "t"}, "under key 'demo/other'"),
+    ("demo/t", {**example_events()[0], "thread_id": "t", "kind": "telepathy"}, "'kind'"),
+])
+async def test_poison_goes_to_the_dead_letter_table_and_topic_with_its_position(
+        h: Harness, key: str, value: Any, reason: str) -> None:
+    assert await h.send(key, value, 7) == "rejected"
+    rows = h.store.dead_letter_positions()
+    assert len(rows) == 1 and rows[0][0] == "t-agent-events/0/7" and reason in rows[0][1]
+    on_topic = h.sink.values(fa.DEAD_LETTERS)
+    assert len(on_topic) == 1 and on_topic[0]["position"] == "t-agent-events/0/7"
+    assert reason in on_topic[0]["reason"]
+    # redelivered: the table keeps one letter per position
+    await h.send(key, value, 7)
+    assert h.store.count_dead_letters() == 1
+    assert h.store.count_pending_window_events() == 0 and h.table == {}
+
+
+def _failing_service(h: Harness, errors: list[BaseException]) -> None:
+    real = h.parts.service_for
+
+    def service_for(states: Any, letters: Any) -> IngestService:
+        service = real(states, letters)
+        handle = service.handle
+
+        def flaky(entry: Any, raw_text: str | None = None) -> Any:
+            if errors:
+                raise errors.pop(0)
+            return handle(entry, raw_text)
+        service.handle = flaky  # type: ignore[method-assign]
+        return service
+    h.parts.service_for = service_for  # type: ignore[method-assign]
+
+
+async def test_a_store_outage_is_retried_until_it_is_back(h: Harness) -> None:
+    event = example_events()[0]
+    down = [pymysql.err.OperationalError(2003, "Can't connect to MySQL server")] * 6
+    _failing_service(h, list(down))
+    assert await h.send(_key(event), event, 0) == "processed"
+    assert h.store.count_events() == 1 and h.store.count_dead_letters() == 0
+    assert h.sleeps == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0]  # doubling, capped
+    assert h.store.get_counters()["retries"] == 6
+
+
+async def test_a_message_that_makes_the_processor_raise_is_dead_lettered(h: Harness) -> None:
+    events = example_events()[:3]
+    _failing_service(h, [RuntimeError("segmenter exploded")] * 3)
+    assert await h.send(_key(events[0]), events[0], 0) == "dead_lettered"
+    position, reason, payload = h.store.dead_letter_positions()[0]
+    assert position == "t-agent-events/0/0" and "segmenter exploded" in reason
+    assert "processing failed 3 times" in reason and events[0]["event_id"] in payload
+    assert h.sink.values(fa.DEAD_LETTERS)[0]["position"] == position
+    counters = h.store.get_counters()
+    assert (counters["dead_lettered"], counters["processing_failures"]) == (1, 1)
+    # the thread goes on with the next messages
+    assert [await h.send(_key(e), e, n) for n, e in enumerate(events[1:], 1)] == [
+        "processed", "processed"]
+
+
+async def test_idle_threads_get_a_flush_marker_that_closes_the_window(h: Harness) -> None:
+    events = [e for e in example_events() if e["kind"] != "session_end"][:5]
+    for n, e in enumerate(events):
+        await h.send(_key(e), e, n)
+    assert h.store.count_pending_window_events() > 0
+    assert await h.agent.flush_idle() == 0
+    h.clock.now += 31
+    assert await h.agent.flush_idle() == 1
+    (topic, key, marker), = [s for s in h.sink.sent if s[0] == fa.EVENTS]
+    assert key == _key(events[0]).encode() and orjson.loads(marker or b"")["reason"] == "idle"
+    assert await h.send(_key(events[0]), marker, 99) == "flushed"
+    assert h.store.count_pending_window_events() == 0
+    h.clock.now += 60
+    assert await h.agent.flush_idle() == 0  # nothing open any more
+
+
+async def test_an_open_window_found_after_a_restart_is_flushed_too(h: Harness) -> None:
+    events = [e for e in example_events() if e["kind"] != "session_end"][:3]
+    for n, e in enumerate(events):
+        await h.send(_key(e), e, n)
+    h.agent.idle.last_seen.clear()  # a new process: only the table survived
+    assert await h.agent.flush_idle() == 0  # clock starts now
+    h.clock.now += 31
+    assert await h.agent.flush_idle() == 1
+
+
+class _Catalog:
+    def __init__(self) -> None:
+        self.answers: list[Any] = []
+
+    def current(self) -> str:
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return str(answer)
+
+
+async def test_alias_following_survives_a_connect_error(h: Harness) -> None:
+    catalog = _Catalog()
+    catalog.answers = [pymysql.err.OperationalError(2003, "Can't connect"), "g2", "main"]
+    h.parts.catalog, h.parts.generation = catalog, "main"
+    await h.agent.guarded("follow_alias", h.agent.follow_alias)
+    assert h.agent.errors == {"follow_alias": 1} and h.parts.publishing
+    await h.agent.guarded("follow_alias", h.agent.follow_alias)
+    assert not h.parts.publishing
+    event = example_events()[0]
+    await h.send(_key(event), {**event, "kind": "telepathy"}, 3)
+    assert h.sink.sent == []  # a generation that is not current publishes nothing
+    await h.agent.guarded("follow_alias", h.agent.follow_alias)
+    assert h.parts.publishing
