@@ -10,9 +10,9 @@ with ``memory_id: null``, ``observed: false`` and ``status: "open_window"`` (add
 fields). Once the window closes, it is no longer open: the memory takes over; a line
 already given by a memory's evidence is never repeated.
 
-Open windows are read from the thread-state store (``list_states``: the embedded
-SQLite store); a store without open-window state (cluster mode keeps it in the Faust
-table of the worker) yields none.
+Open windows are read from the thread-state store (``list_states``): the embedded
+SQLite store, or in cluster mode the SQL mirror of the worker's Faust table. A store
+without ``list_states`` has no fresh tail.
 """
 
 from __future__ import annotations
