@@ -90,7 +90,11 @@ class FreshTail:
         return cls(store, raw, count_tokens)
 
     def search(self, req: RecallRequest, query: Query, budget: int) -> list[dict[str, Any]]:
-        """Evidence from open windows, best first, within ``budget`` tokens."""
+        """Evidence from open windows, best first, within ``budget`` tokens.
+
+        A tag filter excludes the fresh tail: an open window has no tags yet."""
+        if req.tags:
+            return []
         windows = open_windows(self.states.list_states(pending_only=True), req.user_id,
                                req.project_id, req.thread_id)
         found = []

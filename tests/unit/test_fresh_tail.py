@@ -31,3 +31,19 @@ def test_most_recently_active_windows_first_and_bounded() -> None:
     got = open_windows(states, "u1")
     assert len(got) == MAX_WINDOWS
     assert [w.last_ts for w in got] == sorted((w.last_ts for w in got), reverse=True)
+
+
+def test_a_tag_filter_excludes_the_fresh_tail() -> None:
+    from breadcrumb.processors.decide import analyze_query
+    from breadcrumb.query_api.fresh_tail import FreshTail
+    from breadcrumb.query_api.models import RecallRequest
+    from breadcrumb.query_api.scoring import Query
+
+    class States:
+        def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
+            raise AssertionError("a tag-filtered recall must not read open windows")
+
+    tail = FreshTail(States(), None, len)  # type: ignore[arg-type]
+    query = Query("DB_PORT", analyze_query("DB_PORT"), {}, [])
+    req = RecallRequest(user_id="u1", query="DB_PORT", tags=["db"])
+    assert tail.search(req, query, 100) == []
