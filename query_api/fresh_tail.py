@@ -10,9 +10,9 @@ with ``memory_id: null``, ``observed: false`` and ``status: "open_window"`` (add
 fields). Once the window closes, it is no longer open: the memory takes over; a line
 already given by a memory's evidence is never repeated.
 
-Open windows are read from the thread-state store (``list_states``): the embedded
-SQLite store, or in cluster mode the SQL mirror of the worker's Faust table. A store
-without ``list_states`` has no fresh tail.
+Open windows are read from the thread-state store (``list_open_states``: one tenant's
+key range): the embedded SQLite store, or in cluster mode the SQL mirror of the worker's
+Faust table. A store without it has no fresh tail.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ OPEN_WINDOW = "open_window"
 
 
 class StateLister(Protocol):
-    def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]: ...
+    def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ class FreshTail:
     def for_store(cls, store: Any, raw: RawEventStore,
                   count_tokens: Callable[[str], int]) -> FreshTail | None:
         """A fresh tail over ``store`` when it keeps thread state, else None."""
-        if not callable(getattr(store, "list_states", None)):
+        if not callable(getattr(store, "list_open_states", None)):
             return None
         return cls(store, raw, count_tokens)
 
@@ -95,7 +95,7 @@ class FreshTail:
         A tag filter excludes the fresh tail: an open window has no tags yet."""
         if req.tags:
             return []
-        windows = open_windows(self.states.list_states(pending_only=True), req.user_id,
+        windows = open_windows(self.states.list_open_states(req.user_id), req.user_id,
                                req.project_id, req.thread_id)
         found = []
         for window in windows:

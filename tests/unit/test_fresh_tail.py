@@ -40,7 +40,7 @@ def test_a_tag_filter_excludes_the_fresh_tail() -> None:
     from breadcrumb.query_api.scoring import Query
 
     class States:
-        def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
+        def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
             raise AssertionError("a tag-filtered recall must not read open windows")
 
     tail = FreshTail(States(), None, len)  # type: ignore[arg-type]
