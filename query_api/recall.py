@@ -119,7 +119,8 @@ class RecallService:
         level = 0
         if decision.classification != SUMMARY_OK and top:
             evidence, level = self._follow(req, query, top, decision)
-        if self.fresh_tail is not None and (decision.classification != SUMMARY_OK or not top):
+        if self.fresh_tail is not None and req.mode != "summary" and (
+                decision.classification != SUMMARY_OK or not top):  # open windows too
             evidence = self.fresh_tail.merge(req, query, evidence)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
         token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)

@@ -70,8 +70,11 @@ def test_open_window_is_recallable_at_once_then_the_memory_takes_over(live: Runt
     assert "7777" not in text  # another tenant's open window is never searched
     assert answer["token_cost"] > 0 and answer["level"] == 2
 
-    # nothing matching: nothing from the open window
+    # nothing matching: nothing from the open window; summaries only: no source at all
     assert _ask(live, "u1", "Which redis image tag do we use?")["evidence"] == []
+    summary = live.recall.recall(RecallRequest(user_id="u1", query="What is DB_PORT now?",
+                                               mode="summary"))
+    assert summary["evidence"] == [] and summary["level"] == 0
 
     live.gateway.request_flush("u1", "pgb", "flush")
     wait_until(lambda: bool(live.store.list_memories("u1", limit=10)), timeout=30)
