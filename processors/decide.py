@@ -23,21 +23,51 @@ _EXACT_EN = re.compile(
     r"\b(regex(es)?|regexp|regular expression|sql|query string|path|port|env(ironment)? var\w*"
     r"|endpoint|url|config(uration)? value|function name|exact(ly)?|verbatim|command"
     r"|error message|stack ?trace|version|image( tag)?|tag|cron|schema|column|table name"
-    r"|snippet|code|literal|value of|show me the|copy of|failing (line|test)|id|arxiv"
-    r"|set to|which \w+|what \w+ (is|was|does|did)( \w+)? (set|use|run|add|hit|store)\w*)\b",
+    r"|snippet|code|literal|value of|show me the|copy of|failing (line|test)|id|arxiv|quote"
+    r"|set to|which \w+|what \w+ (is|was|does|did)( \w+)? (set|use|run|add|hit|store)\w*"
+    r"|(the )?name of|(error|exception)s? (message|text|string|line|code)"
+    r"|(what|which)\b[^,?;]{0,60}\b(errors?|exceptions?|traceback)"
+    r"|what( [\w-]+){1,3} did (we|you|they|i)"
+    r" (decide|choose|chose|pick|agree|settle|set|use|go)\w*)\b",
     re.IGNORECASE,
 )
 _EXACT_JA = re.compile(
     r"(正規表現|正確|もう一回出して|もう一度|そのまま|原文|全文|パス|ポート|環境変数"
     r"|エンドポイント|設定値|関数名|コマンド|エラー(メッセージ|文)?|バージョン|コード|値を|値は"
-    r"|SQL|クエリ|イメージ|タグ|カラム|ID|いくつ|どれ|何を使|cron|式は)"
+    r"|SQL|クエリ|イメージ|タグ|カラム|ID|いくつ|どれ|何を使|cron|式は|ドメイン|何に(し|変え|なっ)た)"
 )
 _SUMMARY_EN = re.compile(
     r"\b(summar(y|ise|ize)|overview|what did we (decide|do|discuss)"
     r"|why did we|roughly|in short|gist|status of|how did .* go|what happened)\b",
     re.IGNORECASE,
 )
-_SUMMARY_JA = re.compile(r"(概要|要約|まとめ|何を決め|なぜ|どうなった|ざっくり|経緯)")
+_SUMMARY_JA = re.compile(r"(概要|要約|まとめ|何を決め|なぜ|どうなった|ざっくり|経緯|状況|進捗)")
+#: Why / whether / when / by whom something was decided, or what was rejected: a summary
+#: answers these even when they name an identifier or a value kind ("why did DB_PORT
+#: change?"), unless another part of the question asks for a value.
+_WHY_EN = re.compile(
+    r"\b(why|how come|reasons?|rationale|motivation|whether|by whom"
+    r"|what (made|led) (us|you|them)|reject\w*|rul(e|ed|ing) out|turn(ed)? down|decided against"
+    r"|(when|who) (\w+ ){0,3}(decid|agree|chose|choose|pick|switch|chang|mov|add|drop|introduc"
+    r"|adopt|approv|ask|request|propos|suggest|want|insist)\w*)\b"
+    r"|^\s*(did|do|does|was|were|is|are|has|have|had|can|could)\b[^?]*\b(ever|allowed|permitted"
+    r"|forbidden|banned|approved|accepted)\b",
+    re.IGNORECASE,
+)
+_WHY_JA = re.compile(
+    r"(なぜ|どうして|なんで|理由|根拠|経緯|却下|不採用|見送|採用しなかった|やめた(の|理由)|ボツ"
+    r"|のは(誰|だれ)|(誰|だれ)が|かどうか|(こと|事)(は|が|も)?(ある|あった|あります|ありました)"
+    r"|(許|認め)(さ|ら)れ(て|た|る)|いつ[^、。？?]*(決|変|導入|採用|切り替|移行|追加|やめ)"
+    r"|(決|変|導入|採用|切り替|移行|追加|やめ)[^、。？?]*いつ)"
+)
+#: ... "what is X now", "今の X は": the newest exact value.
+_NOW_VALUE = re.compile(
+    r"(?i)\b(what|which)('s|\s+(is|are))\b[^,?;]*\b(now|currently|these days|at the moment)\b"
+    r"|\b(what|which)('s|\s+(is|are))\s+(the\s+)?(current|latest|newest)\b"
+    r"|\b(current|new) value\b|(今|現在|最新)の[^、。？?]*?(は|を教えて)|今は(何|いくつ|どれ)"
+)
+_EXACT_WORD = re.compile(r"(?i)\bexact(ly)?\b|verbatim|\bquote\b|正確|そのまま|原文|もう一回出して")
+_CLAUSES = re.compile(r"[,;?？。、!！]|\s(?:and|but|also|then)\s|それと|あと、|また、")
 _LITERAL = re.compile(
     r"`[^`]+`|\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b|[\w.-]+/[\w./-]+"
     r"|\b\w+\.(ts|py|js|sql|yml|yaml|json|toml)\b"
@@ -135,6 +165,9 @@ def decide(query: str, mode: str = "auto", classifier: Classifier | None = None)
 
 def decide_by_rules(query: str) -> Decision | None:
     """The rule-based classification, or ``None`` when no rule matched."""
+    why = _why_decision(query)
+    if why is not None:
+        return why
     for name, pattern in (("en", _SUMMARY_EN), ("ja", _SUMMARY_JA)):
         summary = pattern.search(query)
         if summary and not _LITERAL.search(query) and not _asks_exact_word(query):
@@ -143,14 +176,44 @@ def decide_by_rules(query: str) -> Decision | None:
         match = pattern.search(query)
         if match:
             return Decision(EXACT, f"asks for an exact value ({name}: {match.group(0)!r})")
+    now = _NOW_VALUE.search(query)
+    if now:
+        return Decision(EXACT, f"asks for the newest value ({now.group(0)!r})")
     literal = _LITERAL.search(query)
     if literal:
         return Decision(EXACT, f"names a literal ({literal.group(0)!r})")
     return None
 
 
+def _why_decision(query: str) -> Decision | None:
+    """Why / whether / when / who / rejected questions: the gist unless a value is asked.
+
+    The question is cut into clauses; a value word inside the why-clause is its topic
+    ("why did the *regex* change?"), a value ask in another clause ("…, and which port
+    now?"), a "now" value ask or an exact/verbatim word anywhere makes it exact."""
+    clauses = [c for c in _CLAUSES.split(query) if c and c.strip()]
+    why_clauses = [c for c in clauses if _WHY_EN.search(c) or _WHY_JA.search(c)]
+    if not why_clauses:
+        return None
+    if _asks_exact_word(query):
+        return None  # "quote why we…", "理由を原文で": the ordinary rules decide
+    now = _NOW_VALUE.search(query)
+    if now:
+        return Decision(EXACT, f"asks why and for the newest value ({now.group(0)!r})")
+    for clause in clauses:
+        if clause in why_clauses:
+            continue
+        for name, pattern in (("en", _EXACT_EN), ("ja", _EXACT_JA)):
+            match = pattern.search(clause)
+            if match:
+                return Decision(EXACT, f"asks why and for a value ({name}: {match.group(0)!r})")
+    cue = (_WHY_EN.search(why_clauses[0]) or _WHY_JA.search(why_clauses[0]))
+    assert cue is not None
+    return Decision(SUMMARY_OK, f"asks why / whether / when / who ({cue.group(0).strip()!r})")
+
+
 def _asks_exact_word(query: str) -> bool:
-    return bool(re.search(r"(?i)\bexact(ly)?\b|verbatim|正確|そのまま|原文", query))
+    return bool(_EXACT_WORD.search(query))
 
 
 def _classified(answer: Mapping[str, Any]) -> Decision:

@@ -14,6 +14,7 @@ import re
 import unicodedata
 from collections import Counter
 
+from breadcrumb.processors.identifier_words import ABBREVIATIONS
 from breadcrumb.topics.records import SparseVector
 
 #: BM25 term-frequency saturation.
@@ -122,11 +123,31 @@ GLOSSARY: dict[str, tuple[str, ...]] = {
     "バッチ": ("batch", "job"), "接続": ("connect", "connects"), "繋": ("connect", "connects"),
     "アプリ": ("app",), "適応": ("adaptive",), "トークンバケット": ("token", "bucket"),
     "バケット": ("bucket",), "トークン": ("token",), "全テスト": ("suite",),
+    # words that identifiers are made of (MAX_RETRY_COUNT, retryDelayMs, validate-email)
+    "リトライ": ("retry", "retries"), "再試行": ("retry", "retries"), "最大": ("max", "maximum"),
+    "最小": ("min", "minimum"), "上限": ("max", "limit"), "下限": ("min",),
+    "回数": ("count", "times"), "件数": ("count",),
+    "間隔": ("interval", "delay"), "遅延": ("delay",), "待ち": ("wait", "delay"),
+    "タイムアウト": ("timeout",), "秒": ("seconds", "sec"), "ミリ秒": ("ms", "milliseconds"),
+    "有効期限": ("ttl", "expiry", "expires"), "キャッシュ": ("cache",), "プール": ("pool",),
+    "サイズ": ("size",), "接続数": ("connections", "pool"), "並列": ("concurrency", "parallel"),
+    "ワーカー": ("worker", "workers"), "検証": ("validate", "validation"),
+    "バリデーション": ("validate", "validation"), "電話番号": ("phone",), "電話": ("phone",),
+    "パスワード": ("password",), "ユーザー": ("user",), "ログ": ("log",),
+    "バッチサイズ": ("batch", "size"), "閾値": ("threshold",), "しきい値": ("threshold",),
+    "フラグ": ("flag",),
+    "長さ": ("length", "len"), "名前": ("name",), "期間": ("period", "duration"),
 }
 _EN_TO_JA: dict[str, tuple[str, ...]] = {}
 for _ja, _ens in GLOSSARY.items():
     for _en in _ens:
         _EN_TO_JA[_en] = (*_EN_TO_JA.get(_en, ()), _ja)
+#: Identifier abbreviations <-> their words ("maximum" meets MAX_RETRY_COUNT's "max").
+_ABBREV: dict[str, tuple[str, ...]] = {}
+for _short, _long in ABBREVIATIONS.items():
+    if " " not in _long:
+        _ABBREV[_short] = (*_ABBREV.get(_short, ()), _long)
+        _ABBREV[_long] = (*_ABBREV.get(_long, ()), _short)
 _SUFFIXES = (("ing", 5), ("ed", 4), ("ly", 5), ("es", 5), ("s", 4))  # (suffix, min length)
 EXPANSION_WEIGHT = 0.7
 #: A CJK word yields several overlapping bigrams; each weighs less than a whole word.
@@ -164,6 +185,8 @@ def _stem(term: str) -> str | None:
         return None
     if term.endswith(("ss", "is", "us")):
         return None
+    if term.endswith("ies") and len(term) > 4:
+        return term[:-3] + "y"  # "retries" -> "retry"
     if term.endswith("es") and not term.endswith(("xes", "ches", "shes", "sses")):
         return term[:-1] if len(term) > 4 else None  # "images" -> "image"
     for suffix, min_len in _SUFFIXES:
@@ -180,6 +203,7 @@ def _translations(text: str, terms: set[str]) -> list[str]:
     for term in terms:
         for ja in _EN_TO_JA.get(term, ()):
             out.extend(_bigrams(ja))
+        out.extend(_ABBREV.get(term, ()))
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from breadcrumb.processors.facts import extract_facts
 from breadcrumb.processors.hints import detect_language, extract_phrases, extract_typed_values
+from breadcrumb.processors.identifier_words import identifier_words
 from breadcrumb.processors.ids import memory_id
 from breadcrumb.processors.test_runs import TestRun, read_test_run
 from breadcrumb.processors.tokens import estimate_tokens
@@ -308,10 +309,15 @@ def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id:
     salient = sorted((rank[k], i, v) for i, (k, v) in enumerate(typed) if k in rank)
     values = [v if len(v) <= 60 else v[:59] + "…" for _r, _i, v in salient[:3]]
     topics = phrases[:3]
+    # Identifiers spelled out ("MAX_RETRY_COUNT" -> "max retry count (maximum retry
+    # count)"): a question describing a setting in words meets it in the dense text.
+    said = "; ".join(identifier_words(typed))
     if lang == "ja":
         about = "・".join(topics) or f"スレッド {thread_id} の作業"
         tail = f"、または {', '.join(values)} などの正確な値" if values else ""
-        return f"{about}について{tail}を聞かれたとき。"
+        named = f"（名前の語: {said}）" if said else ""
+        return f"{about}について{tail}{named}を聞かれたとき。"
     about = ", ".join(topics) or f"the work in thread {thread_id}"
     tail = f", or for exact values such as {', '.join(values)}" if values else ""
-    return f"When a question is about {about}{tail}."
+    named = f" (named in words: {said})" if said else ""
+    return f"When a question is about {about}{tail}{named}."

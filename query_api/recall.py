@@ -37,6 +37,7 @@ from breadcrumb.query_api.evidence import (
     passage,
     replaced,
 )
+from breadcrumb.query_api.fresh_tail import FreshTail
 from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.scoring import (  # ScoreWeights, Candidate, memory_view: re-exported
     Candidate,
@@ -89,6 +90,8 @@ class RecallService:
         self.classifier = classifier
         self.quoter = quoter
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
+        # open windows (not yet memories) are searched too, where the store keeps them
+        self.fresh_tail = FreshTail.for_store(memories, raw, embedder.count_tokens)
         # usage accounting is written off the answer's path, in order, by one thread
         self._usage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-usage")
 
@@ -116,6 +119,10 @@ class RecallService:
         level = 0
         if decision.classification != SUMMARY_OK and top:
             evidence, level = self._follow(req, query, top, decision)
+        if self.fresh_tail is not None and req.mode != "summary" and (
+                decision.classification != SUMMARY_OK or not top):  # open windows too
+            evidence = self.fresh_tail.merge(req, query, evidence)
+            level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
         token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.embedder.count_tokens(e["extracted_text"]) for e in evidence)
         if top:

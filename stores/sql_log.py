@@ -61,6 +61,17 @@ class LogStateMixin:
         rows = self._read(f"SELECT state_key, state FROM thread_state{where} ORDER BY state_key")
         return [(str(k), json.loads(v)) for k, v in rows]
 
+    def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(key, state) of one tenant's threads with events in their open window.
+
+        A range over the key (``{user_id}/…``), not a scan of every tenant's windows;
+        keys of another user that happen to share the prefix are left to the caller's
+        ``state["user_id"]`` check."""
+        rows = self._read("SELECT state_key, state FROM thread_state WHERE state_key >= ? "
+                          "AND state_key < ? AND pending_count > 0",
+                          (f"{user_id}/", f"{user_id}0"))  # "0" is the character after "/"
+        return [(str(k), json.loads(v)) for k, v in rows]
+
     def count_pending_window_events(self) -> int:
         """Events waiting in open windows, summed over all threads."""
         return self._scalar("SELECT SUM(pending_count) FROM thread_state")

@@ -92,3 +92,65 @@ def test_classifier_only_when_no_rule_matched() -> None:
 ])
 def test_temporal_intent_en_ja(query: str, temporal: str | None) -> None:
     assert analyze_query(query).temporal == temporal
+
+
+@pytest.mark.parametrize("query", [
+    "Why did we change DB_PORT from 5432 to 6432?",  # names a literal: still a why
+    "Why did the email regex need a second fix?",  # a value kind is the topic
+    "What was the reason for moving to pgbouncer?",
+    "Did we ever allow signups from any email domain?",
+    "Are agents allowed to use float for money?",
+    "When did we decide to put pgbouncer in front of postgres?",
+    "Who asked for the inventory sync to run every five minutes?",
+    "Which email regex did we reject and why?",
+    "What did we rule out for the cache?",
+    "なぜ DB_PORT を 6432 に変えたの？",
+    "メールアドレスの正規表現を直した理由は？",
+    "クーポンの丸めで float の計算を使っていたことはある？",
+    "pgbouncer を導入すると決めたのはいつ？",
+    "在庫同期を5分ごとにしたいと言ったのは誰？",
+    "却下したメールアドレスの正規表現とその理由は？",
+    "Redis の導入を見送った理由は？",
+])
+def test_why_whether_when_who_rejected_are_summary_questions(query: str) -> None:
+    got = decide(query)
+    assert got.classification == SUMMARY_OK, got
+
+
+@pytest.mark.parametrize("query", [
+    "What is DB_PORT now?",
+    "What is the checkout rate limit now?",
+    "What is the current rate limit?",
+    "今の DB_PORT は？",
+    "今のチェックアウトのレート制限は？",
+    "リトライの最大回数は今いくつ？",
+    # a why plus a value ask is a value ask
+    "Why did we move the app to pgbouncer, and which port does it use now?",
+    "Why did we change MAX_RETRY_COUNT and what is it now?",
+    "pgbouncer を入れた理由と、今の DB のポートは？",
+    "DB_PORT を変えた理由と今の値は？",
+    # an exact word wins over a why
+    "Quote exactly why we rejected the v1 regex",
+    "pgbouncer を入れた理由について、ユーザーの発言を原文で見せて",
+])
+def test_now_and_why_plus_value_questions_ask_for_the_value(query: str) -> None:
+    got = decide(query)
+    assert got.classification == EXACT, got
+
+
+@pytest.mark.parametrize("query", [
+    "What's the status of the migration now?", "今の状況は？", "Why did we add pgbouncer?"])
+def test_gist_now_questions_stay_summary(query: str) -> None:
+    assert decide(query).classification == SUMMARY_OK
+
+
+def test_decide_accuracy_over_the_golden_set() -> None:
+    """Every golden question (incl. why / whether / now, en + ja): accuracy >= 0.95."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "eval" / "golden" / "questions.jsonl"
+    rows = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
+    assert sum(r["category"].startswith("decide_") for r in rows) >= 16
+    wrong = [r["id"] for r in rows if decide(r["question"]).classification != r["classification"]]
+    assert 1 - len(wrong) / len(rows) >= 0.95, wrong
