@@ -10,37 +10,23 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
+
+from breadcrumb.query_api.backend import Backend
 
 if TYPE_CHECKING:
     from breadcrumb.infra.settings import Settings
 
 MARKER = "server.json"
+__all__ = ["Backend", "ClientError", "HttpBackend", "LocalBackend", "connect",
+           "running_server", "write_server_marker"]
 
 
 class ClientError(RuntimeError):
     """A request the service refused, with its contract error message."""
-
-
-class Backend(Protocol):
-    def ingest(self, items: list[Any], flush: bool, batch: int, timeout: float,
-               bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]: ...
-
-    def recall(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def recall_source(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]: ...
-
-    def thread_events(self, user_id: str, thread_id: str, start: int = 0,
-                      end: int | None = None) -> list[dict[str, Any]]: ...
-
-    def stats(self) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
 
 
 def write_server_marker(settings: Settings) -> Path:
@@ -227,7 +213,7 @@ class LocalBackend:
         return [e.to_dict() for e in self.runtime.raw.get_range(user_id, thread_id, start, last)]
 
     def stats(self) -> dict[str, Any]:
-        from breadcrumb.query_api.app import stats
+        from breadcrumb.query_api.runtime import stats
 
         return stats(self.runtime)
 

@@ -11,9 +11,9 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from breadcrumb.infra.bootstrap import Runtime
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.runtime import Runtime, stats
 from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
@@ -118,22 +118,6 @@ async def _events_body(request: Request) -> list[Any]:
     if len(events) > MAX_BATCH:
         raise ApiError(413, "batch_too_large", f"at most {MAX_BATCH} events per request")
     return events
-
-
-def stats(runtime: Runtime) -> dict[str, Any]:
-    """``GET /v1/stats``: counts, pending and memories by status and tier."""
-    counters = runtime.gateway.counters()
-    return {
-        "events_received": counters.get("events_received", 0),
-        "events_accepted": counters.get("events_accepted", 0),
-        "events_processed": counters.get("events_processed", 0),
-        "duplicates": counters.get("duplicates", 0),
-        "pending": runtime.gateway.pending(),
-        "unprocessed": runtime.gateway.unprocessed(),
-        "dead_letters": runtime.dead_letters.count_dead_letters(),
-        "memories": runtime.memories.memory_counts(),
-        **runtime.extra_stats(),
-    }
 
 
 def health(runtime: Runtime) -> dict[str, Any]:

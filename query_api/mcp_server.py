@@ -1,7 +1,7 @@
 """The MCP server: ``search_memory`` and ``recall_memory_source`` over stdio or HTTP.
 
 Built on the official ``mcp`` SDK (``MCPServer``). The tools call a
-:class:`breadcrumb.client.Backend`: the embedded runtime in this process, or a running
+:class:`breadcrumb.query_api.backend.Backend`: the embedded runtime in this process, or a running
 query service over HTTP. Answers are the contract's RecallResponse and
 RecalledEvidence, returned as structured tool output.
 """
@@ -13,7 +13,7 @@ from typing import Any, Literal
 import anyio
 from mcp.server.mcpserver import MCPServer
 
-from breadcrumb.client import Backend
+from breadcrumb.query_api.backend import Backend
 
 INSTRUCTIONS = (
     "Breadcrumb keeps every agent event verbatim and summaries that point back to them. "

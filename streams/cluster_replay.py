@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.infra.bootstrap import utc_now_iso
+from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.streams.replay import Progress
 from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
