@@ -12,12 +12,13 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
 
 from breadcrumb.infra import data_dir
+from breadcrumb.query_api.backend import Backend
 
 if TYPE_CHECKING:
     from breadcrumb.infra.settings import Settings
@@ -39,26 +40,12 @@ def api_key_headers(key: str | None = None) -> dict[str, str]:
     return {"Authorization": f"Bearer {chosen}"} if chosen else {}
 
 
+__all__ = ["Backend", "ClientError", "HttpBackend", "LocalBackend", "api_key_headers",
+           "connect", "locate", "running_server", "use_api_key", "write_server_marker"]
+
+
 class ClientError(RuntimeError):
     """A request the service refused, with its contract error message."""
-
-
-class Backend(Protocol):
-    def ingest(self, items: list[Any], flush: bool, batch: int, timeout: float,
-               bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]: ...
-
-    def recall(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def recall_source(self, body: dict[str, Any]) -> dict[str, Any]: ...
-
-    def get_memory(self, user_id: str, memory_id: str) -> dict[str, Any]: ...
-
-    def thread_events(self, user_id: str, thread_id: str, start: int = 0,
-                      end: int | None = None) -> list[dict[str, Any]]: ...
-
-    def stats(self) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
 
 
 def write_server_marker(settings: Settings) -> Path:
@@ -312,7 +299,7 @@ class LocalBackend:
         return [e.to_dict() for e in self.runtime.raw.get_range(user_id, thread_id, start, last)]
 
     def stats(self) -> dict[str, Any]:
-        from breadcrumb.query_api.app import stats
+        from breadcrumb.query_api.runtime import stats
 
         return stats(self.runtime)
 

@@ -6,67 +6,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from breadcrumb.infra.bootstrap import (
-    Runtime,
+from breadcrumb.infra.cluster_stores import (  # noqa: F401  (re-exported)
+    build_cold_store,
+    build_sql_store,
+    build_vector_index,
+    declare_topics,
+    mysql_store,
+)
+from breadcrumb.infra.parts import (
+    build_embedder,
     build_lifecycle,
     build_observer,
     pipeline_config,
-    utc_now_iso,
 )
 from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
 from breadcrumb.streams.service import IngestService, ObserveFn
-
-
-def mysql_store(settings: Settings) -> Any:
-    """The MySQL-protocol store (TiDB in production, MariaDB in CI), not yet connected.
-    TLS when a CA is set."""
-    from breadcrumb.stores.mysql_store import MySqlStore
-
-    return MySqlStore(
-        host=settings.mysql_host,
-        port=settings.mysql_port,
-        user=settings.mysql_user,
-        password=settings.mysql_password.get_secret_value(),
-        database=settings.mysql_database,
-        ssl_ca=settings.mysql_ssl_ca,
-        ssl_verify_identity=settings.mysql_ssl_verify_identity,
-    )
-
-
-def build_sql_store(settings: Settings) -> Any:
-    """:func:`mysql_store`, opened (its tables created if missing)."""
-    store = mysql_store(settings)
-    store.open()
-    return store
-
-
-def build_vector_index(settings: Settings, dim: int) -> Any:
-    """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
-    from qdrant_client import QdrantClient
-
-    from breadcrumb.stores.qdrant_server_index import QdrantServerIndex
-
-    def factory() -> QdrantClient:
-        if settings.qdrant_url:
-            key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
-            return QdrantClient(url=settings.qdrant_url, api_key=key)
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        return QdrantClient(path=str(settings.data_dir / "qdrant"))
-
-    index = QdrantServerIndex(factory, settings.qdrant_collection_prefix, dim)
-    index.ensure()
-    return index
-
-
-async def declare_topics(settings: Settings) -> None:
-    """Create the source topics with their partitions and cleanup policy (Faust won't)."""
-    from breadcrumb.infra.topic_admin import TopicAdmin
-    from breadcrumb.topics.names import topic_specs
-
-    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication)
-    async with admin:
-        await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
 
 
 @dataclass
@@ -117,8 +74,6 @@ class _Mirrored:
 def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
                        index: Any = None) -> WorkerParts:
     """Ports of one generation (``settings`` from ``generation_settings``)."""
-    from breadcrumb.infra.bootstrap import build_embedder
-
     embedder = embedder or build_embedder(settings)
     store = build_sql_store(settings)
     if index is None:
@@ -132,19 +87,6 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
         parts.lifecycle, _raw = build_lifecycle(settings, store, index, build_cold_store(settings),
                                                 CollectingChangelog())
     return parts
-
-
-def build_cold_store(settings: Settings) -> Any:
-    """Issue 5: S3 when an endpoint or keys are configured, else files under data_dir/cold."""
-    from breadcrumb.stores.cold import LocalColdStore, S3ColdStore
-
-    if not (settings.s3_endpoint or settings.s3_access_key):
-        return LocalColdStore(settings.data_dir / "cold")
-    secret = settings.s3_secret_key.get_secret_value() if settings.s3_secret_key else None
-    key = settings.s3_access_key.get_secret_value() if settings.s3_access_key else None
-    cold = S3ColdStore(settings.s3_endpoint, settings.s3_bucket, settings.s3_region, key, secret)
-    cold.ensure()
-    return cold
 
 
 def build_cluster_runtime(
@@ -162,7 +104,8 @@ def build_cluster_runtime(
     changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
     gens = ClusterGenerations(settings, embedder, changelog, shared_index=index)
     view = gens.open_view(gens.catalog.current())
-    gateway = KafkaGateway(settings, view.store, utc_now_iso)
+    gateway = KafkaGateway(settings, view.store, utc_now_iso,
+                           declare=lambda: declare_topics(settings))
     gateway.group = generation_settings(settings, view.name).worker_id
     runtime = Runtime(
         settings=settings,

@@ -18,15 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from breadcrumb.infra.bootstrap import (
-    Runtime,
-    build_lifecycle,
-    build_recall_llm,
-    score_weights,
-    utc_now,
-)
+from breadcrumb.infra.cluster_stores import build_cold_store, build_sql_store, build_vector_index
+from breadcrumb.infra.parts import build_lifecycle, build_recall_llm, score_weights
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
+from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.streams.replay import Progress
@@ -64,11 +61,17 @@ class ClusterGenerations:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    # --- the catalog (query_api.runtime.Generations) ---------------------------------------
+    def names(self) -> list[str]:
+        return list(self.catalog.names())
+
+    def describe(self) -> dict[str, Any]:
+        described: dict[str, Any] = self.catalog.describe()
+        return described
+
     # --- views ---------------------------------------------------------------------
     def index_for(self, gen: Settings) -> Any:
         """The vector index of a generation (on the shared client when there is one)."""
-        from breadcrumb.infra.cluster import build_vector_index
-
         if self.shared_index is None:
             return build_vector_index(gen, self.embedder.dim)
         if gen.qdrant_collection_prefix == self.shared_index.prefix:
@@ -78,8 +81,6 @@ class ClusterGenerations:
         return index
 
     def open_view(self, name: str) -> View:
-        from breadcrumb.infra.cluster import build_cold_store, build_sql_store
-
         gen = generation_settings(self.settings, name)
         store = build_sql_store(gen)
         index = self.index_for(gen)

@@ -9,15 +9,18 @@ derived tables of generation ``main``), ``vectors/`` (main's Qdrant Edge shards)
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from breadcrumb.infra import data_dir
-from breadcrumb.infra.bootstrap import (
-    Runtime,
+from breadcrumb.infra.data_dir import index_failure
+from breadcrumb.infra.parts import (
     build_lifecycle,
     build_observer,
     build_recall_llm,
@@ -25,12 +28,11 @@ from breadcrumb.infra.bootstrap import (
     pipeline_config,
     score_weights,
     sweeper_for,
-    utc_now,
-    utc_now_iso,
 )
-from breadcrumb.infra.data_dir import index_failure
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
+from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.streams.replay import Progress, Replayer
@@ -128,6 +130,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     runtime.stoppers = [lock.release, log_store.close,
                         lambda: _close_current(runtime, log_store), runner.stop]
     runtime.generations = {gen.name: gen}
+    runtime.generation_manager = EmbeddedGenerations(runtime)
     return runtime
 
 
@@ -145,6 +148,49 @@ def open_sqlite(path: Path) -> Any:
         store.close()
         raise data_dir.sqlite_failure(path, exc) from exc
     return store
+class EmbeddedGenerations:
+    """The embedded :class:`~breadcrumb.query_api.runtime.Generations`: folders under the
+    data dir and ``generations.json``; a replay runs in a daemon thread of its own."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.catalog = GenerationCatalog(runtime.settings.data_dir)
+
+    def names(self) -> list[str]:
+        return self.catalog.names()
+
+    def describe(self) -> dict[str, Any]:
+        return self.catalog.describe()
+
+    async def replay(self, name: str | None,
+                     on_progress: Callable[[Progress], None] | None) -> Progress:
+        """:func:`replay` in a daemon thread: a long replay holds neither the event loop
+        nor the process's exit."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Progress] = loop.create_future()
+
+        def settle(result: Progress | None, error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)  # type: ignore[arg-type]
+
+        def run() -> None:
+            try:
+                outcome: tuple[Progress | None, BaseException | None] = (
+                    replay(self.runtime, name, on_progress), None)
+            except BaseException as exc:  # handed to the awaiting task
+                outcome = (None, exc)
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(settle, *outcome)
+
+        threading.Thread(target=run, name="breadcrumb-replay", daemon=True).start()
+        return await done
+
+    def remove(self, name: str) -> None:
+        remove_generation(self.runtime, name)
 
 
 def gen_index_pending(runtime: Runtime) -> int:

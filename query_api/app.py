@@ -11,13 +11,13 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from breadcrumb.infra.bootstrap import Runtime
 from breadcrumb.infra.data_dir import identity
 from breadcrumb.query_api.auth import install_security
 from breadcrumb.query_api.brief import brief_view
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
 from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.routes_health import refuse_when_disk_low
+from breadcrumb.query_api.runtime import Runtime, stats
 from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
@@ -127,26 +127,6 @@ async def _events_body(request: Request) -> list[Any]:
     if len(events) > MAX_BATCH:
         raise ApiError(413, "batch_too_large", f"at most {MAX_BATCH} events per request")
     return events
-
-
-def stats(runtime: Runtime) -> dict[str, Any]:
-    """``GET /v1/stats``: counts, pending and memories by status and tier."""
-    counters = runtime.gateway.counters()
-    return {
-        "events_received": counters.get("events_received", 0),
-        "events_accepted": counters.get("events_accepted", 0),
-        "events_processed": counters.get("events_processed", 0),
-        "duplicates": counters.get("duplicates", 0),
-        # failure policy: messages given up on, retried attempts, redeliveries skipped
-        "dead_lettered": counters.get("dead_lettered", 0),
-        "retries": counters.get("retries", 0),
-        "redeliveries": counters.get("redeliveries", 0),
-        "pending": runtime.gateway.pending(),
-        "unprocessed": runtime.gateway.unprocessed(),
-        "dead_letters": runtime.dead_letters.count_dead_letters(),
-        "memories": runtime.memories.memory_counts(),
-        **runtime.extra_stats(),
-    }
 
 
 def health(runtime: Runtime) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The MCP server: ``search_memory``, ``recall_memory_source`` and ``remember``.
 
 Built on the official ``mcp`` SDK (``MCPServer``). The tools call a
-:class:`breadcrumb.client.Backend`: the embedded runtime in this process, or a running
+:class:`breadcrumb.query_api.backend.Backend`: the embedded runtime in this process, or a running
 query service over HTTP.
 
 ``search_memory`` answers compact text by default (``query_api/brief.py``: one line per
@@ -31,10 +31,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from breadcrumb.client import Backend
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.auth import Principal
+from breadcrumb.query_api.backend import Backend
 
 INSTRUCTIONS = (
     "Breadcrumb keeps every agent event verbatim and short summaries that point back to "

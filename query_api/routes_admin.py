@@ -1,8 +1,9 @@
 """Admin routes (extension): replay the event log into a new generation while serving.
 
-``POST /v1/admin/replay`` starts a replay (409 if one runs): embedded, a background thread
-applying the event log; cluster, a Faust app of a new consumer group reading
-``agent-events`` from the earliest offset in this process's event loop.
+``POST /v1/admin/replay`` starts a replay (409 if one runs) through the runtime's
+:class:`~breadcrumb.query_api.runtime.Generations`, the same calls in both modes
+(embedded: a thread applying the event log; cluster: a Faust app of a new consumer group
+reading ``agent-events`` from the earliest offset in this process's event loop).
 ``GET /v1/admin/replay`` reports its progress; ``GET /v1/admin/generations`` lists them;
 ``DELETE /v1/admin/generations/{name}`` removes an old one.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -19,7 +19,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
 from breadcrumb.query_api.errors import ApiError
-from breadcrumb.stores.generations import catalog_for
+from breadcrumb.query_api.runtime import Generations
+from breadcrumb.streams.replay import Progress
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -33,14 +34,11 @@ class ReplayRequest(BaseModel):
 
 class _ReplayJob:
     def __init__(self) -> None:
-        self.thread: threading.Thread | None = None
         self.task: asyncio.Task[None] | None = None
         self.progress: Any = None
 
     def running(self) -> bool:
-        if self.task is not None and not self.task.done():
-            return True
-        return self.thread is not None and self.thread.is_alive()
+        return self.task is not None and not self.task.done()
 
 
 def _job(request: Request) -> _ReplayJob:
@@ -51,15 +49,20 @@ def _job(request: Request) -> _ReplayJob:
     return job
 
 
+def _generations(request: Request) -> Generations:
+    gens: Generations | None = request.app.state.runtime.generation_manager
+    if gens is None:
+        raise ApiError(501, "no_generations", "this runtime does not manage generations")
+    return gens
+
+
 @router.post("/v1/admin/replay", status_code=202)
 async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
-    from breadcrumb.streams.replay import Progress
-
-    runtime = request.app.state.runtime
+    gens = _generations(request)
     job = _job(request)
     if job.running():
         raise ApiError(409, "replay_running", "a replay is already running")
-    names = await run_in_threadpool(catalog_for(runtime.settings).names)
+    names = await run_in_threadpool(gens.names)
     if body.name and body.name in names:
         raise ApiError(409, "generation_exists", f"generation {body.name!r} already exists")
     job.progress = Progress(body.name or "pending", state="starting")
@@ -67,30 +70,16 @@ async def start_replay(body: ReplayRequest, request: Request) -> dict[str, Any]:
     def track(p: Progress) -> None:
         job.progress = p
 
-    if runtime.generation_manager is not None:  # cluster: a new consumer group, this loop
-        async def run_cluster() -> None:
-            try:
-                job.progress = await runtime.generation_manager.replay(body.name, track)
-            except BaseException as exc:  # cancelled too: the state must not stay "running"
-                job.progress.state, job.progress.error = "failed", repr(exc)
-                log.exception("replay failed")
-                if not isinstance(exc, Exception):
-                    raise
-
-        job.task = asyncio.create_task(run_cluster())
-        return {"started": True}
-
-    def run() -> None:
-        from breadcrumb.infra.embedded import replay
-
+    async def run() -> None:
         try:
-            job.progress = replay(runtime, body.name, track)
-        except Exception as exc:  # reported through GET /v1/admin/replay, and logged
+            job.progress = await gens.replay(body.name, track)
+        except BaseException as exc:  # cancelled too: the state must not stay "running"
             job.progress.state, job.progress.error = "failed", repr(exc)
             log.exception("replay failed")
+            if not isinstance(exc, Exception):
+                raise
 
-    job.thread = threading.Thread(target=run, name="breadcrumb-replay", daemon=True)
-    job.thread.start()
+    job.task = asyncio.create_task(run())
     return {"started": True}
 
 
@@ -105,26 +94,19 @@ async def replay_status(request: Request) -> dict[str, Any]:
 
 @router.get("/v1/admin/generations")
 async def generations(request: Request) -> dict[str, Any]:
-    described: dict[str, Any] = await run_in_threadpool(
-        catalog_for(request.app.state.runtime.settings).describe)
-    return described
+    return await run_in_threadpool(_generations(request).describe)
 
 
 @router.delete("/v1/admin/generations/{name}")
 async def remove_generation(name: str, request: Request) -> dict[str, Any]:
     """Delete an old (not current) generation: its tables and vectors."""
-    runtime = request.app.state.runtime
+    gens = _generations(request)
     if _job(request).running():
         raise ApiError(409, "replay_running", "a replay is running")
-    if name not in await run_in_threadpool(catalog_for(runtime.settings).names):
+    if name not in await run_in_threadpool(gens.names):
         raise ApiError(404, "generation_not_found", f"no generation {name!r}")
     try:
-        if runtime.generation_manager is not None:
-            await run_in_threadpool(runtime.generation_manager.remove, name)
-        else:
-            from breadcrumb.infra.embedded import remove_generation
-
-            await run_in_threadpool(remove_generation, runtime, name)
+        await run_in_threadpool(gens.remove, name)
     except ValueError as exc:
         raise ApiError(409, "generation_in_use", str(exc)) from exc
     return {"removed": name}

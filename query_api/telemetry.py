@@ -292,9 +292,7 @@ def telemetry_of(app: Any) -> Telemetry:
 
 def _runtime_stats(runtime: Any) -> StatsFn:
     def fetch() -> dict[str, Any]:
-        from breadcrumb.query_api.app import (
-            stats,  # app.py imports this module: resolve at call time
-        )
+        from breadcrumb.query_api.runtime import stats
 
         result: dict[str, Any] = stats(runtime)
         grid = getattr(runtime.memories, "memory_counts_by_status_tier", None)

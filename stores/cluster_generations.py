@@ -20,6 +20,7 @@ from typing import Any
 import pymysql
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.mysql_store import mysql_store
 
 MAIN = "main"
 _CURRENT: tuple[str, tuple[Any, ...]] = (
@@ -55,8 +56,6 @@ class ClusterCatalog:
         self._tables_ready = False  # the DDL runs once per catalog, not on every poll
 
     def _connect(self, database: str | None) -> Any:
-        from breadcrumb.infra.cluster import mysql_store
-
         kwargs = mysql_store(self.settings).connect_kwargs()  # same TLS, modes and flags
         kwargs["database"] = database
         return pymysql.connect(**kwargs)

@@ -117,3 +117,17 @@ class MySqlStore(SqlStore):
                 log.warning("MySQL connection lost (%s); reconnecting", exc)
                 self._require_open().ping(reconnect=True)
                 return self._fetch(sql, params)
+
+
+def mysql_store(settings: Any) -> MySqlStore:
+    """The MySQL-protocol store (TiDB in production, MariaDB in CI), not yet connected.
+    TLS when a CA is set."""
+    return MySqlStore(
+        host=settings.mysql_host,
+        port=settings.mysql_port,
+        user=settings.mysql_user,
+        password=settings.mysql_password.get_secret_value(),
+        database=settings.mysql_database,
+        ssl_ca=settings.mysql_ssl_ca,
+        ssl_verify_identity=settings.mysql_ssl_verify_identity,
+    )

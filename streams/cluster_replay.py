@@ -20,16 +20,13 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.streams.replay import Progress, abandoned_builds
 from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
 log = logging.getLogger(__name__)
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 5.0  # a building generation's heartbeat_at (see replay_stale_seconds)
-
-
-def utc_now_iso() -> str:
-    return datetime.now(UTC).isoformat()
 
 
 def fail_abandoned(catalog: Any, stale_seconds: float) -> list[str]:

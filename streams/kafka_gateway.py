@@ -10,7 +10,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 import orjson
@@ -38,8 +38,10 @@ class KafkaGateway:
 
     LAG_TIMEOUT = 10.0  # seconds for one lag read (stats must answer while Kafka is down)
 
-    def __init__(self, settings: Settings, store: Any, clock: Callable[[], str]) -> None:
+    def __init__(self, settings: Settings, store: Any, clock: Callable[[], str],
+                 declare: Callable[[], Awaitable[None]] | None = None) -> None:
         self.settings = settings
+        self.declare = declare  # creates the source topics (Faust never does); infra passes it
         self.store = store  # MySqlStore: raw events (dedupe), dead letters, counters, state
         self.group = settings.worker_id  # the current generation's consumer group (lag)
         self.clock = clock
@@ -63,9 +65,8 @@ class KafkaGateway:
         self._run(self._start_producer())
 
     async def _start_producer(self) -> None:
-        from breadcrumb.infra.cluster import declare_topics
-
-        await declare_topics(self.settings)  # Faust never creates source topics; we do, once
+        if self.declare is not None:
+            await self.declare()  # Faust never creates source topics; we do, once
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self.settings.kafka_bootstrap,
             acks="all",

@@ -14,7 +14,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from breadcrumb.infra.bootstrap import build_runtime, utc_now_iso
-from breadcrumb.infra.cluster import build_sql_store
+from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.kafka_gateway import KafkaGateway
 from tests.conftest import example_events, wait_until
@@ -29,7 +29,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Settings, Any]]:
     store = build_sql_store(settings)
     log = tmp_path / "worker.log"
     worker = start_worker(settings, log)
-    gateway = KafkaGateway(settings, store, utc_now_iso)
+    gateway = KafkaGateway(settings, store, utc_now_iso, declare=lambda: declare_topics(settings))
     gateway.start()
     try:
         yield settings, (store, gateway, worker, log)

