@@ -120,6 +120,8 @@ class Settings(BaseSettings):
     allowed_hosts: str = ""  # extra Host names, comma-separated ("*": any, behind a proxy)
     allowed_origins: str = ""  # extra browser origins, e.g. "https://ops.example.com"
     key_cache_seconds: float = Field(1.0, ge=0, le=60)  # how long a key lookup is reused
+    ssl_certfile: Path | None = None  # serve HTTPS with this certificate (PEM) ...
+    ssl_keyfile: Path | None = None  # ... and its private key
     # --- end security ------------------------------------------------------------------
 
     @model_validator(mode="after")
