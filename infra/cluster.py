@@ -16,6 +16,7 @@ from breadcrumb.infra.bootstrap import (
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
 from breadcrumb.streams.service import IngestService, ObserveFn
+from breadcrumb.topics.kafka_security import aiokafka_kwargs
 
 
 def mysql_store(settings: Settings) -> Any:
@@ -64,7 +65,8 @@ async def declare_topics(settings: Settings) -> None:
     from breadcrumb.infra.topic_admin import TopicAdmin
     from breadcrumb.topics.names import topic_specs
 
-    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication)
+    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication,
+                       security=aiokafka_kwargs(settings))
     async with admin:
         await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
 
@@ -159,7 +161,8 @@ def build_cluster_runtime(
     from breadcrumb.topics.names import MEMORY_STATUS
 
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
-    changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
+    changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS),
+                               security=aiokafka_kwargs(settings))
     gens = ClusterGenerations(settings, embedder, changelog, shared_index=index)
     view = gens.open_view(gens.catalog.current())
     gateway = KafkaGateway(settings, view.store, utc_now_iso)

@@ -22,6 +22,7 @@ import orjson
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
+from breadcrumb.topics.kafka_security import faust_credentials
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS
 from breadcrumb.topics.records import FlushMarker, MemoryStatusChange, Observation
 
@@ -39,6 +40,7 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
     app = faust.App(
         settings.worker_id,
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         topic_partitions=settings.kafka_partitions,
         topic_replication_factor=settings.kafka_replication,

@@ -18,6 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
 
@@ -54,6 +55,7 @@ class KafkaGateway:
         await declare_topics(self.settings)  # Faust never creates source topics; we do, once
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self.settings.kafka_bootstrap,
+            **aiokafka_kwargs(self.settings),
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
@@ -138,8 +140,11 @@ class KafkaGateway:
     async def _lag(self) -> int:
         topic = self.settings.topic(AGENT_EVENTS)
         if self._consumer is None or self._admin is None:
-            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap)
-            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap)
+            security = aiokafka_kwargs(self.settings)
+            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap,
+                                              **security)
+            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap,
+                                              **security)
             await self._consumer.start()
             await self._admin.start()
         described = await self._admin.describe_topics([topic])
