@@ -118,6 +118,14 @@ class KeyRing:
             self._cache[name] = (now, value)
         return value
 
+    def fresh(self, token: str | None) -> bool:
+        """Whether checking ``token`` needs no store read (so no worker thread either)."""
+        parsed = parse_key(token) if token else None
+        now = time.monotonic()
+        with self._lock:
+            names = ["#count"] + ([parsed[0]] if parsed else [])
+            return all(n in self._cache and now - self._cache[n][0] < self.ttl for n in names)
+
     def has_keys(self) -> bool:
         """Whether any key was ever created (then every request needs one)."""
         return bool(self._cached("#count", self.store.count))
@@ -239,7 +247,11 @@ class SecurityMiddleware:
         rule = rule_for(scope["method"], scope["path"])
         if rule is PUBLIC:
             return receive
-        principal = await run_in_threadpool(self._authenticate, scope, headers)
+        if isinstance(self.keyring, KeyRing) and \
+                self.keyring.fresh(_bearer(headers.get("authorization"))):
+            principal = self._authenticate(scope, headers)  # cached: no store read
+        else:
+            principal = await run_in_threadpool(self._authenticate, scope, headers)
         scope.setdefault("state", {})["principal"] = principal
         if principal is None or principal.role == FORWARDED:
             return receive
