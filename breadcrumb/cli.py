@@ -25,6 +25,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         port=getattr(args, "port", None),
         mode=getattr(args, "mode", None),
         embedder=getattr(args, "embedder", None),
+        ssl_certfile=getattr(args, "ssl_certfile", None),
+        ssl_keyfile=getattr(args, "ssl_keyfile", None),
     )
 
 
@@ -47,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     _common(serve)
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--ssl-certfile", type=Path, default=None,
+                       help="serve HTTPS with this PEM certificate (with --ssl-keyfile)")
+    serve.add_argument("--ssl-keyfile", type=Path, default=None)
 
     ingest = sub.add_parser("ingest", help="feed events from a JSONL file and wait until stored")
     _common(ingest)
@@ -105,17 +110,22 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     if refused_bind(settings):
         return 2
+    if (settings.ssl_certfile is None) != (settings.ssl_keyfile is None):
+        sys.stderr.write("breadcrumb: give both --ssl-certfile and --ssl-keyfile\n")
+        return 2
     lock = None
     if settings.mode == "embedded":  # one owner per data dir; a second serve stops here
         lock = data_dir.acquire(settings.data_dir)
-        lock.set_url(f"http://{_client_host(settings.host)}:{settings.port}")
+        scheme = "https" if settings.ssl_certfile else "http"
+        lock.set_url(f"{scheme}://{_client_host(settings.host)}:{settings.port}")
     try:
         runtime = build_runtime(settings)
         app = create_app(runtime)
         marker = None if lock else local_client.write_server_marker(settings)
         try:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
-                        log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5)
+                        log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5,
+                        ssl_certfile=settings.ssl_certfile, ssl_keyfile=settings.ssl_keyfile)
         finally:
             if marker is not None:
                 marker.unlink(missing_ok=True)

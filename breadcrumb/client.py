@@ -52,7 +52,9 @@ def write_server_marker(settings: Settings) -> Path:
     """Cluster mode (no data dir lock): tell CLI commands where the service listens."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     marker = settings.data_dir / MARKER
-    url = f"http://{settings.host}:{settings.port}"
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(settings.host, settings.host)
+    scheme = "https" if getattr(settings, "ssl_certfile", None) else "http"
+    url = f"{scheme}://{f'[{host}]' if ':' in host else host}:{settings.port}"
     marker.write_bytes(orjson.dumps({"url": url, "pid": os.getpid(),
                                      "instance": data_dir.PROCESS_INSTANCE,
                                      "data_dir": str(settings.data_dir.resolve())}))

@@ -24,6 +24,7 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
 from breadcrumb.streams.service import IngestService, ObserveFn
+from breadcrumb.topics.kafka_security import aiokafka_kwargs
 
 
 @dataclass
@@ -101,7 +102,8 @@ def build_cluster_runtime(
     from breadcrumb.topics.names import MEMORY_STATUS
 
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
-    changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS))
+    changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS),
+                               security=aiokafka_kwargs(settings))
     gens = ClusterGenerations(settings, embedder, changelog, shared_index=index)
     view = gens.open_view(gens.catalog.current())
     gateway = KafkaGateway(settings, view.store, utc_now_iso,

@@ -39,9 +39,11 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
 async def declare_topics(settings: Settings) -> None:
     """Create the source topics with their partitions and cleanup policy (Faust won't)."""
     from breadcrumb.infra.topic_admin import TopicAdmin
+    from breadcrumb.topics.kafka_security import aiokafka_kwargs
     from breadcrumb.topics.names import topic_specs
 
-    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication)
+    admin = TopicAdmin(settings.kafka_bootstrap, replication=settings.kafka_replication,
+                       security=aiokafka_kwargs(settings))
     async with admin:
         await admin.declare(topic_specs(settings.topic_prefix, settings.kafka_partitions))
 

@@ -134,6 +134,16 @@ class Settings(BaseSettings):
     allowed_hosts: str = ""  # extra Host names, comma-separated ("*": any, behind a proxy)
     allowed_origins: str = ""  # extra browser origins, e.g. "https://ops.example.com"
     key_cache_seconds: float = Field(1.0, ge=0, le=60)  # how long a key lookup is reused
+    ssl_certfile: Path | None = None  # serve HTTPS with this certificate (PEM) ...
+    ssl_keyfile: Path | None = None  # ... and its private key
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = \
+        "PLAINTEXT"  # topics/kafka_security.py maps these to aiokafka / Faust
+    kafka_ssl_cafile: Path | None = None
+    kafka_ssl_certfile: Path | None = None  # mutual TLS
+    kafka_ssl_keyfile: Path | None = None
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
     # --- end security ------------------------------------------------------------------
     # --- reliability (cluster + runners) -----------------------------------------------
     # one failure policy: transient errors retried with backoff (doubling up to the max)

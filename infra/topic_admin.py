@@ -52,10 +52,12 @@ class TopicAdmin:
         replication: int = 1,
         request_timeout_ms: int = 30_000,
         client_id: str = "breadcrumb-topic-admin",
+        security: dict[str, Any] | None = None,
     ) -> None:
         self._replication = replication
         self._client = AIOKafkaAdminClient(
             bootstrap_servers=bootstrap,
+            **(security or {}),  # topics/kafka_security.aiokafka_kwargs
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
         )

@@ -22,8 +22,6 @@ import ipaddress
 import json
 import re
 import socket
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -35,7 +33,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.errors import ApiError
-from breadcrumb.stores.keys import KeyStore, key_store_for, parse_key
+from breadcrumb.query_api.keyring import FORWARDED, ForwardingKeyRing, KeyRing, Principal
+from breadcrumb.stores.keys import KeyStore, key_store_for
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "ip6-localhost"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
@@ -43,20 +42,6 @@ TESTCLIENT = ("testclient", "testserver")  # Starlette's in-process client: no s
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ALL_ROLES = frozenset({"agent", "reader", "admin"})
 ADMIN = frozenset({"admin"})
-FORWARDED = "forwarded"  # an MCP proxy's caller: the query service behind it checks the key
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: a key's id, tenant and role."""
-
-    key_id: str
-    tenant: str
-    role: str
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +57,7 @@ _PUBLISH, _RECALL = frozenset({"agent", "admin"}), ALL_ROLES
 _READ = frozenset({"reader", "admin"})
 RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/healthz$"), PUBLIC),
+    ("GET", re.compile(r"^/readyz$"), PUBLIC),  # probes carry no key; says which check failed
     ("GET", re.compile(r"^/dashboard(/assets/[^/]+)?$"), PUBLIC),  # static page, no data
     ("GET", re.compile(r"^/(openapi\.json|docs|docs/oauth2-redirect|redoc)$"), PUBLIC),
     ("POST", re.compile(r"^/v1/events$"), Rule(_PUBLISH, "events")),
@@ -80,7 +66,8 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/threads/.+/events$"), Rule(_READ, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+(/audit)?$"), Rule(_READ, "query")),
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
-    ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),  # counts only (CLI ingest polls it)
+    ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),
+    ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves  # counts only (CLI ingest polls it)
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream)$"), Rule(ALL_ROLES)),  # scoped
     *((m, re.compile(r"^/mcp/?$"), Rule(ALL_ROLES | {FORWARDED}))  # tools bind the tenant
       for m in ("GET", "POST", "DELETE")),
@@ -95,58 +82,6 @@ def rule_for(method: str, path: str) -> Rule:
                 pattern.match(path):
             return rule
     return ADMIN_ONLY
-
-
-class KeyRing:
-    """Key lookups through the store, each cached for ``ttl`` seconds (revocation delay)."""
-
-    def __init__(self, store: KeyStore, ttl: float = 1.0) -> None:
-        self.store, self.ttl = store, ttl
-        self._lock = threading.Lock()
-        self._cache: dict[str, tuple[float, Any]] = {}
-
-    def _cached(self, name: str, load: Any) -> Any:
-        now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(name)
-        if hit is not None and now - hit[0] < self.ttl:
-            return hit[1]
-        value = load()
-        with self._lock:
-            if len(self._cache) > 10_000:  # unknown ids must not grow memory without bound
-                self._cache.clear()
-            self._cache[name] = (now, value)
-        return value
-
-    def has_keys(self) -> bool:
-        """Whether any key was ever created (then every request needs one)."""
-        return bool(self._cached("#count", self.store.count))
-
-    def verify(self, token: str) -> Principal | None:
-        """The principal of a valid, unrevoked key; None otherwise."""
-        parsed = parse_key(token)
-        if parsed is None:
-            return None
-        key_id, secret = parsed
-        record = self._cached(key_id, lambda: self.store.get(key_id))
-        if record is None or record.revoked_at is not None or not record.matches(secret):
-            return None
-        return Principal(record.key_id, record.tenant, record.role)
-
-
-class ForwardingKeyRing:
-    """For ``breadcrumb mcp --url``: any well-formed key passes here and is forwarded to
-    the query service, which verifies it; a key is required when ``require`` (non-loopback
-    bind), else a keyless loopback caller is forwarded as is."""
-
-    def __init__(self, require: bool) -> None:
-        self.require = require
-
-    def has_keys(self) -> bool:
-        return self.require
-
-    def verify(self, token: str) -> Principal | None:
-        return Principal("", "", FORWARDED) if parse_key(token) else None
 
 
 def _split_list(value: str) -> set[str]:
@@ -239,7 +174,11 @@ class SecurityMiddleware:
         rule = rule_for(scope["method"], scope["path"])
         if rule is PUBLIC:
             return receive
-        principal = await run_in_threadpool(self._authenticate, scope, headers)
+        if isinstance(self.keyring, KeyRing) and \
+                self.keyring.fresh(_bearer(headers.get("authorization"))):
+            principal = self._authenticate(scope, headers)  # cached: no store read
+        else:
+            principal = await run_in_threadpool(self._authenticate, scope, headers)
         scope.setdefault("state", {})["principal"] = principal
         if principal is None or principal.role == FORWARDED:
             return receive

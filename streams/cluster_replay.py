@@ -22,6 +22,7 @@ import orjson
 
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.streams.replay import Progress, abandoned_builds
+from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ async def _catch_up(app: Any, parts: Any, settings: Any, progress: Progress,
 
     topic = settings.topic(AGENT_EVENTS)
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap,
-                                enable_auto_commit=False)
+                                enable_auto_commit=False, **aiokafka_kwargs(settings))
     await consumer.start()
     try:
         ids = await partitions_of(settings, topic)
@@ -134,7 +135,8 @@ async def partitions_of(settings: Any, topic: str) -> list[int]:
     """The partition ids of a topic (empty when it does not exist)."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
+                                **aiokafka_kwargs(settings))
     await admin.start()
     try:
         described = await admin.describe_topics([topic])
@@ -149,7 +151,8 @@ async def read_compacted(settings: Any, topic: str) -> list[tuple[str, Any]]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap,
-                                enable_auto_commit=False, auto_offset_reset="earliest")
+                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                **aiokafka_kwargs(settings))
     await consumer.start()
     try:
         ids = await partitions_of(settings, topic)

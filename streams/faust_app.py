@@ -23,6 +23,7 @@ from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy, kafka_position
 from breadcrumb.streams.tracking import IdleTracker
 from breadcrumb.topics import names
+from breadcrumb.topics.kafka_security import faust_credentials
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
     app = faust.App(
         settings.worker_id,
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=faust_credentials(settings),
         store="memory://",
         topic_partitions=settings.kafka_partitions,
         topic_replication_factor=settings.kafka_replication,

@@ -19,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
 
@@ -69,6 +70,7 @@ class KafkaGateway:
             await self.declare()  # Faust never creates source topics; we do, once
         self._producer = AIOKafkaProducer(
             bootstrap_servers=self.settings.kafka_bootstrap,
+            **aiokafka_kwargs(self.settings),
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
@@ -166,10 +168,11 @@ class KafkaGateway:
 
     async def _start_lag_clients(self) -> None:
         """Both clients started, or neither kept (a failed start is retried next call)."""
+        security = aiokafka_kwargs(self.settings)
         consumer = AIOKafkaConsumer(bootstrap_servers=self.settings.kafka_bootstrap,
-                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000))
+                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000), **security)
         admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap,
-                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000))
+                                    request_timeout_ms=int(self.LAG_TIMEOUT * 1000), **security)
         try:
             await consumer.start()
             await admin.start()

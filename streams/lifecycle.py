@@ -354,9 +354,11 @@ class KafkaChangelog:
     """Publishes to the compacted ``memory-status`` topic (acks=all, idempotent) from sync
     code: aiokafka runs on a private event-loop thread. ``start()`` before use."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str,
+                 security: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
+        self.security = security or {}  # topics/kafka_security.aiokafka_kwargs
         self._loop: Any = None
         self._producer: Any = None
 
@@ -370,7 +372,7 @@ class KafkaChangelog:
 
         async def make() -> Any:
             producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
-                                        enable_idempotence=True)
+                                        enable_idempotence=True, **self.security)
             await producer.start()
             return producer
 

@@ -176,23 +176,100 @@ function watchConnection() {
   }
 }
 
+function onSnapshot(data) {
+  lastMessageAt = Date.now();
+  setConnection("live", "live");
+  render(JSON.parse(data));
+}
+
+function onStatsError(data) {  // a server-sent error frame: the stats could not be read
+  const body = JSON.parse(data);
+  const banner = $("error-banner");
+  banner.textContent = `Stats unavailable: ${body.error} (errors so far: ${body.stats_errors})`;
+  banner.hidden = false;
+  setConnection("error", "stats error");
+}
+
+// A server with API keys: the key comes once in the address (#key=bc_…), is kept for this
+// tab only (sessionStorage) and removed from the address bar. EventSource cannot send an
+// Authorization header, so the stream is then read with fetch().
+const KEY_STORE = "breadcrumb-api-key";
+
+function apiKey() {
+  const found = /(?:^#|&)key=([^&]+)/.exec(location.hash);
+  if (found) {
+    sessionStorage.setItem(KEY_STORE, decodeURIComponent(found[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  return sessionStorage.getItem(KEY_STORE);
+}
+
+function needKey(status) {
+  const banner = $("error-banner");
+  banner.textContent = status === 401
+    ? "This server needs an API key: open /dashboard#key=<your key>"
+    : `The key was refused (${status})`;
+  banner.hidden = false;
+  setConnection("error", "no key");
+}
+
+function handleFrame(frame) {
+  let event = "message";
+  const data = [];
+  for (const line of frame.split("\n")) {
+    if (line.startsWith("event:")) event = line.slice(6).trim();
+    else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+  }
+  if (!data.length) return;
+  if (event === "error") onStatsError(data.join("\n"));
+  else onSnapshot(data.join("\n"));
+}
+
+async function streamWithKey(key) {
+  try {
+    const resp = await fetch(STREAM_URL, { headers: { Authorization: `Bearer ${key}` } });
+    if (resp.status === 401 || resp.status === 403) {
+      sessionStorage.removeItem(KEY_STORE);
+      needKey(resp.status);
+      return;
+    }
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        handleFrame(buffer.slice(0, end));
+        buffer = buffer.slice(end + 2);
+      }
+    }
+  } catch (err) {
+    setConnection("reconnecting", "reconnecting…");
+  }
+  setTimeout(() => streamWithKey(key), 1000);  // streams end by design: reconnect
+}
+
 function connect() {
+  const key = apiKey();
+  if (key) {
+    streamWithKey(key);
+    return;
+  }
   const source = new EventSource(STREAM_URL);
-  source.onmessage = (msg) => {
-    lastMessageAt = Date.now();
-    setConnection("live", "live");
-    render(JSON.parse(msg.data));
-  };
+  source.onmessage = (msg) => onSnapshot(msg.data);
   source.addEventListener("error", (msg) => {
-    if (msg.data) {  // a server-sent error frame: the stats could not be read
-      const body = JSON.parse(msg.data);
-      const banner = $("error-banner");
-      banner.textContent = `Stats unavailable: ${body.error} (errors so far: ${body.stats_errors})`;
-      banner.hidden = false;
-      setConnection("error", "stats error");
+    if (msg.data) {
+      onStatsError(msg.data);
     } else if (source.readyState === EventSource.CLOSED) {  // refused: EventSource gave up
+      source.close();
+      fetch(STREAM_URL + "?limit=1").then((r) => {
+        if (r.status === 401 || r.status === 403) needKey(r.status);
+        else setTimeout(connect, 3000);
+      }, () => setTimeout(connect, 3000));
       setConnection("reconnecting", "reconnecting…");
-      setTimeout(connect, 3000);
     }  // else the stream ended: EventSource reconnects by itself (see watchConnection)
   });
 }

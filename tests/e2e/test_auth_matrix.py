@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.keys import new_key, sqlite_key_store, utc_now_iso
-from tests.conftest import example_events
+from tests.conftest import example_events, wait_until
 
 TENANT, OTHER = "t1", "t2"
 ROLES = ("agent", "reader", "admin")
@@ -147,6 +147,8 @@ def test_absent_user_id_is_the_keys_tenant(served: tuple[TestClient, dict[str, s
     event = {k: v for k, v in _event(TENANT, 1).items() if k != "user_id"}
     event["event_id"] = "no-user-1"
     assert http.post("/v1/events", json={"events": [event]}, headers=agent).status_code == 202
+    wait_until(lambda: bool(http.get("/v1/threads/th/events", params={"start": 1, "end": 1},
+                                     headers=reader).json()), timeout=30)
     rows = http.get("/v1/threads/th/events", params={"start": 1, "end": 1}, headers=reader)
     assert rows.status_code == 200 and [r["event_id"] for r in rows.json()] == ["no-user-1"]
     assert rows.json()[0]["user_id"] == TENANT
@@ -177,8 +179,15 @@ def test_admin_may_name_any_tenant(served: tuple[TestClient, dict[str, str]]) ->
     admin = {"Authorization": f"Bearer {keys['admin']}"}
     assert http.post("/v1/events", json={"events": [_event(OTHER, 0)]},
                      headers=admin).status_code == 202
-    rows = http.get("/v1/threads/th/events", params={"user_id": OTHER}, headers=admin)
-    assert rows.status_code == 200 and rows.json()[0]["user_id"] == OTHER
+
+    def rows() -> list[dict[str, Any]]:
+        answer = http.get("/v1/threads/th/events", params={"user_id": OTHER}, headers=admin)
+        assert answer.status_code == 200
+        found: list[dict[str, Any]] = answer.json()
+        return found
+
+    wait_until(lambda: bool(rows()), timeout=30)  # raw events are stored by the runner
+    assert rows()[0]["user_id"] == OTHER
 
 
 def test_key_created_or_revoked_while_serving(

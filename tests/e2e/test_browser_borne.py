@@ -130,3 +130,34 @@ def test_dns_rebinding_page_reads_nothing(server: str, chromium: Any) -> None:  
                  f"{example_events()[0]['thread_id']}/events?user_id=demo")
     body = chromium.find_element("tag name", "body").text
     assert "host_not_allowed" in body and "event_id" not in body
+
+
+def test_dashboard_with_a_key_shows_only_its_tenant(server: str, chromium: Any,  # noqa: F811
+                                                    tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    from breadcrumb.stores.keys import new_key, sqlite_key_store
+    from tests.conftest import wait_until
+
+    store = sqlite_key_store(tmp_path / "data")  # the data dir the server fixture serves
+    keys = {}
+    for tenant in ("demo", "t2"):
+        record, keys[tenant] = new_key(tenant, "reader")
+        store.add(record)
+    wait_until(lambda: httpx.get(f"{server}/v1/stats").status_code == 401, timeout=10)
+    for tenant, query in (("demo", "where is the demo regex"), ("t2", "t2 secret plan")):
+        asked = httpx.post(f"{server}/v1/recall", json={"query": query},
+                           headers={"Authorization": f"Bearer {keys[tenant]}"})
+        assert asked.status_code == 200
+
+    chromium.get(f"{server}/dashboard#key={keys['demo']}")
+    wait_until(lambda: chromium.execute_script("return document.body.dataset.snapshots"),
+               timeout=30)
+    assert "key=" not in chromium.current_url  # the key left the address bar
+    recalls = chromium.find_element(By.ID, "recalls").text
+    assert "where is the demo regex" in recalls and "t2 secret plan" not in recalls
+
+    chromium.execute_script("sessionStorage.clear()")
+    chromium.get(f"{server}/dashboard")
+    wait_until(lambda: "needs an API key" in chromium.find_element(By.ID, "error-banner").text,
+               timeout=30)

@@ -1,0 +1,90 @@
+"""Who is calling: a bearer key resolved through the key store into a :class:`Principal`.
+
+:class:`KeyRing` reads the store (``stores.keys``) and keeps each lookup for ``ttl``
+seconds, so a key created or revoked by ``breadcrumb keys`` in another process takes
+effect within that time; :class:`ForwardingKeyRing` serves ``breadcrumb mcp --url``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from breadcrumb.stores.keys import KeyStore, parse_key
+
+FORWARDED = "forwarded"  # an MCP proxy's caller: the query service behind it checks the key
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a key's id, tenant and role."""
+
+    key_id: str
+    tenant: str
+    role: str
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+class KeyRing:
+    """Key lookups through the store, each cached for ``ttl`` seconds (revocation delay)."""
+
+    def __init__(self, store: KeyStore, ttl: float = 1.0) -> None:
+        self.store, self.ttl = store, ttl
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, Any]] = {}
+
+    def _cached(self, name: str, load: Any) -> Any:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._cache.get(name)
+        if hit is not None and now - hit[0] < self.ttl:
+            return hit[1]
+        value = load()
+        with self._lock:
+            if len(self._cache) > 10_000:  # unknown ids must not grow memory without bound
+                self._cache.clear()
+            self._cache[name] = (now, value)
+        return value
+
+    def fresh(self, token: str | None) -> bool:
+        """Whether checking ``token`` needs no store read (so no worker thread either)."""
+        parsed = parse_key(token) if token else None
+        now = time.monotonic()
+        with self._lock:
+            names = ["#count"] + ([parsed[0]] if parsed else [])
+            return all(n in self._cache and now - self._cache[n][0] < self.ttl for n in names)
+
+    def has_keys(self) -> bool:
+        """Whether any key was ever created (then every request needs one)."""
+        return bool(self._cached("#count", self.store.count))
+
+    def verify(self, token: str) -> Principal | None:
+        """The principal of a valid, unrevoked key; None otherwise."""
+        parsed = parse_key(token)
+        if parsed is None:
+            return None
+        key_id, secret = parsed
+        record = self._cached(key_id, lambda: self.store.get(key_id))
+        if record is None or record.revoked_at is not None or not record.matches(secret):
+            return None
+        return Principal(record.key_id, record.tenant, record.role)
+
+
+class ForwardingKeyRing:
+    """For ``breadcrumb mcp --url``: any well-formed key passes here and is forwarded to
+    the query service, which verifies it; a key is required when ``require`` (non-loopback
+    bind), else a keyless loopback caller is forwarded as is."""
+
+    def __init__(self, require: bool) -> None:
+        self.require = require
+
+    def has_keys(self) -> bool:
+        return self.require
+
+    def verify(self, token: str) -> Principal | None:
+        return Principal("", "", FORWARDED) if parse_key(token) else None
