@@ -4,6 +4,7 @@ list for the topics."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,27 @@ async def test_alias_following_survives_a_connect_error(h: Harness) -> None:
     assert h.sink.sent == []  # a generation that is not current publishes nothing
     await h.agent.guarded("follow_alias", h.agent.follow_alias)
     assert h.parts.publishing
+
+
+async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
+    """``create_app`` wiring through Faust's test context (no broker): the thread-state
+    table and a poison message dead-lettered with its Kafka position."""
+    from breadcrumb.streams.faust_app import create_app
+
+    settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tc-")
+    app = create_app(settings, h.parts, web=False)
+    app.finalize()
+    events = example_events()[:3]
+    async with app.breadcrumb_agent.test_context() as agent:  # type: ignore[attr-defined]
+        for e in events:
+            await agent.put(orjson.dumps(e), key=_key(e).encode())
+        await agent.put(b"{oops", key=b"demo/x")
+        for _ in range(300):  # put() returns once delivered; handling runs in the executor
+            if h.store.count_dead_letters():
+                break
+            await asyncio.sleep(0.1)
+        table = app.tables["thread-state"]
+        assert orjson.loads(table[_key(events[0])])["next_index"] == 3
+    assert h.store.count_events() == 3
+    (position, reason, payload), = h.store.dead_letter_positions()
+    assert position == "tc-agent-events/0/3" and "not JSON" in reason and payload == "{oops"
