@@ -8,7 +8,8 @@ One place formats it for both the MCP ``search_memory`` tool (its default reply)
   cut to :data:`SUMMARY_CHARS` characters;
 * the verbatim evidence lines, grouped under the event they were cut from (event id and
   index), never rewritten;
-* a last line with the reply's own token count and its limit.
+* a last line with the reply's own token count and its limit (``[N tokens of L]``, or
+  ``[≤N tokens of L]`` when the counter lets no number count itself exactly).
 
 The whole text stays within ``max_tokens + BRIEF_OVERHEAD`` tokens as counted by the
 given counter (the embedder's): lines that do not fit are left out from the end, and the
@@ -93,9 +94,9 @@ def _fit(head: str, listed: list[str], quoted: list[str], limit: int,
         if left_out:
             lines.append(f"… {left_out} more lines left out (token limit)")
         text = "\n".join(lines)
-        tokens = _with_footer(text, limit, count)
+        footer, tokens = _footer(text, limit, count)
         if tokens <= limit or not (memories or evidence):
-            return f"{text}\n{_footer(tokens, limit)}", tokens
+            return f"{text}\n{footer}", tokens
         if len(memories) > 1:
             memories.pop()
         elif evidence:
@@ -104,16 +105,19 @@ def _fit(head: str, listed: list[str], quoted: list[str], limit: int,
             memories.pop()
 
 
-def _footer(tokens: int, limit: int) -> str:
-    return f"[{tokens} tokens of {limit}]"
+def _footer(text: str, limit: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """The last line, naming the token count of the whole reply, footer included.
 
-
-def _with_footer(text: str, limit: int, count: Callable[[str], int]) -> int:
-    """Token count of the text with its own footer (the footer names the count)."""
-    guess = count(text) + count(_footer(0, limit))
-    for _ in range(3):  # the count's digits may change the count: settle it
-        total = count(f"{text}\n{_footer(guess, limit)}")
-        if total == guess:
-            break
-        guess = total
-    return guess
+    The count's own digits can change the count: a value that counts itself is
+    ``[N tokens of L]``; when the counter allows none, ``[≤N tokens of L]`` with the
+    smallest N that bounds the reply (never an undercount).
+    """
+    first = count(f"{text}\n[{count(text)} tokens of {limit}]")
+    for n in range(first - 2, first + 3):
+        if count(f"{text}\n[{n} tokens of {limit}]") == n:
+            return f"[{n} tokens of {limit}]", n
+    for n in range(first - 2, first + 64):
+        if count(f"{text}\n[≤{n} tokens of {limit}]") <= n:
+            return f"[≤{n} tokens of {limit}]", n
+    n = 2 * count(text) + 64  # a counter this erratic still gets a generous bound
+    return f"[≤{n} tokens of {limit}]", n

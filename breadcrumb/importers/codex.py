@@ -13,7 +13,9 @@ no call recorded as a patch becomes a ``file_edit`` with its diff.
 Codex ≥ 0.144 code mode (``codex_exec.py``): an ``exec`` cell becomes one ``tool_call``
 per ``tools.exec_command`` and one ``file_edit`` per patch literal (unescaped, verbatim);
 its output, or the ``wait`` output that finishes its cell, is the result (a
-``test_result`` when a command ran tests). A cell still running is a ``tool_result``.
+``test_result`` when a command ran tests; an ``{"exit_code", "output"}`` object the
+script printed is unwrapped into its lines, ``attrs.json_unwrapped``). A cell still
+running is a ``tool_result``.
 
 The thread is the rollout's own session id (``session_meta.id``); a subagent rollout
 names its parent in ``attrs.parent_thread_id``. Positions are line numbers in the session.
@@ -291,9 +293,12 @@ def _output(position: str, item: dict[str, Any], ts: str | None, state: _State) 
 def _exec_output(position: str, item: dict[str, Any], ts: str | None, call: ToolCall,
                  state: _State, cell: str | None) -> Draft:
     """An exec (or wait) output: the result once the cell finished, else a running note."""
-    text = codex_exec.output_text(item.get("output"))
-    status = codex_exec.status_of(text)
+    raw = codex_exec.output_text(item.get("output"))
+    status = codex_exec.status_of(raw)
+    text = codex_exec.readable(raw)
     attrs: dict[str, Any] = {"call_id": item.get("call_id")} if item.get("call_id") else {}
+    if text != raw:
+        attrs["json_unwrapped"] = True  # the script printed {"exit_code", "output"}
     if cell is not None:
         attrs["cell_id"] = cell
     if status.state == "running":

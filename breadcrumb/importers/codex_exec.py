@@ -15,6 +15,7 @@ of an output. Pure functions; no JavaScript is run.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ _COMMAND_KEY_RE = re.compile(r"""["']?\b(?:cmd|command)["']?\s*:\s*""")
 _HEADER_RE = re.compile(
     r"^Script (completed|failed|running with cell ID (\S+))\s*\n"
     r"(?:Wall time [\d.]+ seconds\s*\n)?(?:(?:Final )?Output:\s*\n?)?")
-_EXIT_RES = (re.compile(r'"exit_code"\s*:\s*(-?\d+)'),
+_EXIT_RES = (re.compile(r'"exit_code"\s*:\s*(-?\d+)'), re.compile(r"^exit_code (-?\d+)$", re.M),
              re.compile(r"Process exited with code (-?\d+)"))
 _FILE_LINE_RE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: ", re.MULTILINE)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
@@ -142,6 +143,26 @@ def output_text(output: Any) -> str:
         return "\n".join(str(b.get("text", "")) for b in output
                          if isinstance(b, dict) and isinstance(b.get("text"), str))
     return ""
+
+
+def readable(text: str) -> str:
+    """The output with a printed ``{"exit_code", "output"}`` object unwrapped: the header
+    lines, then the command's output as it was written (its lines, its quotes), so exact
+    values are searchable verbatim instead of JSON-escaped on one line."""
+    header = _HEADER_RE.match(text)
+    start = header.end() if header else 0
+    body = text[start:].strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return text
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return text
+    if not isinstance(data, dict) or not isinstance(data.get("output"), str):
+        return text
+    code = data.get("exit_code")
+    stated = f"exit_code {code}\n" if isinstance(code, int) else ""
+    return f"{text[:start]}{stated}{data['output']}"
 
 
 def status_of(text: str) -> ExecStatus:

@@ -170,6 +170,8 @@ def test_codex_0144_exec_cells_become_commands_patches_and_test_results() -> Non
         ("mise run test", 101), ("mise run test", 0)]
     assert tests[0]["attrs"]["cell_id"] == "7"  # finished by the wait on its cell
     assert "invoice::tests::three_at_0_335" in tests[0]["content"]
+    assert "\n  left: 1.01\n right: 1.00\n" in tests[0]["content"]  # printed JSON unwrapped
+    assert tests[0]["attrs"]["json_unwrapped"] is True
 
 
 def test_claude_code_21_background_runs_and_task_runners() -> None:
