@@ -48,8 +48,11 @@ _SUMMARY_JA = re.compile(r"(概要|要約|まとめ|何を決め|なぜ|どう�
 _WHY_EN = re.compile(
     r"\b(why|how come|reasons?|rationale|motivation|whether|by whom"
     r"|what (made|led) (us|you|them)|reject\w*|rul(e|ed|ing) out|turn(ed)? down|decided against"
-    r"|(when|who) (\w+ ){0,3}(decid|agree|chose|choose|pick|switch|chang|mov|add|drop|introduc"
-    r"|adopt|approv|ask|request|propos|suggest|want|insist)\w*)\b"
+    # "when did we decide / switch": a decision; "when did Maria adopt Shadow?" is an event
+    # whose date is in the source (left to the other rules)
+    r"|when (\w+ ){0,3}(decid|agree|chose|choose|pick|switch|settl|approv)\w*"
+    r"|who (\w+ ){0,3}(decid|agree|chose|choose|pick|switch|approv|ask|request|propos|suggest"
+    r"|want|insist)\w*)\b"
     r"|^\s*(did|do|does|was|were|is|are|has|have|had|can|could)\b[^?]*\b(ever|allowed|permitted"
     r"|forbidden|banned|approved|accepted)\b",
     re.IGNORECASE,

@@ -144,6 +144,11 @@ def test_gist_now_questions_stay_summary(query: str) -> None:
     assert decide(query).classification == SUMMARY_OK
 
 
+@pytest.mark.parametrize("query", ["When did Maria adopt Shadow?", "When did John move to Boston?"])
+def test_when_of_an_event_is_not_a_decision(query: str) -> None:
+    assert decide(query).classification != SUMMARY_OK  # the date is in the source
+
+
 def test_decide_accuracy_over_the_golden_set() -> None:
     """Every golden question (incl. why / whether / now, en + ja): accuracy >= 0.95."""
     import json
