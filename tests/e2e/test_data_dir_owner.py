@@ -75,7 +75,7 @@ def servers(tmp_path: Path) -> Iterator[Servers]:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/v1/identity", timeout=2).status_code == 200
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
