@@ -8,7 +8,8 @@ its job, 503 naming every failed check otherwise:
   ``PRAGMA quick_check`` at most every ``ready_integrity_seconds`` (0: every call);
 - ``processor``: the embedded processor thread is alive and, with a backlog, has applied
   a log entry within ``ready_stall_seconds``;
-- ``vectors``: the vector index takes a write (a no-op delete + flush);
+- ``vectors``: the vector index takes a write (a no-op delete) and, at most every
+  ``ready_integrity_seconds``, flushes its segments;
 - ``disk``: at least ``min_free_disk_mb`` free on the data dir's disk (below it,
   ``POST /v1/events`` and ``POST /v1/flush`` answer 507 ``insufficient_storage``).
 
@@ -47,6 +48,7 @@ class Readiness:
         self.clock = clock
         self._progress: tuple[Any, float] | None = None  # (cursor, when it last moved)
         self._integrity: dict[str, tuple[float, str]] = {}  # path -> (checked at, result)
+        self._flushed_at: float | None = None  # last flush probe of the vector index
         self._lock = threading.Lock()
 
     def report(self) -> dict[str, Any]:
@@ -128,8 +130,14 @@ class Readiness:
         probe = getattr(self.runtime.index, "probe_write", None)
         if probe is None:
             self.runtime.index.count()
-        else:
-            probe()
+            return None
+        # the WAL write every call; the flush (tens to hundreds of ms, holding the index
+        # lock) at most every ready_integrity_seconds, like quick_check
+        period, now = self.runtime.settings.ready_integrity_seconds, self.clock()
+        flush = self._flushed_at is None or period == 0 or now - self._flushed_at >= period
+        probe(flush=flush)
+        if flush:
+            self._flushed_at = now
         return None
 
     def _disk(self) -> str | None:

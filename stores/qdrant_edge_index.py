@@ -312,13 +312,14 @@ class QdrantEdgeIndex:
             }
 
     # --- readiness ------------------------------------------------------------------
-    def probe_write(self) -> None:
-        """A write that changes nothing (deleting an id no point has) and a flush, on both
-        shards: raises when the index cannot take writes (closed shard, WAL or segment
-        files gone or unwritable)."""
+    def probe_write(self, flush: bool = True) -> None:
+        """A write that changes nothing (deleting an id no point has) on both shards, and
+        with ``flush`` a flush of their segments: raises when the index cannot take writes
+        (closed shard, WAL files gone or unwritable; segment files only with ``flush``)."""
         with self._lock:
             for name in COLLECTIONS:
                 shard = self._shard(name)
                 shard.update(qe.UpdateOperation.delete_points([PROBE_POINT_ID]))
-                shard.flush()
-                self._last_flush[name] = time.monotonic()
+                if flush:
+                    shard.flush()
+                    self._last_flush[name] = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def servers(tmp_path: Path) -> Iterator[Servers]:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/v1/identity", timeout=2).status_code == 200
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -230,3 +231,21 @@ def test_identity_tells_data_dirs_apart(servers: Servers, tmp_path: Path) -> Non
     assert ident["data_dir"] == str((tmp_path / "a").resolve())
     lock = json.loads((tmp_path / "a" / "breadcrumb.lock").read_text())
     assert lock["url"] == url and lock["instance"] == ident["instance"]
+
+
+def test_a_server_that_does_not_answer_is_waited_for_never_bypassed(
+        servers: Servers, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    url, proc = servers.start(data)
+    os.kill(proc.pid, signal.SIGSTOP)  # alive, owns the dir, answers nothing (a slow /healthz)
+    try:
+        result = subprocess.run([*CLI, "ingest", str(EXAMPLE), "--data-dir", str(data), *HASH],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "BREADCRUMB_SERVER_WAIT_SECONDS": "3"})
+        line = one_line_error(result)
+        assert f"pid {proc.pid}" in line and "did not answer" in line
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    post_and_wait(url, thread_events("u1", "resumed", 12, "GAMMA"))
+    assert "resumed" in memory_threads(url, "u1", "GAMMA_PORT")
+    assert httpx.get(f"{url}/v1/stats", timeout=30).json()["events_received"] == 13
