@@ -93,6 +93,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """The event log + the current generation; processors run in-process."""
     from breadcrumb.stores.sqlite_store import SqliteStore
     from breadcrumb.streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.gateway import limits_of
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     log_store = SqliteStore(settings.data_dir / "breadcrumb.sqlite3")
@@ -100,7 +101,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     catalog = GenerationCatalog(settings.data_dir)
     gen = open_generation(settings, embedder, catalog.paths(catalog.current()), log_store)
     runner = EmbeddedRunner(log_store, gen.service, utc_now_iso, settings.idle_flush_seconds,
-                            derived=gen.store)
+                            derived=gen.store, limits=limits_of(settings))
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
         memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,

@@ -18,11 +18,12 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.replay import CURSOR, applied_seq, apply_entry
 from breadcrumb.streams.service import IngestService
-from breadcrumb.topics.records import DeadLetter, FlushMarker
+from breadcrumb.topics.records import DeadLetter, FlushMarker, split_thread_key, thread_key
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class EmbeddedRunner:
         idle_flush_seconds: float,
         monotonic: Callable[[], float] = time.monotonic,
         derived: Any = None,
+        limits: EventLimits = NO_LIMITS,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
@@ -54,11 +56,12 @@ class EmbeddedRunner:
         self._errors = 0
         self._failures: dict[int, int] = {}
         self.max_attempts = 5
+        self.limits = limits  # intake limits (settings limit_*), checked before the log
 
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
         """Validate and durably append a batch; invalid items go to the dead letters."""
-        checked = check_batch(items, self.clock(), source)
+        checked = check_batch(items, self.clock(), source, self.limits)
         rows = [
             (event.user_id, event.event_id, event.thread_key, raw.decode())
             for event, raw in checked.valid
@@ -77,7 +80,7 @@ class EmbeddedRunner:
     def request_flush(self, user_id: str, thread_id: str, reason: str = "flush") -> None:
         """Append a flush marker for one thread (end of an ingest, idle timeout)."""
         marker = FlushMarker(user_id, thread_id, self.clock(), reason)
-        key = f"{user_id}/{thread_id}"
+        key = thread_key(user_id, thread_id)
         with self.store.transaction():
             self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
         self._wake.set()
@@ -181,7 +184,7 @@ class EmbeddedRunner:
     def start(self) -> None:
         """Start the background processor (resumes at the first unprocessed entry)."""
         for key, _state in self.derived.list_states(pending_only=True):
-            user_id, _, thread_id = key.partition("/")
+            user_id, thread_id = split_thread_key(key)
             self._last_seen[(user_id, thread_id)] = self.monotonic()
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)
         self._thread.start()

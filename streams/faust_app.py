@@ -23,7 +23,13 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS, MEMORY_STATUS, OBSERVATIONS
-from breadcrumb.topics.records import FlushMarker, MemoryStatusChange, Observation
+from breadcrumb.topics.records import (
+    FlushMarker,
+    MemoryStatusChange,
+    Observation,
+    split_thread_key,
+    thread_key,
+)
 
 log = logging.getLogger(__name__)
 _UNDECODABLE = object()
@@ -79,12 +85,13 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
     async def ingest(stream: Any) -> Any:
         loop = asyncio.get_running_loop()
         async for event in stream.events():
-            key = event.key.decode() if event.key else ""
+            key = event.key.decode("utf-8", "replace") if event.key else ""
             text = event.value.decode("utf-8", "replace")
             try:
                 entry: Any = orjson.loads(event.value)
             except orjson.JSONDecodeError:
                 entry = _UNDECODABLE
+            key = _state_key(entry, key)
             busy.add(key)  # a thread being processed is not idle (slow embeds take seconds)
             try:
                 result, local, letters = await loop.run_in_executor(
@@ -148,7 +155,7 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
                 last_seen[key] = now  # open window found after a restart: start its clock
         for key, seen in list(last_seen.items()):
             if now - seen >= settings.idle_flush_seconds and key not in busy:
-                user_id, _, thread_id = key.partition("/")
+                user_id, thread_id = split_thread_key(key)
                 marker = FlushMarker(user_id, thread_id, parts.clock(), "idle")
                 await events.send(key=key.encode(), value=orjson.dumps(marker.to_dict()))
                 last_seen.pop(key, None)
@@ -166,6 +173,15 @@ def create_app(settings: Settings, parts: Any, web: bool = True) -> faust.App:
 
     app.breadcrumb_agent = ingest  # type: ignore[attr-defined]
     return app
+
+
+def _state_key(entry: Any, message_key: str) -> str:
+    """The thread's state key from the entry itself; a message published before keys were
+    escaped (issue 12) carries the old ``{user_id}/{thread_id}`` key."""
+    if isinstance(entry, dict) and isinstance(entry.get("user_id"), str) \
+            and isinstance(entry.get("thread_id"), str):
+        return thread_key(entry["user_id"], entry["thread_id"])
+    return message_key
 
 
 def _raw_topic(app: faust.App, name: str, partitions: int | None = None) -> Any:
