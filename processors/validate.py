@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from breadcrumb.processors.json_sanity import MAX_INDEX, json_problem, printable
+from breadcrumb.processors.json_sanity import MAX_INDEX, bad_text, json_problem, printable
 from breadcrumb.topics.records import Event
 from breadcrumb.topics.schema import event_schema, event_validator
 
@@ -72,20 +72,22 @@ def sanity(data: dict[str, Any], limits: EventLimits = NO_LIMITS) -> Rejection |
     """The rules no schema states: see :mod:`processors.json_sanity`, plus
     ``index, tokens <= MAX_INDEX`` (integers only) and the ``limits``."""
     for name, value in data.items():
-        if name == "attrs":
-            if type(value) is dict:
-                found = json_problem(value, "attrs", limits.attrs_depth)
-                if found is not None:
-                    return Rejection(found[1], printable(found[0]))
+        kind = type(value)
+        if kind is str:  # the common case, inline: most ids are ASCII
+            if not value.isascii() and bad_text(value):
+                return Rejection("is not valid Unicode (lone surrogate)", printable(str(name)))
             continue
-        found = json_problem(value, printable(str(name)), HARD_ATTRS_DEPTH)
-        if found is not None:
-            return Rejection(found[1], found[0])
         if name in ("index", "tokens"):  # the schema's "integer" would take 3.0, or 2**63
-            if type(value) is float:
+            if kind is float:
                 return Rejection("must be an integer", name)
-            if type(value) is int and value > MAX_INDEX:
+            if kind is int and value > MAX_INDEX:
                 return Rejection(f"must be at most {MAX_INDEX}", name)
+        if value is None or (kind is dict and not value):
+            continue
+        depth = limits.attrs_depth if name == "attrs" else HARD_ATTRS_DEPTH
+        found = json_problem(value, printable(str(name)), depth)
+        if found is not None:
+            return Rejection(found[1], printable(found[0]))
     content = data.get("content")
     if limits.content_chars is not None and isinstance(content, str) \
             and len(content) > limits.content_chars:
