@@ -271,3 +271,29 @@ def test_an_unexpected_error_answers_a_json_500(tmp_path: Path) -> None:
     assert response.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
     assert "secret detail" not in response.text
+
+
+def test_an_old_log_holding_index_2_63_is_dead_lettered_once_and_replay_completes(
+        tmp_path: Path) -> None:
+    """A data dir written before the intake refused it: the processor keeps the entry as a
+    dead letter with its reason (no retry loop), and every replay still finishes."""
+    settings = Settings(data_dir=tmp_path / "data", embedder="hash")
+    runtime = build_runtime(settings, embedder=HashEmbedder())
+    log_store: Any = runtime.gateway.store  # type: ignore[attr-defined]
+    poison = json.dumps(event(1, index=BIG))
+    log_store.append_log([("u1", "e0", "u1/t1", json.dumps(event(0))),
+                          ("u1", "e1", "u1/t1", poison),
+                          ("u1", "e2", "u1/t1", json.dumps(event(2)))])
+    with TestClient(create_app(runtime), raise_server_exceptions=False) as http:
+        wait_until(lambda: stats(http)["unprocessed"] == 0, timeout=60)
+        assert stats(http)["dead_letters"] == 1
+        assert stats(http).get("processor_errors", 0) == 0
+        for name in ("again1", "again2"):
+            assert http.post("/v1/admin/replay", json={"name": name},
+                             headers=JSON).status_code == 202
+            wait_until(lambda: http.get("/v1/admin/replay").json()["state"] in ("done", "failed"),
+                       timeout=60)
+            assert http.get("/v1/admin/replay").json()["state"] == "done"
+        indices = [e["index"] for e in http.get("/v1/threads/t1/events",
+                                                params={"user_id": "u1"}).json()]
+        assert indices == [0, 1]
