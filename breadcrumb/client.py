@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -229,8 +230,8 @@ class HttpBackend:
             params["user_id"] = user_id
         if end is not None:
             params["end"] = end
-        result: list[dict[str, Any]] = self._call("GET", f"/v1/threads/{thread_id}/events",
-                                                  params=params)
+        path = f"/v1/threads/{quote(thread_id, safe='')}/events"  # ids may hold "/", "?", "%"
+        result: list[dict[str, Any]] = self._call("GET", path, params=params)
         return result
 
     def stats(self) -> dict[str, Any]:

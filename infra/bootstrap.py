@@ -28,13 +28,23 @@ __all__ = ["Runtime", "build_runtime", "build_embedded_runtime", "build_embedder
 
 
 def build_runtime(settings: Settings, embedder: Embedder | None = None) -> Runtime:
-    """Build the runtime for the configured mode (nothing is started yet)."""
+    """Build the runtime for the configured mode (nothing is started yet).
+
+    Issue 12: from here on the process creates private files (umask 077), and what
+    already lies in the data dir is made private (files 0600, folders 0700).
+    """
+    from breadcrumb.infra.permissions import private_umask, secure_tree
+
+    private_umask()
     embedder = embedder or build_embedder(settings)
     if settings.mode == "cluster":
         from breadcrumb.infra.cluster import build_cluster_runtime
 
-        return build_cluster_runtime(settings, embedder)
-    return build_embedded_runtime(settings, embedder)
+        runtime = build_cluster_runtime(settings, embedder)
+    else:
+        runtime = build_embedded_runtime(settings, embedder)
+    secure_tree(settings.data_dir)
+    return runtime
 
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:

@@ -100,6 +100,7 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """The event log + the current generation; processors run in-process."""
     from breadcrumb.streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.gateway import limits_of
 
     lock = data_dir.acquire(settings.data_dir)  # one owner per data dir (re-entrant)
     log_store = None
@@ -115,7 +116,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         lock.release()
         raise
     runner = EmbeddedRunner(log_store, gen.service, utc_now_iso, settings.idle_flush_seconds,
-                            derived=gen.store)
+                            derived=gen.store, limits=limits_of(settings))
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
         memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,

@@ -173,3 +173,15 @@ class Settings(BaseSettings):
     def topic(self, name: str) -> str:
         """Full topic name with the configured prefix."""
         return f"{self.topic_prefix}{name}"
+
+    # --- input limits (issue 12) -------------------------------------------------------
+    # Refused before anything is acknowledged: 413 for the body and the batch, 422 (naming
+    # the field) for the rest. Integer ranges and lone surrogates are fixed rules, not knobs.
+    limit_body_bytes: int = Field(32 * 1024 * 1024, ge=1024)  # any request body
+    limit_batch_events: int = Field(10_000, ge=1)  # events per POST /v1/events
+    limit_content_chars: int = Field(2_000_000, ge=1)  # an event's content
+    limit_json_depth: int = Field(32, ge=4, le=200)  # nesting of any JSON body
+    limit_attrs_depth: int = Field(16, ge=1, le=100)  # nesting inside an event's attrs
+    limit_tags: int = Field(64, ge=1)  # tags in a recall request
+    limit_page_events: int = Field(1000, ge=1, le=100_000)  # GET /v1/threads/{id}/events
+    # --- end input limits --------------------------------------------------------------

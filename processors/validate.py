@@ -8,6 +8,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from breadcrumb.processors.json_sanity import MAX_INDEX, bad_text, json_problem, printable
 from breadcrumb.topics.records import Event
 from breadcrumb.topics.schema import event_schema, event_validator
 
@@ -26,12 +27,34 @@ class Rejection:
         return f"field '{self.field}': {self.reason}" if self.field else self.reason
 
 
-def validate_event(data: Any) -> Event | Rejection:
+#: Nesting allowed inside ``attrs`` when no :class:`EventLimits` says otherwise.
+HARD_ATTRS_DEPTH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EventLimits:
+    """Size limits applied where events enter (settings ``limit_*``); the processor keeps
+    the defaults, so what was once accepted is never refused on replay."""
+
+    content_chars: int | None = None
+    attrs_depth: int = HARD_ATTRS_DEPTH
+
+
+NO_LIMITS = EventLimits()
+
+
+def validate_event(data: Any, limits: EventLimits = NO_LIMITS) -> Event | Rejection:
     """Check one event against the contract; the first error names its field.
 
-    The common well-formed event passes :func:`plainly_valid` (about 10x cheaper than the
-    JSON schema); anything else is judged by the schema itself.
+    Every event first passes :func:`sanity` (valid Unicode, 64-bit integers, finite
+    numbers, bounded nesting, indices within :data:`MAX_INDEX`). The common well-formed
+    event then passes :func:`plainly_valid` (about 10x cheaper than the JSON schema);
+    anything else is judged by the schema itself.
     """
+    if isinstance(data, dict):
+        insane = sanity(data, limits)
+        if insane is not None:
+            return insane
     if plainly_valid(data):
         return Event.from_dict(data)
     if not isinstance(data, dict):
@@ -49,16 +72,44 @@ def validate_event(data: Any) -> Event | Rejection:
     return Event.from_dict(data)
 
 
+def sanity(data: dict[str, Any], limits: EventLimits = NO_LIMITS) -> Rejection | None:
+    """The rules no schema states: see :mod:`processors.json_sanity`, plus
+    ``index, tokens <= MAX_INDEX`` (integers only) and the ``limits``."""
+    for name, value in data.items():
+        kind = type(value)
+        if kind is str:  # the common case, inline: most ids are ASCII
+            if not value.isascii() and bad_text(value):
+                return Rejection("is not valid Unicode (lone surrogate)", printable(str(name)))
+            continue
+        if name in ("index", "tokens"):  # the schema's "integer" would take 3.0, or 2**63
+            if kind is float:
+                return Rejection("must be an integer", name)
+            if kind is int and value > MAX_INDEX:
+                return Rejection(f"must be at most {MAX_INDEX}", name)
+        if value is None or (kind is dict and not value):
+            continue
+        depth = limits.attrs_depth if name == "attrs" else HARD_ATTRS_DEPTH
+        found = json_problem(value, printable(str(name)), depth)
+        if found is not None:
+            return Rejection(found[1], printable(found[0]))
+    content = data.get("content")
+    if limits.content_chars is not None and isinstance(content, str) \
+            and len(content) > limits.content_chars:
+        return Rejection(f"is longer than {limits.content_chars} characters "
+                         "(limit_content_chars)", "content")
+    return None
+
+
 def _rejection_from(error: Any) -> Rejection:
     path = [str(p) for p in error.path]
     if error.validator == "required":
         match = _REQUIRED_RE.search(error.message)
-        return Rejection("is required", match.group(1) if match else None)
+        return Rejection("is required", printable(match.group(1)) if match else None)
     if error.validator == "additionalProperties":
         match = _EXTRA_RE.search(error.message)
         name = match.group(1) if match else None
-        return Rejection("is not a field of the event schema", name)
-    return Rejection(error.message, ".".join(path) or None)
+        return Rejection("is not a field of the event schema", name and printable(name))
+    return Rejection(printable(error.message)[:500], printable(".".join(path)) or None)
 
 
 def _check_timestamp(value: str) -> str | None:
@@ -113,7 +164,7 @@ def plainly_valid(data: Any) -> bool:
         return False
     for name in ("index", "tokens"):
         number = data.get(name)
-        if number is not None and (type(number) is not int or number < 0):
+        if number is not None and (type(number) is not int or not 0 <= number <= MAX_INDEX):
             return False
     return _aware_time(data.get("ts"))
 

@@ -7,21 +7,28 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+import orjson
+from fastapi import FastAPI, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from breadcrumb.infra.data_dir import identity
+from breadcrumb.processors.json_sanity import MAX_INDEX
 from breadcrumb.query_api.auth import install_security
 from breadcrumb.query_api.brief import brief_view
 from breadcrumb.query_api.errors import ApiError, install_error_handlers
-from breadcrumb.query_api.models import FlushRequest, RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.input_guard import InputGuard, parse_json_body, stashed_json, unset
+from breadcrumb.query_api.models import (
+    EVENTS_BODY,
+    FlushRequest,
+    RecallRequest,
+    RecallSourceRequest,
+)
 from breadcrumb.query_api.routes_health import refuse_when_disk_low
 from breadcrumb.query_api.runtime import Runtime, stats
 from breadcrumb.query_api.telemetry import telemetry_of
 
 log = logging.getLogger(__name__)
-MAX_BATCH = 10_000
 
 
 def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
@@ -40,13 +47,16 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
     app = FastAPI(title="Breadcrumb", version="0.1.0", lifespan=lifespan)
     app.state.runtime = runtime
     install_error_handlers(app)
+    limits = runtime.settings
+    app.add_middleware(InputGuard, limit_body_bytes=limits.limit_body_bytes,
+                       limit_json_depth=limits.limit_json_depth)
     include_routers(app)
     install_security(app, runtime.settings)  # keys, tenants, roles; browser-borne refused
 
-    @app.post("/v1/events", status_code=202)
+    @app.post("/v1/events", status_code=202, openapi_extra=EVENTS_BODY)
     async def post_events(request: Request) -> JSONResponse:
         refuse_when_disk_low(request.app)  # 507 rather than an unsafe acknowledgement
-        items = await _events_body(request)
+        items = await _events_body(request, limits.limit_batch_events, limits.limit_json_depth)
         result = await run_in_threadpool(runtime.gateway.submit, items, "http")
         if result.rejected and not result.accepted and not result.duplicates:
             first = result.rejected[0]
@@ -64,6 +74,9 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
 
     @app.post("/v1/recall")
     async def post_recall(req: RecallRequest) -> dict[str, Any]:
+        if req.tags is not None and len(req.tags) > limits.limit_tags:
+            raise ApiError(422, "invalid_request",
+                           f"field 'tags': at most {limits.limit_tags} tags (limit_tags)")
         response: dict[str, Any] = await run_in_threadpool(runtime.recall.recall, req)
         telemetry_of(app).record_recall(response, req.user_id)
         if req.view == "brief":
@@ -76,15 +89,24 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
             raise ApiError(422, "invalid_range", "source_end_index is before source_start_index")
         return await run_in_threadpool(runtime.recall.recall_source, req)
 
-    @app.get("/v1/threads/{thread_id}/events")
+    @app.get("/v1/threads/{thread_id:path}/events")
     async def get_thread_events(
-        thread_id: str, user_id: str, start: int = 0, end: int | None = None
-    ) -> list[dict[str, Any]]:
-        last = end if end is not None else start + 999
-        if last < start:
-            raise ApiError(422, "invalid_range", "end is before start")
-        events = await run_in_threadpool(runtime.raw.get_range, user_id, thread_id, start, last)
-        return [e.to_dict() for e in events]
+        response: Response,
+        thread_id: str = Path(min_length=1, max_length=256,
+                              description='may hold "/"; send it as is or as %2F'),
+        user_id: str = Query(min_length=1, max_length=128),
+        start: int = Query(0, ge=0, le=MAX_INDEX),
+        end: int | None = Query(None, ge=0, le=MAX_INDEX),
+        limit: int | None = Query(None, ge=1, le=MAX_INDEX,
+                                  description="page size (at most limit_page_events)"),
+        paged: bool = Query(False, description='answer {"events", "has_more", "next_start"}'),
+    ) -> Any:
+        page = await run_in_threadpool(
+            thread_page, runtime, user_id, thread_id, start, end, limit)
+        response.headers["x-has-more"] = "true" if page["has_more"] else "false"
+        if page["next_start"] is not None:
+            response.headers["x-next-start"] = str(page["next_start"])
+        return page if paged else page["events"]
 
     # GET /v1/memories/{memory_id} moved to query_api/routes_memories.py (issue 5: history)
 
@@ -116,17 +138,41 @@ def include_routers(app: FastAPI) -> None:
             app.include_router(module.router)
 
 
-async def _events_body(request: Request) -> list[Any]:
-    try:
-        body = await request.json()
-    except ValueError as exc:
-        raise ApiError(400, "invalid_json", f"body is not JSON: {exc}") from exc
+async def _events_body(request: Request, max_events: int, max_depth: int) -> list[Any]:
+    body = stashed_json(request)
+    if unset(body):  # not parsed by the guard (a non-JSON content type): same rules here
+        body, refusal = parse_json_body(await request.body(), max_depth)
+        if refusal is not None:
+            raise ApiError(refusal.status_code, "invalid_request",
+                           str(orjson.loads(refusal.body)["error"]["message"]))
     if not isinstance(body, dict) or not isinstance(body.get("events"), list):
         raise ApiError(400, "invalid_body", 'body must be {"events": [Event, ...]}')
     events: list[Any] = body["events"]
-    if len(events) > MAX_BATCH:
-        raise ApiError(413, "batch_too_large", f"at most {MAX_BATCH} events per request")
+    if len(events) > max_events:
+        raise ApiError(413, "batch_too_large",
+                       f"field 'events': at most {max_events} events per request "
+                       "(limit_batch_events)")
     return events
+
+
+def thread_page(runtime: Runtime, user_id: str, thread_id: str, start: int, end: int | None,
+                limit: int | None) -> dict[str, Any]:
+    """One page of a thread's raw events: at most ``limit_page_events`` indices from
+    ``start``; ``has_more`` when the thread has events after the page (up to ``end``)."""
+    most = runtime.settings.limit_page_events
+    if limit is not None and limit > most:
+        raise ApiError(422, "invalid_request",
+                       f"field 'limit': at most {most} (limit_page_events)")
+    if end is not None and end < start:
+        raise ApiError(422, "invalid_range", "field 'end': end is before start")
+    size = limit or most
+    last = min(start + size - 1, MAX_INDEX if end is None else end)
+    events = runtime.raw.get_range(user_id, thread_id, start, last)
+    stop = MAX_INDEX if end is None else end
+    more = last < stop and bool(runtime.raw.get_range(user_id, thread_id, last + 1,
+                                                      min(stop, last + size)))
+    return {"events": [e.to_dict() for e in events], "has_more": more,
+            "next_start": last + 1 if more else None}
 
 
 def health(runtime: Runtime) -> dict[str, Any]:

@@ -66,8 +66,8 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/threads/.+/events$"), Rule(_READ, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+(/audit)?$"), Rule(_READ, "query")),
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
-    ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),
-    ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves  # counts only (CLI ingest polls it)
+    ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),  # counts only (CLI ingest polls it)
+    ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream)$"), Rule(ALL_ROLES)),  # scoped
     *((m, re.compile(r"^/mcp/?$"), Rule(ALL_ROLES | {FORWARDED}))  # tools bind the tenant
       for m in ("GET", "POST", "DELETE")),

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import Any
 
+from breadcrumb.stores import sql_migrate
 from breadcrumb.stores import sql_schema as s
 from breadcrumb.stores.sql_log import LogItem, LogStateMixin
 from breadcrumb.topics.records import Chunk, DeadLetter, Event, MemoryStatusChange, Observation
@@ -94,6 +95,7 @@ class SqlStore(LogStateMixin, ABC):
                     for stmt in (x for t in (*s.TABLES, DEAD_LETTER_KEYS)
                                  for x in self.dialect.create_table(t)):
                         self._execute(stmt)
+                    sql_migrate.upgrade(self)  # issue 12: schema version + upgrade steps
             except BaseException:
                 self.close()  # a half-opened store must not look open
                 raise

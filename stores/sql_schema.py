@@ -88,6 +88,7 @@ TABLES: tuple[Table, ...] = (
        "seq", unique=(("user_id", "event_id"),), indexes=(("processed", "seq"),),
        mysql_options=_TIDB_MONOTONIC),
     _t("kv_counters", "name:key! value:int!=0", "name"),
+    _t("schema_meta", "name:key! value:int!=0", "name"),  # "version": see stores.sql_migrate
 )
 
 TABLE_NAMES: tuple[str, ...] = tuple(t.name for t in TABLES)

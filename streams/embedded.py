@@ -18,13 +18,14 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.replay import applied_seq, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
-from breadcrumb.topics.records import FlushMarker, thread_key
+from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ class EmbeddedRunner:
         monotonic: Callable[[], float] = time.monotonic,
         derived: Any = None,
         policy: FailurePolicy | None = None,
+        limits: EventLimits = NO_LIMITS,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
@@ -58,6 +60,7 @@ class EmbeddedRunner:
         self.policy = policy or FailurePolicy()
         self._attempts = Attempts()
         self._retry_delay = self.policy.base_delay
+        self.limits = limits  # intake limits (settings limit_*), checked before the log
 
     @property
     def max_attempts(self) -> int:
@@ -67,7 +70,7 @@ class EmbeddedRunner:
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
         """Validate and durably append a batch; invalid items go to the dead letters."""
-        checked = check_batch(items, self.clock(), source)
+        checked = check_batch(items, self.clock(), source, self.limits)
         rows = [
             (event.user_id, event.event_id, event.thread_key, raw.decode())
             for event, raw in checked.valid
@@ -86,7 +89,7 @@ class EmbeddedRunner:
     def request_flush(self, user_id: str, thread_id: str, reason: str = "flush") -> None:
         """Append a flush marker for one thread (end of an ingest, idle timeout)."""
         marker = FlushMarker(user_id, thread_id, self.clock(), reason)
-        key = f"{user_id}/{thread_id}"
+        key = thread_key(user_id, thread_id)
         with self.store.transaction():
             self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
         self._wake.set()
@@ -180,7 +183,7 @@ class EmbeddedRunner:
         """Append flush markers for threads idle longer than the timeout."""
         idle = self.idle.due()
         for key in idle:
-            user_id, _, thread_id = key.partition("/")
+            user_id, thread_id = split_thread_key(key)
             self.request_flush(user_id, thread_id, "idle")
         return len(idle)
 

@@ -27,7 +27,13 @@ from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
 from breadcrumb.streams.tracking import IdleTracker, count_dead_letter, count_outcome
-from breadcrumb.topics.records import FlushMarker, MemoryStatusChange, Observation, thread_key
+from breadcrumb.topics.records import (
+    FlushMarker,
+    MemoryStatusChange,
+    Observation,
+    split_thread_key,
+    thread_key,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -214,7 +220,7 @@ class IngestAgent:
                 self.idle.adopt(key)  # open window found after a restart: start its clock
         sent = 0
         for key in self.idle.due():
-            user_id, _, thread_id = key.partition("/")
+            user_id, thread_id = split_thread_key(key)
             marker = FlushMarker(user_id, thread_id, self.parts.clock(), "idle")
             await self.sink.send(EVENTS, key.encode(), orjson.dumps(marker.to_dict()))
             sent += 1

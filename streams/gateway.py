@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.processors.json_sanity import printable
+from breadcrumb.processors.validate import NO_LIMITS, EventLimits, Rejection, validate_event
 from breadcrumb.topics.records import DeadLetter, Event
 
 
@@ -57,13 +59,20 @@ class Checked:
     rejected: list[dict[str, Any]]
 
 
-def check_batch(items: Sequence[Any], received_at: str, source: str) -> Checked:
+def limits_of(settings: Any) -> EventLimits:
+    """The intake limits (issue 12) of a ``Settings``."""
+    return EventLimits(content_chars=settings.limit_content_chars,
+                       attrs_depth=settings.limit_attrs_depth)
+
+
+def check_batch(items: Sequence[Any], received_at: str, source: str,
+                limits: EventLimits = NO_LIMITS) -> Checked:
     """Validate a batch; each invalid item becomes a dead letter naming its field."""
     valid: list[tuple[Event, bytes]] = []
     letters: list[DeadLetter] = []
     rejected: list[dict[str, Any]] = []
     for position, item in enumerate(items):
-        outcome = validate_event(item)
+        outcome = validate_event(item, limits)
         if isinstance(outcome, Rejection):
             rejected.append({"position": position, "error": outcome.message()})
             letters.append(_letter(item, outcome, received_at, source))
@@ -73,15 +82,30 @@ def check_batch(items: Sequence[Any], received_at: str, source: str) -> Checked:
 
 
 def _letter(item: Any, why: Rejection, received_at: str, source: str) -> DeadLetter:
-    payload = orjson.dumps(item, default=str).decode()
+    payload = safe_dumps(item)
     event_id = item.get("event_id") if isinstance(item, dict) else None
     user_id = item.get("user_id") if isinstance(item, dict) else None
+    event_id = printable(event_id) if isinstance(event_id, str) else None
+    user_id = printable(user_id) if isinstance(user_id, str) else None
     return DeadLetter(
         reason=why.message(),
         payload=payload,
         received_at=received_at,
         field=why.field,
         source=source,
-        event_id=event_id if isinstance(event_id, str) else None,
-        user_id=user_id if isinstance(user_id, str) else None,
+        event_id=event_id,
+        user_id=user_id,
     )
+
+
+def safe_dumps(item: Any) -> str:
+    """JSON text of anything a caller handed in, for a dead letter: lone surrogates are
+    escaped, huge integers and NaN written as Python would, absurd nesting summarised."""
+    try:
+        return orjson.dumps(item, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    try:
+        return json.dumps(item, default=str, ensure_ascii=True)
+    except (RecursionError, ValueError, TypeError):
+        return printable(repr(item)[:10_000])

@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
@@ -103,7 +103,7 @@ class KafkaGateway:
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
         """Accepted means acknowledged by every in-sync replica of ``agent-events``."""
-        checked = check_batch(items, self.clock(), source)
+        checked = check_batch(items, self.clock(), source, limits_of(self.settings))
         fresh: list[tuple[str, bytes]] = []
         seen: set[tuple[str, str]] = set()
         for event, raw in checked.valid:

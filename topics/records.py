@@ -8,6 +8,7 @@ Field names follow ../shared/contracts (``source_range``, ``query_hints``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -71,7 +72,7 @@ class Event:
 
     @property
     def thread_key(self) -> str:
-        """The Kafka message key: ``{user_id}/{thread_id}``."""
+        """The Kafka message key and state key (see :func:`thread_key`)."""
         return thread_key(self.user_id, self.thread_id)
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,8 +101,32 @@ class Event:
 
 
 def thread_key(user_id: str, thread_id: str) -> str:
-    """Message key and state key of a thread."""
-    return f"{user_id}/{thread_id}"
+    """Message key and state key of a thread: ``{user_id}/{thread_id}`` with ``%`` and ``/``
+    in the user id escaped (``%25``, ``%2F``).
+
+    The first ``/`` always ends the user id, so two tenants never share a key (user
+    ``acme/x`` + thread ``y`` is ``acme%2Fx/y``; user ``acme`` + thread ``x/y`` is
+    ``acme/x/y``). Ids without ``%`` or ``/`` in the user id keep the historical key.
+    """
+    return f"{_KEY_ESCAPE.sub(_escape, user_id)}/{thread_id}"
+
+
+def split_thread_key(key: str) -> tuple[str, str]:
+    """``(user_id, thread_id)`` of a :func:`thread_key` (its exact inverse)."""
+    user, _, thread = key.partition("/")
+    return _KEY_UNESCAPE.sub(_unescape, user), thread
+
+
+_KEY_ESCAPE = re.compile("[%/]")
+_KEY_UNESCAPE = re.compile("%(25|2F)")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return "%25" if match.group(0) == "%" else "%2F"
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return "%" if match.group(1) == "25" else "/"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ each test. Port from ``BREADCRUMB_MYSQL_PORT`` (default 3306).
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from breadcrumb.stores.mysql_store import MySqlStore
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import TABLE_NAMES
+from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import StoreContract, ev
 
 pytestmark = pytest.mark.integration
@@ -34,15 +36,16 @@ def _params() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fresh_schema() -> Iterator[dict[str, Any]]:
-    """Drop and recreate the tables once for this module."""
-    params = _params()
+    """A throw-away database for this module (helpers running in parallel share the
+    server), its tables created once."""
+    params = {**_params(), "database": fresh_database(uuid.uuid4().hex[:8])}
     store = MySqlStore(**params)
     store.open()
-    store.drop_tables()
     store.close()
-    store.open()
-    store.close()
-    yield params
+    try:
+        yield params
+    finally:
+        drop_database(params["database"])
 
 
 def _empty_tables(params: dict[str, Any]) -> None:
@@ -92,7 +95,7 @@ class TestMySqlStore(StoreContract):
 def _kill(store: SqlStore) -> None:
     """KILL the store's server-side connection from another connection."""
     thread_id = store._conn.thread_id()
-    conn = pymysql.connect(**_params(), autocommit=True)
+    conn = pymysql.connect(**{**_params(), "database": None}, autocommit=True)
     try:
         with conn.cursor() as cur:
             cur.execute("KILL %s", (thread_id,))

@@ -53,3 +53,53 @@ def test_non_object_is_rejected() -> None:
     outcome = validate_event(["not", "an", "event"])
     assert isinstance(outcome, Rejection)
     assert "JSON object" in outcome.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        ({"content": "x\ud800"}, "content", "lone surrogate"),
+        ({"thread_id": "\udfff"}, "thread_id", "lone surrogate"),
+        ({"attrs": {"a": ["ok", "x\ud800"]}}, "attrs.a.1", "lone surrogate"),
+        ({"attrs": {"k\ud800": 1}}, "attrs", "object key"),
+        ({"attrs": {"n": 2**63}}, "attrs.n", "out of range"),
+        ({"attrs": {"n": -(2**63) - 1}}, "attrs.n", "out of range"),
+        ({"attrs": {"f": float("nan")}}, "attrs.f", "NaN"),
+        ({"attrs": {"f": float("inf")}}, "attrs.f", "NaN"),
+        ({"attrs": {"s": {1, 2}}}, "attrs.s", "not a JSON value"),
+        ({"attrs": {1: "x"}}, "attrs", "not a string"),
+        ({"index": 2**63}, "index", "at most"),
+        ({"index": 2**53}, "index", "at most"),
+        ({"tokens": 2**70}, "tokens", "at most"),
+        ({"index": 3.0}, "index", "integer"),
+    ],
+)
+def test_values_no_json_consumer_could_store_are_named(
+        change: dict, field: str, fragment: str) -> None:
+    outcome = validate_event({**GOOD, **change})
+    assert isinstance(outcome, Rejection)
+    assert (outcome.field, fragment in outcome.reason) == (field, True), outcome
+    outcome.message().encode("utf-8")  # storable: no lone surrogate in the reason
+
+
+def test_limits_apply_only_when_given() -> None:
+    from breadcrumb.processors.validate import EventLimits
+
+    deep: dict = {}
+    inner = deep
+    for _ in range(10):
+        inner["a"] = {}
+        inner = inner["a"]
+    event = {**GOOD, "content": "y" * 100, "attrs": deep}
+    assert isinstance(validate_event(event), Event)
+    small = validate_event(event, EventLimits(content_chars=99))
+    assert isinstance(small, Rejection) and small.field == "content"
+    shallow = validate_event(event, EventLimits(attrs_depth=5))
+    assert isinstance(shallow, Rejection) and shallow.field.startswith("attrs")
+    assert isinstance(validate_event({**GOOD, "index": 2**53 - 1}), Event)
+
+
+def test_a_rejected_key_with_a_surrogate_is_storable() -> None:
+    outcome = validate_event({**GOOD, "x\ud800": 1})
+    assert isinstance(outcome, Rejection)
+    outcome.message().encode("utf-8")

@@ -120,6 +120,37 @@ class StoreContract:
         finally:
             again.close()
 
+    def test_an_old_schema_gets_escaped_thread_keys(self, store: SqlStore,
+                                                     make_store: StoreFactory) -> None:
+        """Issue 12: schema 1 keyed threads ``{user}/{thread}``; opening upgrades to 2."""
+        from breadcrumb.stores.sql_migrate import SCHEMA_VERSION, stored_version
+
+        assert stored_version(store) == SCHEMA_VERSION == 2
+        state = {"user_id": "acme/x", "thread_id": "y", "pending": [1]}
+        plain = {"user_id": "acme", "thread_id": "x/z", "pending": []}
+        store.put_state("acme/x/y", state)  # written the schema-1 way
+        store.put_state("acme/x/z", plain)
+        store.put_state("100%/t", {"user_id": "100%", "thread_id": "t", "pending": []})
+        marker = '{"_control":"flush","user_id":"acme/x","thread_id":"y","ts":"t"}'
+        store.append_log([("acme/x", "e1", "acme/x/y", '{"user_id":"acme/x","thread_id":"y"}'),
+                          (None, None, "acme/x/y", marker),
+                          ("acme", "e2", "acme/x/z", '{"user_id":"acme","thread_id":"x/z"}')])
+        with store.transaction():
+            store._execute("DELETE FROM schema_meta")
+        store.close()
+        again = make_store()
+        again.open()
+        try:
+            assert stored_version(again) == 2
+            assert again.get_state("acme%2Fx/y") == state
+            assert again.get_state("acme/x/y") is None
+            assert again.get_state("acme/x/z") == plain
+            assert again.get_state("100%25/t") is not None
+            keys = [k for (k,) in again._read("SELECT thread_key FROM event_log ORDER BY seq")]
+            assert keys == ["acme%2Fx/y", "acme%2Fx/y", "acme/x/z"]
+        finally:
+            again.close()
+
     # --- raw events --------------------------------------------------------------------------
 
     @pytest.mark.parametrize("content", TRICKY_CONTENT, ids=range(len(TRICKY_CONTENT)))
