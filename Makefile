@@ -38,9 +38,11 @@ demo: venv
 	$(BIN)/breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
 	$(BIN)/breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 
+## ruff, mypy, and the import contracts (layers without cycles, pyproject.toml).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 unit: venv
 	$(PY) -m pytest -q -m "not integration"

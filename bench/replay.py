@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.embedders import HashEmbedder
-from tests.corpus.golden import golden_events
 
 
 def out(line: str = "") -> None:

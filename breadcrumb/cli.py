@@ -12,9 +12,9 @@ import orjson
 
 from breadcrumb import client as local_client
 from breadcrumb.extras import missing_extra
-from breadcrumb.infra import data_dir
 from breadcrumb.infra.settings import Settings
 from breadcrumb.logs import configure_logging, uvicorn_log_config
+from breadcrumb.stores import data_dir
 
 
 def _settings(args: argparse.Namespace) -> Settings:

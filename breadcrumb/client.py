@@ -2,7 +2,7 @@
 
 ``connect(settings)`` talks to the query service that owns this data dir if one is
 running, otherwise opens the data dir itself (taking its lock: one owner per data dir,
-see ``infra/data_dir.py``). Over HTTP every request carries ``Authorization: Bearer <key>``
+see ``stores/data_dir.py``). Over HTTP every request carries ``Authorization: Bearer <key>``
 when a key is given (``--api-key``, :func:`use_api_key`) or set in ``BREADCRUMB_API_KEY``.
 """
 
@@ -18,8 +18,8 @@ from urllib.parse import quote
 import httpx
 import orjson
 
-from breadcrumb.infra import data_dir
 from breadcrumb.query_api.backend import Backend
+from breadcrumb.stores import data_dir
 
 if TYPE_CHECKING:
     from breadcrumb.infra.settings import Settings

@@ -148,10 +148,12 @@ class ClusterGenerations:
     async def replay(self, name: str | None, on_progress: Callable[[Progress], None] | None,
                      keep_running: bool = True) -> Progress:
         """Build generation ``name`` from the earliest offset, switch, adopt it here."""
+        from breadcrumb.infra.worker_parts import build_worker_parts
         from breadcrumb.streams.cluster_replay import build_generation
 
         name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
-        progress, app, parts = await build_generation(self, name, on_progress)
+        progress, app, parts = await build_generation(self, name, on_progress,
+                                                      build_worker_parts)
         if self.local_parts is not None:
             self.local_parts.publishing = False  # the old generation's worker goes quiet
         await asyncio.get_running_loop().run_in_executor(None, self.adopt, name)

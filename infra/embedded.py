@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.infra import data_dir
-from breadcrumb.infra.data_dir import index_failure
 from breadcrumb.infra.parts import (
     build_lifecycle,
     build_observer,
@@ -32,7 +30,9 @@ from breadcrumb.infra.parts import (
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.stores import data_dir
 from breadcrumb.stores.clock import utc_now, utc_now_iso
+from breadcrumb.stores.data_dir import index_failure
 from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.streams.replay import Progress, Replayer

@@ -12,7 +12,6 @@ from fastapi import FastAPI, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from breadcrumb.infra.data_dir import identity
 from breadcrumb.processors.json_sanity import MAX_INDEX
 from breadcrumb.query_api.auth import install_security
 from breadcrumb.query_api.brief import brief_view
@@ -27,6 +26,7 @@ from breadcrumb.query_api.models import (
 from breadcrumb.query_api.routes_health import refuse_when_disk_low
 from breadcrumb.query_api.runtime import Runtime, stats
 from breadcrumb.query_api.telemetry import telemetry_of
+from breadcrumb.stores.data_dir import identity
 
 log = logging.getLogger(__name__)
 

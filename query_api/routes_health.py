@@ -30,9 +30,9 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from breadcrumb.infra import data_dir
-from breadcrumb.infra.data_dir import MB, FreeSpace
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.stores import data_dir
+from breadcrumb.stores.data_dir import MB, FreeSpace
 
 router = APIRouter()
 CheckFn = Callable[[], str | None]  # None: ok; a string: why not

@@ -180,7 +180,7 @@ def mysql_key_store(settings: Settings) -> SqlKeyStore:
     """Cluster: the ``api_keys`` table in the configured MySQL/TiDB database (TLS as set)."""
     import pymysql
 
-    from breadcrumb.infra.cluster import mysql_store
+    from breadcrumb.stores.mysql_store import mysql_store
 
     kwargs = mysql_store(settings).connect_kwargs()
     kwargs["autocommit"] = True

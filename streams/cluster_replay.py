@@ -42,10 +42,13 @@ def fail_abandoned(catalog: Any, stale_seconds: float) -> list[str]:
 
 
 async def build_generation(manager: Any, name: str,
-                           on_progress: Callable[[Progress], None] | None) -> tuple[
+                           on_progress: Callable[[Progress], None] | None,
+                           build_worker_parts: Callable[..., Any]) -> tuple[
                                Progress, Any, Any]:
-    """Create, fill and switch to generation ``name``; returns (progress, app, parts)."""
-    from breadcrumb.infra.cluster import build_worker_parts
+    """Create, fill and switch to generation ``name``; returns (progress, app, parts).
+
+    ``build_worker_parts(settings, embedder, index=...)`` comes from the composition root
+    (infra), which streams/ does not import."""
     from breadcrumb.streams.faust_app import create_app
 
     loop = asyncio.get_running_loop()

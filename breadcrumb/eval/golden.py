@@ -1,8 +1,8 @@
 """The golden question set: loading, event selection, label resolution, scoring.
 
-Questions live in ``eval/golden/questions.jsonl``; each names the event(s) holding its
-answer (``expected_event_ids``), its expected classification and, for exact-value
-questions, the value. The expected *memory* is whichever memory's ``source_range``
+Questions live in ``breadcrumb/eval/data/questions.jsonl`` (package data); each names the
+event(s) holding its answer (``expected_event_ids``), its expected classification and,
+for exact-value questions, the value. The expected *memory* is whichever memory's ``source_range``
 contains a labelled event (ranges depend on segmentation, so they are resolved
 against the store after ingest).
 """
@@ -18,8 +18,7 @@ from typing import Any
 from breadcrumb.eval import metrics as m
 from breadcrumb.eval.methods import BREADCRUMB, RAW, Answer
 
-ROOT = Path(__file__).resolve().parents[2]
-GOLDEN_DIR = ROOT / "eval" / "golden"
+GOLDEN_DIR = Path(__file__).resolve().parent / "data"  # shipped in the wheel
 EXACT = "exact_value_needed"
 
 
@@ -70,17 +69,9 @@ def load_questions(path: Path | None = None, fast: bool = False) -> list[GoldenQ
 
 
 def load_events(questions: list[GoldenQuestion], only_needed: bool) -> list[dict[str, Any]]:
-    """``golden_events()`` then the extra events; only the questions' threads if asked.
-
-    The corpus builder lives in the repository's ``tests/corpus`` (the evaluation needs a
-    checkout anyway: its questions are in ``eval/golden``), so the checkout's root is put
-    on the import path when the console script runs from elsewhere."""
-    import sys
-
-    root = str(GOLDEN_DIR.parents[1])
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    from tests.corpus.golden import golden_events
+    """``golden_events()`` (:mod:`breadcrumb.eval.corpus`) then the extra events; only the
+    questions' threads if asked."""
+    from breadcrumb.eval.corpus import golden_events
 
     extra = GOLDEN_DIR / "extra_events.jsonl"
     events = golden_events() + [json.loads(x) for x in extra.read_text("utf-8").splitlines()

@@ -11,10 +11,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.models import RecallRequest
-from tests.corpus.golden import (
+from breadcrumb.eval.corpus import (
     FAILING_NODE,
     PLANTED,
     REGEX_V1,
@@ -22,6 +19,9 @@ from tests.corpus.golden import (
     REVENUE_SQL,
     golden_events,
 )
+from breadcrumb.infra.bootstrap import Runtime, build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.models import RecallRequest
 
 #: Share of PLANTED questions (en + ja) whose top-1 memory holds the planted event (46/46).
 MIN_TOP1_HIT_RATE = 1.0

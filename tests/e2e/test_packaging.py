@@ -7,15 +7,19 @@ Needs ``uv`` (the test extra installs it) and the package index or uv's cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,3 +124,59 @@ def test_a_command_without_its_extra_names_it(core_venv: Path, tmp_path: Path,
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"pip install 'breadcrumb-memory[{extra}]'" in lines[0]
+
+
+@pytest.fixture(scope="module")
+def eval_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The wheel with its [eval] extra (which includes [server])."""
+    venv = tmp_path_factory.mktemp("eval") / "venv"
+    _run([_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)])
+    env = {**os.environ, "VIRTUAL_ENV": str(venv)}
+    _run([_uv(), "pip", "install", "--quiet", f"{wheel}[eval]"], env=env)
+    yield venv
+
+
+def test_eval_runs_from_an_empty_directory_of_an_installed_wheel(eval_venv: Path,
+                                                                 tmp_path: Path) -> None:
+    """The golden corpus and questions ship as package data (no checkout, no tests/)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    no_limits = tmp_path / "no-limits.json"
+    no_limits.write_text("{}")
+    done = subprocess.run(
+        [str(eval_venv / "bin" / "breadcrumb"), "eval", "--fast", "--embedder", "hash",
+         "--locomo-conversations", "0", "--thresholds", str(no_limits)],
+        cwd=empty, capture_output=True, text=True, timeout=900, check=False,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    results = json.loads((empty / "reports" / "eval-fast.json").read_text("utf-8"))
+    summary = results["golden"]["summary"]["breadcrumb"]
+    assert summary["questions"] > 0
+    assert results["ingest"]["golden_events"] > 0
+
+
+def test_serve_runs_from_an_empty_directory_of_an_installed_wheel(eval_venv: Path,
+                                                                  tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+           "BREADCRUMB_EMBEDDER": "hash"}
+    server = subprocess.Popen([str(eval_venv / "bin" / "breadcrumb"), "serve", "--port",
+                               str(port)], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, server.communicate()[1][-3000:]
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve did not answer within 120 s"
+                time.sleep(0.2)
+        assert health.status_code == 200, health.text
+        assert (tmp_path / ".breadcrumb" / "server.json").exists()
+    finally:
+        server.terminate()
+        server.wait(30)

@@ -14,10 +14,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.data_dir import MB
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.routes_health import Readiness
+from breadcrumb.stores.data_dir import MB
 from tests.conftest import example_events, wait_until
 
 CHECKS = {"sql_write", "sql_integrity", "processor", "vectors", "disk"}

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from breadcrumb.infra import data_dir
-from breadcrumb.infra.data_dir import MB, DataDirBusy, StartupError
+from breadcrumb.stores import data_dir
+from breadcrumb.stores.data_dir import MB, DataDirBusy, StartupError
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from breadcrumb.infra import data_dir
+from breadcrumb.stores import data_dir
 data_dir.set_role("holder")
 lock = data_dir.try_acquire(Path(sys.argv[1]))
 print("took" if lock else "busy", flush=True)

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.test_runs import read_test_run
 from breadcrumb.topics.records import ClosedRange, Event, SourceRange
-from tests.corpus.golden import FAILING_NODE, big_pytest_log
 
 RERUN = (
     "F" + " " * 20 + "[100%]\n"

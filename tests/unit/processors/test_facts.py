@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from breadcrumb.eval.corpus import CHANGES, REGEX_V1, REGEX_V2, golden_events
 from breadcrumb.processors.facts import extract_facts
 from breadcrumb.topics.records import Event
-from tests.corpus.golden import CHANGES, REGEX_V1, REGEX_V2, golden_events
 
 
 def ev(i: int, kind: str, content: str, **attrs: Any) -> Event:

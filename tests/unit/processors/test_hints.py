@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from breadcrumb.eval.corpus import PLANTED, big_pytest_log, golden_events
 from breadcrumb.processors.hints import (
     detect_language,
     extract_exact_values,
@@ -15,7 +16,6 @@ from breadcrumb.processors.hints import (
     extract_typed_values,
     scan_segments,
 )
-from tests.corpus.golden import PLANTED, big_pytest_log, golden_events
 
 EVENTS = {e["event_id"]: e for e in golden_events()}
 

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from breadcrumb.eval import corpus
+from breadcrumb.eval.corpus import PLANTED, golden_events
 from breadcrumb.processors.ids import memory_id
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, feed
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.topics.records import ClosedRange, Event, Observation, SourceRange
-from tests.corpus.golden import PLANTED, golden_events
 
 CFG = ObserverConfig()
 
@@ -184,5 +185,5 @@ def test_golden_corpus_is_contract_valid_and_in_sync_with_its_data_file() -> Non
     for evs in threads.values():
         assert [e["index"] for e in evs] == list(range(len(evs)))
         assert evs[-1]["kind"] == "session_end"
-    data = Path(__file__).parents[2] / "corpus" / "golden.jsonl"
+    data = Path(corpus.__file__).with_name("data") / "golden.jsonl"
     assert [json.loads(line) for line in data.read_text("utf-8").splitlines()] == events

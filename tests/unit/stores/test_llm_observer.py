@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.infra.bootstrap import build_observer
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.observer import ObserverConfig, observe
@@ -19,7 +20,6 @@ from breadcrumb.stores.llm import ChatClient, LLMError
 from breadcrumb.stores.llm_observer import LLMObserver, build_llm_observer
 from breadcrumb.topics.records import ClosedRange, Event, SourceRange
 from tests.conftest import example_events
-from tests.corpus.golden import FAILING_NODE, big_pytest_log
 
 
 @dataclass

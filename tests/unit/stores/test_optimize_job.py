@@ -172,10 +172,10 @@ def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
+    from breadcrumb.eval.corpus import golden_events
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.infra.settings import Settings
     from breadcrumb.query_api.app import create_app
-    from tests.corpus.golden import golden_events
 
     settings = Settings(data_dir=tmp_path, embedder="hash", lifecycle_sweep_seconds=3600)
     runtime = build_runtime(settings, embedder=HashEmbedder())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from tests.corpus.golden import big_pytest_log, golden_events
+from breadcrumb.eval.corpus import big_pytest_log, golden_events
 
 
 def _raw(embedder: Any, text: str) -> int:

@@ -1,6 +1,6 @@
 """Extra events for the evaluation golden set, appended after ``golden_events()``.
 
-Three more threads of tenant ``u1`` that ``tests/corpus/golden.py`` does not have:
+Three more threads of tenant ``u1`` that ``breadcrumb/eval/corpus.py`` does not have:
 
 * ``phone-validation`` (an *older* day): a phone-number regex in a look-alike file,
   so "the email regex" questions have a similar but unrelated memory to avoid;
@@ -9,7 +9,7 @@ Three more threads of tenant ``u1`` that ``tests/corpus/golden.py`` does not hav
   range the fast CI subset uses (the 2,000-line log of ``checkout-tests`` is in the
   full run only: it costs minutes of embedding on a loaded 2-core machine).
 
-``python eval/golden/extra_events.py`` rewrites ``extra_events.jsonl`` next to it (the
+``python breadcrumb/eval/data/extra_events.py`` rewrites ``extra_events.jsonl`` next to it (the
 file the evaluation reads).
 """
 

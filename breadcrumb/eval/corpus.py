@@ -8,7 +8,8 @@ output with exactly one FAILED line, a Japanese thread, a research thread with a
 ids, and two values that change later (``CHANGES``). Tenant ``u2`` has look-alike
 threads (even the same thread ids) with different values.
 
-``python -m tests.corpus.golden`` rewrites ``golden.jsonl`` and ``planted.json``.
+``python -m breadcrumb.eval.corpus`` rewrites ``data/golden.jsonl`` and ``data/planted.json``
+(snapshots the tests compare with; the evaluation builds the events from this module).
 """
 
 from __future__ import annotations
@@ -365,4 +366,4 @@ def write(directory: Path) -> None:
 golden_events()  # fills PLANTED at import
 
 if __name__ == "__main__":
-    write(Path(__file__).parent)
+    write(Path(__file__).with_name("data"))
