@@ -154,7 +154,7 @@ def test_decide_accuracy_over_the_golden_set() -> None:
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "eval" / "golden" / "questions.jsonl"
+    path = Path(__file__).resolve().parents[2] / "breadcrumb" / "eval" / "data" / "questions.jsonl"
     rows = [json.loads(x) for x in path.read_text("utf-8").splitlines() if x.strip()]
     assert sum(r["category"].startswith("decide_") for r in rows) >= 16
     wrong = [r["id"] for r in rows if decide(r["question"]).classification != r["classification"]]
