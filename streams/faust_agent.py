@@ -133,11 +133,18 @@ class IngestAgent:
     def _apply(self, entry: Any, text: str, key: str, state: bytes | None, position: str,
                poison: str | None, retries: int) -> tuple[
                    HandleResult, DictStateStore, CapturingDeadLetters]:
-        """In the executor: one SQL transaction for the message and its counters."""
+        """In the executor: one SQL transaction for the message and its counters.
+
+        The thread state committed to SQL with the previous message wins over the table's:
+        the table's changelog is written after the commit, so a ``kill -9`` can leave it
+        one or more messages behind (the next event would get an index already taken)."""
         local = DictStateStore({key: orjson.loads(state)} if state else {})
         letters = CapturingDeadLetters(self.parts.store, position)
         service: IngestService = self.parts.service_for(local, letters)
         with self.parts.store.transaction():  # one commit per message
+            committed = self.parts.store.get_state(key) if key else None
+            if committed is not None and committed != local.get_state(key):
+                local.put_state(key, committed)  # the table catches up below
             if poison is not None:
                 result = service.reject(f"{poison} (at {position})", None, text,
                                         entry if isinstance(entry, dict) else None)

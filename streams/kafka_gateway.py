@@ -89,10 +89,7 @@ class KafkaGateway:
     async def _close_clients(self) -> None:
         if self._producer is not None:
             await self._producer.stop()
-        if self._consumer is not None:
-            await self._consumer.stop()
-        if self._admin is not None:
-            await self._admin.close()
+        await self._stop_lag_clients()  # a later start() builds new ones on its new loop
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float = 60.0) -> T:
         if self._loop is None:

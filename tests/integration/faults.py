@@ -137,6 +137,31 @@ class PrivateMariaDb:
             conn.close()
 
 
+class PrivateKafka:
+    """A broker of our own (infra/kafka.sh on other ports and INFRA_DIR, the shared jars
+    linked in): the fault tests restart it; the shared broker is never touched."""
+
+    def __init__(self, infra_dir: Path, port: int, controller_port: int) -> None:
+        (infra_dir / "kafka").mkdir(parents=True, exist_ok=True)
+        shared = Path(os.environ.get("BREADCRUMB_SHARED_INFRA_DIR", "/work/infra-shared"))
+        if (shared / "kafka" / "libs").is_dir():
+            (infra_dir / "kafka" / "libs").symlink_to(shared / "kafka" / "libs")
+        self.env = {**os.environ, "BREADCRUMB_INFRA_DIR": str(infra_dir), "PYTHON": sys.executable,
+                    "BREADCRUMB_KAFKA_PORT": str(port),
+                    "BREADCRUMB_KAFKA_CONTROLLER_PORT": str(controller_port)}
+        self.bootstrap = f"127.0.0.1:{port}"
+
+    def _script(self, action: str) -> None:
+        subprocess.run(["bash", str(REPO / "infra" / "kafka.sh"), action], env=self.env,
+                       check=True, capture_output=True, timeout=240, cwd=REPO)
+
+    def up(self) -> None:
+        self._script("up")
+
+    def down(self) -> None:
+        self._script("down")
+
+
 async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]],
                   pause: float = 0.0) -> int:
     """Publish keyed messages with acks=all; returns how many the broker acknowledged."""

@@ -32,6 +32,7 @@ from breadcrumb.streams.kafka_gateway import KafkaGateway
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, free_port
 from tests.integration.faults import (
+    PrivateKafka,
     PrivateMariaDb,
     Worker,
     clean_ranges,
@@ -146,7 +147,9 @@ def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
                                                 tmp_path: Path) -> None:
     name = f"bc_test_{uuid.uuid4().hex[:8]}"
     private_db.create_database(name)
-    settings = _settings(tmp_path, mysql_port=private_db.port, mysql_database=name)
+    shared_settings = _settings(tmp_path)
+    drop_database(shared_settings.mysql_database)  # this test runs on the private server
+    settings = shared_settings.with_overrides(mysql_port=private_db.port, mysql_database=name)
     store = build_sql_store(settings)
     gateway = KafkaGateway(settings, store, utc_now_iso)
     gateway.start()
@@ -174,6 +177,49 @@ def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
         worker.stop()
         gateway.stop()
         store.close()
+
+
+@pytest.fixture()
+def private_kafka() -> Iterator[PrivateKafka]:
+    infra = Path(tempfile.mkdtemp(prefix="bc-faults-kafka-"))
+    kafka = PrivateKafka(infra, free_port(), free_port())
+    kafka.up()
+    try:
+        yield kafka
+    finally:
+        kafka.down()
+        shutil.rmtree(infra, ignore_errors=True)
+
+
+def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: Path) -> None:
+    settings = _settings(tmp_path, kafka_bootstrap=private_kafka.bootstrap)
+    store = build_sql_store(settings)
+    gateway = KafkaGateway(settings, store, utc_now_iso)
+    gateway.start()
+    worker = Worker(settings, tmp_path / "worker.log").start()
+    try:
+        events = fleet(4)
+        half = len(events) // 2
+        acked = publish_events(settings, events[:half])
+        wait_until(lambda: store.count_events() >= 10, timeout=120, interval=0.2)
+        gateway.stop()
+        started = time.monotonic()
+        private_kafka.down()
+        private_kafka.up()  # agents hold their events while the broker is away
+        restart = time.monotonic() - started
+        acked += publish_events(settings, events[half:])
+        gateway.start()
+        _drain(gateway, [worker], timeout=240)
+        assert acked == len(events)
+        assert ranges(store) == clean_ranges(tmp_path, events)
+        result = report("broker-restart", events, store, restart_s=round(restart, 1),
+                        redeliveries=store.get_counters().get("redeliveries", 0))
+        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+    finally:
+        worker.stop()
+        gateway.stop()
+        store.close()
+        drop_database(settings.mysql_database)
 
 
 def _publisher(settings: Settings, events: list[dict[str, Any]], pause: float,

@@ -246,3 +246,20 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
     assert h.store.count_events() == 3
     (position, reason, payload), = h.store.dead_letter_positions()
     assert position == "tc-agent-events/0/3" and "not JSON" in reason and payload == "{oops"
+
+
+async def test_a_table_left_behind_by_a_kill_is_overruled_by_the_committed_state(
+        h: Harness) -> None:
+    """kill -9 after the SQL commit but before the table's changelog write: the restarted
+    worker's table is a message behind; the next event must still get the next index."""
+    events = [e for e in example_events() if e["thread_id"] == "auth-refactor"][:4]
+    key = _key(events[0])
+    await h.send(key, events[0], 0)
+    stale = h.table[key]
+    for n, event in enumerate(events[1:3], 1):
+        await h.send(key, event, n)
+    h.table[key] = stale  # what the changelog held when the worker died
+    assert await h.send(key, events[3], 3) == "processed"
+    assert [e.index for e in h.store.get_range("demo", "auth-refactor", 0, 99)] == [0, 1, 2, 3]
+    assert h.store.count_dead_letters() == 0
+    assert orjson.loads(h.table[key])["next_index"] == 4
