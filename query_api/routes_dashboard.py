@@ -3,7 +3,7 @@
 Each SSE message is one JSON snapshot (:meth:`query_api.telemetry.Telemetry.snapshot`):
 ``at``, ``stats`` (the ``/v1/stats`` body), ``rates``, ``history``, ``recalls``,
 ``stats_errors``. An admin key (or a service without keys) sees every tenant's recalls;
-any other key sees only its own tenant's (``scope`` names it). A failed stats read is
+any other key sees only its own tenant's (then ``scope`` names it). A failed stats read is
 sent as ``event: error`` and the stream goes on.
 A stream ends after ``STREAM_MAX_SECONDS`` (the browser's EventSource reconnects after
 ``RETRY_MS``): uvicorn waits for open responses on shutdown, so an open tab must not hold a
@@ -108,7 +108,7 @@ async def _frame(telemetry: Telemetry, principal: Principal | None = None) -> st
 def scoped(snapshot: dict[str, Any], principal: Principal | None) -> dict[str, Any]:
     """The snapshot as this caller may see it: a non-admin key sees its own recalls only."""
     if principal is None or principal.is_admin:
-        return {**snapshot, "scope": "all"}
+        return snapshot  # every tenant: unchanged
     mine = [r for r in snapshot["recalls"]["recent"] if r.get("user_id") == principal.tenant]
     by_class: dict[str, int] = {}
     for record in mine:

@@ -90,3 +90,38 @@ def test_mcp_http_needs_a_key_and_binds_the_tenant(mcp_http: tuple[str, dict[str
     other = anyio.run(_calls, url, keys["other"])
     assert other["own"].structured_content["memories"] == []  # its own tenant: nothing
     assert other["named"].is_error  # naming demo with nobody's key
+
+
+def test_mcp_url_mode_forwards_the_callers_key(tmp_path: Path, server: str) -> None:  # noqa: F811
+    """``mcp --transport http --url``: the caller's key reaches the query service."""
+    record, key = new_key("demo", "reader")
+    sqlite_key_store(tmp_path / "data").add(record)  # the dashboard fixture's data dir
+    wait_until(lambda: httpx.get(f"{server}/v1/stats").status_code == 401, timeout=10)
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "BREADCRUMB_API_KEY"}
+    with (tmp_path / "mcp-url.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "breadcrumb.cli", "mcp", "--transport", "http", "--port",
+             str(port), "--url", server], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=env)
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:
+            wait_until(lambda: _answers(url) or proc.poll() is not None, timeout=90)
+            assert proc.poll() is None
+            out = anyio.run(_calls, url, key)
+            assert not out["own"].is_error  # forwarded: the service bound it to demo
+            assert out["foreign"].is_error  # the service answered 403 for demo2
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+from tests.e2e.test_dashboard_browser import server  # noqa: E402, F401  (the fixture)
