@@ -258,8 +258,8 @@ def replay(runtime: Runtime, name: str | None = None,
         catalog.mark(name, state="failed", error=repr(exc))
         gen.close(runner.store)
         raise
-    progress.state = "done"
     catalog.mark(name, state="current", events=progress.applied)
+    progress.state = "done"  # last: a caller that sees "done" finds the catalog written
     return progress
 
 
