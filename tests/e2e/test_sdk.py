@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import subprocess
 import sys
 import threading
@@ -13,13 +11,11 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from breadcrumb.sdk import AsyncBreadcrumb, Breadcrumb, BreadcrumbError, RecallResult
-from tests.conftest import wait_until
+from tests.support.serve import serving
 
-CLI = [sys.executable, "-m", "breadcrumb.cli"]
 CHAT = [
     {"role": "user", "content": "The payments service must call the ledger at "
                                 "LEDGER_URL=http://ledger.internal:7311/v2 from now on."},
@@ -33,34 +29,10 @@ CHAT = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("sdk")
-    port = _free_port()
-    log = (tmp / "serve.log").open("wb")
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), "--data-dir", str(tmp / "data"),
-                             "--embedder", "hash"], stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _healthy(url), timeout=90)
+    with serving(tmp_path_factory.mktemp("sdk")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_sync_client_adds_flushes_and_recalls(server: str) -> None:

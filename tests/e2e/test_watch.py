@@ -9,10 +9,7 @@ the service already had (the sink's duplicate count stays 0).
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,41 +19,16 @@ import pytest
 from breadcrumb.importers import ImportOptions, import_file
 from breadcrumb.sdk import Breadcrumb
 from breadcrumb.watch import SdkSink, Watcher
-from tests.conftest import wait_until
+from tests.support.serve import CLI, serving
 from tests.unit.test_importers import CLAUDE_21, CLAUDE_21_ID, CODEX_144
 
-CLI = [sys.executable, "-m", "breadcrumb.cli"]
 USER = "watcher"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("watch")
-    port = _free_port()
-    log = (tmp / "serve.log").open("wb")
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), "--data-dir", str(tmp / "data"),
-                             "--embedder", "hash"], stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _healthy(url), timeout=90)
+    with serving(tmp_path_factory.mktemp("watch")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _stored(url: str, thread: str) -> list[str]:
