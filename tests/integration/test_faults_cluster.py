@@ -246,8 +246,8 @@ def test_kill_9_of_the_worker_while_agents_publish(
         publishing = _publisher(settings, events, 0.1, acked)
         stalls = []
         for threshold in (len(events) // 4, len(events) // 2):
-            wait_until(lambda t=threshold: store.count_events() >= t, timeout=120,
-                       interval=0.1)
+            wait_until(lambda t=threshold: store.count_events() >= t, timeout=240,
+                       interval=0.1)  # the first start on a busy CI box can be slow
             worker.kill9()
             killed_at, before = time.monotonic(), store.count_events()
             worker.start()
