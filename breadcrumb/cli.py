@@ -175,7 +175,10 @@ def refused_bind(settings: Settings) -> bool:
     """True (and why, on stderr) when the API must not listen on ``settings.host``."""
     from breadcrumb.query_api.auth import open_bind_refusal
 
-    reason = open_bind_refusal(settings)
+    try:
+        reason = open_bind_refusal(settings)
+    except Exception as exc:  # the key store cannot be read: fail closed, say why
+        reason = f"cannot read the API keys to decide whether {settings.host} may be bound: {exc}"
     if reason:
         sys.stderr.write(f"breadcrumb: {reason}\n")
     return reason is not None

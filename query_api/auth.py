@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import logging
 import re
 import socket
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.keyring import FORWARDED, ForwardingKeyRing, KeyRing, Principal
 from breadcrumb.stores.keys import KeyStore, key_store_for
 
+log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "ip6-localhost"})
 WILDCARD_BINDS = frozenset({"0.0.0.0", "::", ""})
 TESTCLIENT = ("testclient", "testserver")  # Starlette's in-process client: no socket at all
@@ -174,11 +176,17 @@ class SecurityMiddleware:
         rule = rule_for(scope["method"], scope["path"])
         if rule is PUBLIC:
             return receive
-        if isinstance(self.keyring, KeyRing) and \
-                self.keyring.fresh(_bearer(headers.get("authorization"))):
-            principal = self._authenticate(scope, headers)  # cached: no store read
-        else:
-            principal = await run_in_threadpool(self._authenticate, scope, headers)
+        try:
+            if isinstance(self.keyring, KeyRing) and \
+                    self.keyring.fresh(_bearer(headers.get("authorization"))):
+                principal = self._authenticate(scope, headers)  # cached: no store read
+            else:
+                principal = await run_in_threadpool(self._authenticate, scope, headers)
+        except ApiError:
+            raise
+        except Exception as exc:  # the key store is down: refuse (fail closed), never a 500
+            log.warning("reading API keys failed: %s", exc)
+            raise ApiError(503, "keys_unavailable", "the API keys cannot be read now") from exc
         scope.setdefault("state", {})["principal"] = principal
         if principal is None or principal.role == FORWARDED:
             return receive

@@ -129,3 +129,23 @@ def test_tenant_filled_from_the_key(tmp_path: Path) -> None:
 def test_host_name() -> None:
     assert host_name("Example.COM:8765") == "example.com"
     assert host_name("[::1]:80") == "::1" and host_name("localhost.") == "localhost"
+
+
+def test_a_key_store_that_fails_answers_503_not_500(tmp_path: Path) -> None:
+    class Broken:
+        def count(self) -> int:
+            raise OSError("database is down")
+
+        def get(self, key_id: str) -> None:
+            raise OSError("database is down")
+
+    app = FastAPI()
+
+    @app.get("/v1/stats")
+    async def stats() -> dict[str, bool]:
+        return {"ok": True}
+
+    app.add_middleware(SecurityMiddleware, settings=Settings(data_dir=tmp_path),
+                       keyring=KeyRing(Broken(), ttl=0))  # type: ignore[arg-type]
+    answer = TestClient(app).get("/v1/stats")
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "keys_unavailable"
