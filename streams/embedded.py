@@ -71,6 +71,7 @@ class EmbeddedRunner:
         self.batch_entries = max(1, batch_entries)  # settings derive_batch_entries
         self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
         self._single_until = 0  # entries up to this position go one at a time (a failed batch)
+        self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
 
     @property
     def max_attempts(self) -> int:
@@ -85,7 +86,7 @@ class EmbeddedRunner:
             (event.user_id, event.event_id, event.thread_key, raw.decode())
             for event, raw in checked.valid
         ]
-        with self.store.transaction():
+        with self._intake, self.store.transaction():
             appended = self.store.append_log(rows) if rows else []
             for letter in checked.letters:
                 self.store.put_dead_letter(letter)
@@ -100,7 +101,7 @@ class EmbeddedRunner:
         """Append a flush marker for one thread (end of an ingest, idle timeout)."""
         marker = FlushMarker(user_id, thread_id, self.clock(), reason)
         key = thread_key(user_id, thread_id)
-        with self.store.transaction():
+        with self._intake, self.store.transaction():
             self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
         self._wake.set()
 
@@ -178,8 +179,12 @@ class EmbeddedRunner:
 
     def _apply_batch(self, entries: list[tuple[int, str]]) -> int:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
+
+        def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
+            return self._intake.count > 0 or self.monotonic() >= deadline
+
         try:
-            handled = apply_batch(self.derived, self.service, entries, deadline, self.monotonic)
+            handled = apply_batch(self.derived, self.service, entries, enough)
         except Exception as exc:  # redo these entries one by one under the failure policy
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
                         len(entries), self._cursor, exc)
@@ -265,3 +270,19 @@ class EmbeddedRunner:
         if not isinstance(entry.get("user_id"), str):
             return  # rejected: no thread to flush
         self.idle.touch(thread_key(str(entry.get("user_id")), str(entry.get("thread_id"))), entry)
+
+
+class _Gauge:
+    """How many threads are inside ``with gauge:`` right now."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.count -= 1

@@ -42,12 +42,11 @@ def apply_entry(derived: Any, service: IngestService, seq: int, payload: str,
 
 
 def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[int, str]],
-                deadline: float | None = None,
-                monotonic: Callable[[], float] = time.monotonic) -> int:
+                enough: Callable[[], bool] | None = None) -> int:
     """Apply log entries in order as ONE transaction: one commit, one embedding call and
     one vector upsert (``IngestService.batched``), the cursor moved to the last applied
-    entry with them. With ``deadline`` (a ``monotonic`` time) entries stop being added once
-    it is passed (at least one is applied). Returns how many entries were applied; an
+    entry with them. ``enough`` is asked after each entry and ends the batch early when it
+    says so (at least one entry is applied). Returns how many entries were applied; an
     exception rolls all of them back (the caller then goes one entry at a time)."""
     applied = 0
     with derived.transaction(), service.batched():
@@ -55,7 +54,7 @@ def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[in
             result = service.handle(orjson.loads(payload), payload)
             count_outcome(derived, result.outcome)
             applied += 1
-            if deadline is not None and monotonic() >= deadline:
+            if enough is not None and enough():
                 break
         if applied:
             derived.set_counter(CURSOR, entries[applied - 1][0])
