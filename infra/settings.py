@@ -185,3 +185,12 @@ class Settings(BaseSettings):
     limit_tags: int = Field(64, ge=1)  # tags in a recall request
     limit_page_events: int = Field(1000, ge=1, le=100_000)  # GET /v1/threads/{id}/events
     # --- end input limits --------------------------------------------------------------
+
+    # --- derivation batches (issue 14) -------------------------------------------------
+    # The embedded runner applies its log in micro-batches: up to derive_batch_entries
+    # entries per batch, closed early once derive_batch_max_ms of work is spent (bounds
+    # how long a batch holds the store and delays recall's freshness). One transaction,
+    # one embedding call and one vector upsert per batch; 1 = one entry at a time.
+    derive_batch_entries: int = Field(256, ge=1, le=10_000)
+    derive_batch_max_ms: float = Field(250.0, gt=0)
+    # --- end derivation batches --------------------------------------------------------

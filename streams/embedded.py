@@ -1,9 +1,14 @@
 """The embedded driver: a durable SQLite log drained in order by one background thread.
 
 ``submit`` appends accepted events to the log in one transaction (durable before the
-HTTP 202). The processing thread applies each entry to the current *generation* of
-derived stores (see ``stores.generations``) inside a transaction that also advances that
-generation's cursor into the log, so a crash or restart resumes exactly at the first
+HTTP 202). The processing thread applies the log in micro-batches (up to ``batch_entries`` entries,
+closing a batch once ``batch_max_ms`` of work is spent) to the current *generation* of
+derived stores (see ``stores.generations``): one transaction per batch that also advances
+that generation's cursor into the log, one embedding call for the texts of every range the
+batch closes (across threads) and one vector upsert; each thread's entries keep their log
+order. If a batch fails it is rolled back and its entries are applied one at a time under
+the failure policy, so a bad entry is retried or dead-lettered without losing the others.
+The cursor moving with the writes means a crash or restart resumes exactly at the first
 unapplied entry, and a replayed generation can take over at a precise log position.
 Idle threads get a flush marker appended to the same log, so a replay reproduces every cut.
 """
@@ -22,7 +27,7 @@ from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.gateway import SubmitResult, check_batch
-from breadcrumb.streams.replay import applied_seq, apply_entry, dead_letter_entry
+from breadcrumb.streams.replay import applied_seq, apply_batch, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
@@ -43,6 +48,8 @@ class EmbeddedRunner:
         derived: Any = None,
         policy: FailurePolicy | None = None,
         limits: EventLimits = NO_LIMITS,
+        batch_entries: int = 256,
+        batch_max_ms: float = 250.0,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
@@ -61,6 +68,10 @@ class EmbeddedRunner:
         self._attempts = Attempts()
         self._retry_delay = self.policy.base_delay
         self.limits = limits  # intake limits (settings limit_*), checked before the log
+        self.batch_entries = max(1, batch_entries)  # settings derive_batch_entries
+        self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
+        self._single_until = 0  # entries up to this position go one at a time (a failed batch)
+        self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
 
     @property
     def max_attempts(self) -> int:
@@ -75,7 +86,7 @@ class EmbeddedRunner:
             (event.user_id, event.event_id, event.thread_key, raw.decode())
             for event, raw in checked.valid
         ]
-        with self.store.transaction():
+        with self._intake, self.store.transaction():
             appended = self.store.append_log(rows) if rows else []
             for letter in checked.letters:
                 self.store.put_dead_letter(letter)
@@ -90,7 +101,7 @@ class EmbeddedRunner:
         """Append a flush marker for one thread (end of an ingest, idle timeout)."""
         marker = FlushMarker(user_id, thread_id, self.clock(), reason)
         key = thread_key(user_id, thread_id)
-        with self.store.transaction():
+        with self._intake, self.store.transaction():
             self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
         self._wake.set()
 
@@ -141,31 +152,71 @@ class EmbeddedRunner:
         return values
 
     # ------------------------------------------------------------------ processing
-    def process_available(self, limit: int = 64) -> int:
-        """Apply up to ``limit`` log entries in order; returns how many were handled.
+    def process_available(self, limit: int | None = None) -> int:
+        """Apply up to ``limit`` (default ``batch_entries``) log entries in order; returns
+        how many were handled.
 
-        A failing entry goes through the failure policy: a transient error (or a permanent
-        one before ``max_attempts``) raises, leaving the entry unapplied for the next call
-        (after ``retry_delay``); a permanent one then becomes a dead letter keyed by its
-        log position and the log moves on."""
-        handled = 0
+        They go as one batch (:func:`~breadcrumb.streams.replay.apply_batch`) when the
+        service can batch. A batch that fails is rolled back and its entries are then taken
+        one at a time: a failing entry goes through the failure policy — a transient error
+        (or a permanent one before ``max_attempts``) raises, leaving the entry unapplied for
+        the next call (after ``retry_delay``); a permanent one then becomes a dead letter
+        keyed by its log position and the log moves on."""
         with self._lock:
-            for seq, payload in self.store.read_log_all(self._cursor, limit):
-                retries = self._attempts.counts.get(seq, 0)
-                try:
-                    apply_entry(self.derived, self.service, seq, payload, retries)
-                except Exception as exc:
-                    decision = self.policy.decide(exc, self._attempts.failed(seq))
-                    if decision.retry:
-                        self._retry_delay = decision.delay
-                        raise
-                    dead_letter_entry(self.derived, seq, payload, decision.reason,
-                                      self._attempts.counts[seq], self.clock())
+            entries = self.store.read_log_all(self._cursor, limit or self.batch_entries)
+            if not entries:
+                return 0
+            if entries[0][0] > self._single_until:
+                if not self._can_batch(entries):
+                    return self._apply_singly(entries)
+                handled = self._apply_batch(entries)
+                if handled:
+                    return handled
+            return self._apply_singly([e for e in entries if e[0] <= self._single_until])
+
+    def _can_batch(self, entries: Sequence[tuple[int, str]]) -> bool:
+        return len(entries) > 1 and callable(getattr(self.service, "batched", None))
+
+    def _apply_batch(self, entries: list[tuple[int, str]]) -> int:
+        deadline = self.monotonic() + self.batch_max_ms / 1000.0
+
+        def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
+            return self._intake.count > 0 or self.monotonic() >= deadline
+
+        try:
+            handled = apply_batch(self.derived, self.service, entries, enough)
+        except Exception as exc:  # redo these entries one by one under the failure policy
+            log.warning("batch of %s log entries after %s failed (%r); one at a time",
+                        len(entries), self._cursor, exc)
+            self._single_until = entries[-1][0]
+            return 0
+        done = entries[:handled]
+        with self.store.transaction():
+            for seq, _payload in done:
                 self.store.mark_processed(seq)
-                self._cursor = seq
-                self._attempts.done(seq)
-                self._touch(orjson.loads(payload))
-                handled += 1
+        self._cursor = done[-1][0]
+        for _seq, payload in done:
+            self._touch(orjson.loads(payload))
+        return handled
+
+    def _apply_singly(self, entries: list[tuple[int, str]]) -> int:
+        handled = 0
+        for seq, payload in entries:
+            retries = self._attempts.counts.get(seq, 0)
+            try:
+                apply_entry(self.derived, self.service, seq, payload, retries)
+            except Exception as exc:
+                decision = self.policy.decide(exc, self._attempts.failed(seq))
+                if decision.retry:
+                    self._retry_delay = decision.delay
+                    raise
+                dead_letter_entry(self.derived, seq, payload, decision.reason,
+                                  self._attempts.counts[seq], self.clock())
+            self.store.mark_processed(seq)
+            self._cursor = seq
+            self._attempts.done(seq)
+            self._touch(orjson.loads(payload))
+            handled += 1
         return handled
 
     @property
@@ -219,3 +270,19 @@ class EmbeddedRunner:
         if not isinstance(entry.get("user_id"), str):
             return  # rejected: no thread to flush
         self.idle.touch(thread_key(str(entry.get("user_id")), str(entry.get("thread_id"))), entry)
+
+
+class _Gauge:
+    """How many threads are inside ``with gauge:`` right now."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.count -= 1

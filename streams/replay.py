@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,6 +39,26 @@ def apply_entry(derived: Any, service: IngestService, seq: int, payload: str,
         derived.set_counter(CURSOR, seq)
         count_outcome(derived, result.outcome, retries)
     return result
+
+
+def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[int, str]],
+                enough: Callable[[], bool] | None = None) -> int:
+    """Apply log entries in order as ONE transaction: one commit, one embedding call and
+    one vector upsert (``IngestService.batched``), the cursor moved to the last applied
+    entry with them. ``enough`` is asked after each entry and ends the batch early when it
+    says so (at least one entry is applied). Returns how many entries were applied; an
+    exception rolls all of them back (the caller then goes one entry at a time)."""
+    applied = 0
+    with derived.transaction(), service.batched():
+        for _seq, payload in entries:
+            result = service.handle(orjson.loads(payload), payload)
+            count_outcome(derived, result.outcome)
+            applied += 1
+            if enough is not None and enough():
+                break
+        if applied:
+            derived.set_counter(CURSOR, entries[applied - 1][0])
+    return applied
 
 
 def dead_letter_entry(derived: Any, seq: int, payload: str, reason: str, attempts: int,
@@ -146,10 +166,8 @@ class Replayer:
             entries = self.log.read_log_all(cursor, self.batch)
             if not entries:
                 return applied
-            try:
-                with self.derived.transaction():  # one commit per batch (cursor moves with it)
-                    for seq, payload in entries:
-                        apply_entry(self.derived, self.service, seq, payload)
+            try:  # one commit, one embedding call, one vector upsert per batch
+                apply_batch(self.derived, self.service, entries)
             except Exception as exc:  # never stop for one bad entry: redo this batch one
                 log.warning("replay batch after %s failed (%r); entry by entry", cursor, exc)
                 for seq, payload in entries:  # entry at a time under the failure policy

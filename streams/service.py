@@ -8,7 +8,8 @@ rules live in ``processors``; this class only moves data between them and the po
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from breadcrumb.stores.ports import (
     VectorIndex,
 )
 from breadcrumb.topics.records import (
+    Chunk,
     ClosedRange,
     DeadLetter,
     Event,
@@ -89,6 +91,26 @@ class IngestService:
         self.on_observation = on_observation
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
+        self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Defer the embedding and writes of every range closed inside this block to its
+        end: ONE ``embed_passages`` call for the texts of all those ranges (many threads
+        embedded together; the embedder splits at its best batch size), one vector upsert
+        for their memories and one for their chunks, then the SQL rows and lifecycle hooks
+        in closing order. Call it inside the caller's transaction: on an exception nothing
+        is written here and the transaction rolls the block back."""
+        if self._pending is not None:  # already batching: the outer block writes
+            yield
+            return
+        self._pending = []
+        try:
+            yield
+            pending, self._pending = self._pending, None
+            self._write_memories(pending)
+        finally:
+            self._pending = None
 
     # ------------------------------------------------------------------ entries
     def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
@@ -146,18 +168,35 @@ class IngestService:
         chunks = chunk_events(
             events, observation.id, self.config.chunker, self.embedder.count_tokens
         )
-        texts = [observation.embedding_text] + [c.text for c in chunks]
+        if self._pending is not None:
+            self._pending.append((observation, chunks))
+        else:
+            self._write_memories([(observation, chunks)])
+        return observation
+
+    def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
+        """Embed, index and store built memories: one embedding call, one upsert each for
+        memories and chunks (vectors first: an upsert by id is idempotent, so a crash before
+        the SQL commit is repaired by re-applying the entries)."""
+        if not built:
+            return
+        observations = [obs for obs, _ in built]
+        chunks = [c for _, cs in built for c in cs]
+        texts = [o.embedding_text for o in observations] + [c.text for c in chunks]
         vectors = self.embedder.embed_passages(texts)
+        count = len(observations)
         self.index.upsert_memories(
-            [observation], vectors[:1], [sparse_vector(_lexical_text(observation))]
+            observations, vectors[:count], [sparse_vector(_lexical_text(o)) for o in observations]
         )
         if chunks:
-            self.index.upsert_chunks(chunks, vectors[1:], [sparse_vector(c.text) for c in chunks])
-        self.memories.upsert_memory(observation)
-        self.memories.put_chunks(chunks)
-        if self.on_observation is not None:
-            self.on_observation(observation)
-        return observation
+            self.index.upsert_chunks(
+                chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
+            )
+        for observation, own in built:
+            self.memories.upsert_memory(observation)
+            self.memories.put_chunks(own)
+            if self.on_observation is not None:
+                self.on_observation(observation)
 
     # ------------------------------------------------------------------ helpers
     def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,60 @@ def test_a_transient_error_is_retried_past_max_attempts_and_never_dead_lettered(
     assert service.seen == [e["event_id"] for e in events]
     assert delays[0] < delays[3] and max(delays) == runner.policy.max_delay  # capped backoff
     assert runner.counters()["retries"] == 10
+
+
+class _BatchingService(_RecordingService):
+    """A recording service that can batch (no deferred work of its own); ``on_entry``
+    runs after each handled entry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_entry: Any = None
+
+    def batched(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
+        result = super().handle(entry, raw_text)
+        if self.on_entry is not None:
+            self.on_entry(len(self.seen))
+        return result
+
+
+def test_a_waiting_submit_ends_the_batch_at_the_next_entry(tmp_path: Path) -> None:
+    service = _BatchingService()
+    runner = _runner(tmp_path, service)
+    events = example_events()[:8]
+    runner.submit(events)
+
+    def submit_arrives(seen: int) -> None:
+        if seen == 3:
+            runner._intake.__enter__()  # a submit now waits for the store
+
+    service.on_entry = submit_arrives
+    assert runner.process_available() == 3  # the batch ended; the cursor moved with it
+    assert runner.unprocessed() == len(events) - 3
+    runner._intake.__exit__()
+    service.on_entry = None
+    assert runner.process_available() == len(events) - 3  # the rest as one batch
+    assert service.seen == [e["event_id"] for e in events]
+    assert runner.counters()["events_processed"] == len(events)
+
+
+def test_a_batch_ends_after_its_time_budget(tmp_path: Path) -> None:
+    service = _BatchingService()
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    store.open()
+    now = [0.0]
+    runner = EmbeddedRunner(store, service, lambda: "2026-11-30T00:00:00+00:00",  # type: ignore[arg-type]
+                            60.0, monotonic=lambda: now[0], batch_max_ms=100.0)
+    events = example_events()[:6]
+    runner.submit(events)
+
+    def slow(seen: int) -> None:
+        now[0] += 0.04  # each entry takes 40 ms: the third crosses the 100 ms budget
+
+    service.on_entry = slow
+    assert runner.process_available() == 3
+    assert runner.process_available() == 3
+    assert runner.unprocessed() == 0

@@ -1,0 +1,88 @@
+"""Embedded derivation vs acceptance: derived events/s as a ratio to accepted events/s.
+
+    python -m bench.derive [--events 6000] [--threads 60] [--batch 500]
+
+Starts ``breadcrumb serve`` (embedded, hash embedder, throw-away data dir) as a
+subprocess, posts synthetic coding events from the fleet simulator over ``--threads``
+threads through ``POST /v1/events`` in batches of ``--batch``, and polls ``/v1/stats``
+until every event is applied by the processor. Acceptance = events / time to post them;
+derivation = events / time from the first post until ``events_processed`` reaches the
+count. Both come from the same run, so ``ratio`` = derived / accepted (the issue's figure:
+0.017–0.025 with one entry per transaction, target ≥ 0.15). Extra ``BREADCRUMB_*``
+variables in the environment reach the server (e.g. ``BREADCRUMB_DERIVE_BATCH_ENTRIES``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.publish import make_events, start_server  # noqa: E402
+
+
+def out(line: str = "") -> None:
+    sys.stdout.write(line + "\n")
+
+
+def processed(http: httpx.Client) -> int:
+    return int(http.get("/v1/stats").json().get("events_processed", 0))
+
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    events = make_events(args.events, args.threads)
+    bodies = [orjson.dumps({"events": events[i:i + args.batch]})
+              for i in range(0, len(events), args.batch)]
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_server(Path(tmp) / "data")
+        try:
+            with httpx.Client(base_url=url, timeout=120) as http:
+                headers = {"content-type": "application/json"}
+                before = processed(http)
+                accepted = 0
+                started = time.perf_counter()
+                for body in bodies:
+                    accepted += int(http.post("/v1/events", content=body,
+                                              headers=headers).json()["accepted"])
+                posted = time.perf_counter() - started
+                if accepted != len(events):
+                    raise SystemExit(f"accepted {accepted} of {len(events)}")
+                deadline = time.monotonic() + args.timeout
+                while processed(http) - before < accepted:
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"not derived within {args.timeout} s")
+                    time.sleep(0.05)
+                derived = time.perf_counter() - started
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return {"events": accepted, "accept_seconds": posted, "derive_seconds": derived,
+            "accepted_eps": accepted / posted, "derived_eps": accepted / derived,
+            "ratio": posted / derived}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=6000)
+    parser.add_argument("--threads", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args()
+    result = run(args)
+    out(f"embedded derivation: {result['events']:.0f} events, {args.threads} threads, "
+        f"hash embedder, POST batches of {args.batch}")
+    out(f"  accepted  {result['accepted_eps']:10.0f} events/s  ({result['accept_seconds']:.2f} s)")
+    out(f"  derived   {result['derived_eps']:10.0f} events/s  ({result['derive_seconds']:.2f} s)")
+    out(f"  ratio derived/accepted {result['ratio']:.3f}  (target >= 0.15)")
+    out(orjson.dumps({k: round(v, 4) for k, v in result.items()}).decode())
+
+
+if __name__ == "__main__":
+    main()
