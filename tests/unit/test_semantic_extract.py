@@ -105,3 +105,20 @@ def test_evidence_items_carry_their_events_timestamps() -> None:
     assert out[0]["ts"] == "2023-05-08T13:56:00Z"
     assert out[0]["event_ts"] == {"e1": "2023-05-08T13:56:00Z"}
     assert out[1]["ts"] is None and out[1]["event_ts"] == {}
+
+
+def test_a_failure_line_quoting_an_old_value_stays_a_value_line_goes() -> None:
+    from breadcrumb.processors.extract import Extract
+    from breadcrumb.query_api.evidence import drop_superseded
+    from breadcrumb.topics.records import Observation, SourceRange
+
+    memory = Observation(id="m", user_id="u", project_id=None, summary="db",
+                         source_range=SourceRange("t", 0, 1), tags=(), query_hints=(),
+                         retrieve_when="", importance=0.5, created_at="2024-05-01T00:00:00Z",
+                         metadata={"superseded_facts": {"env:DB_PORT": {"value": "5432"}}})
+    lines = (s.Line("e1", 0, 0, 10, "DB_PORT=5432", 1.0),
+             s.Line("e2", 1, 0, 40, "Error: connect ECONNREFUSED 127.0.0.1:5432", 1.0))
+    kept, stale = drop_superseded(Extract(lines, 20), memory, False, _count)
+    assert [ln.event_id for ln in kept.lines] == ["e2"] and stale == []
+    kept, stale = drop_superseded(Extract(lines, 20), memory, True, _count)
+    assert len(kept.lines) == 2 and stale == ["5432"]
