@@ -158,6 +158,7 @@ class SecurityMiddleware:
         self.origins = _split_list(settings.allowed_origins)
         self.keyring: KeyRing | ForwardingKeyRing = keyring or KeyRing(
             key_store_for(settings), settings.key_cache_seconds)
+        self.max_body = settings.limit_body_bytes  # beyond it the body is not bound here
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -195,7 +196,7 @@ class SecurityMiddleware:
                                              f"{scope['method']} {scope['path']}")
         _bind_query(scope, principal, rule.tenant_in == "query")
         if scope["method"] in BODY_METHODS:
-            return await _bind_body(receive, scope, principal, rule.tenant_in)
+            return await _bind_body(receive, scope, principal, rule.tenant_in, self.max_body)
         return receive
 
     def _check_browser(self, scope: Scope, headers: Headers) -> None:
@@ -276,21 +277,43 @@ def _bind_query(scope: Scope, principal: Principal, fill: bool) -> None:
         scope["query_string"] = urlencode(pairs).encode("latin-1")
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The body, and whether it ended; reading stops once it passes ``limit`` bytes."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
+            return b"".join(chunks), True
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks), True
+        if size > limit:
+            return b"".join(chunks), False
+
+
+def _passing_on(head: bytes, receive: Receive) -> Receive:
+    """``receive`` with ``head`` (already read) first: an oversized body goes on unbound to
+    the input guard inside, which refuses it with 413 and drains it."""
+    sent = False
+
+    async def rest() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": head, "more_body": True}
+
+    return rest
 
 
 async def _bind_body(receive: Receive, scope: Scope, principal: Principal,
-                     tenant_in: str | None) -> Receive:
-    body = await _read_body(receive)
+                     tenant_in: str | None, limit: int) -> Receive:
+    body, complete = await _read_body(receive, limit)
+    if not complete:
+        return _passing_on(body, receive)
     try:
         data = json.loads(body) if body else None
     except (ValueError, RecursionError):

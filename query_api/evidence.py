@@ -12,6 +12,7 @@ from breadcrumb.query_api.scoring import Candidate
 from breadcrumb.topics.records import Observation
 
 _CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
+_FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
 HOP_RATIO = 0.75  # further ranges are followed when this close to the best
 CONJUNCTION_HOP_RATIO = 0.45
 
@@ -44,7 +45,9 @@ def drop_superseded(
     """Lines carrying a fact value that a newer memory replaced are history, not answers.
 
     Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
-    stay); with it they are kept and the values are named in ``superseded_values``.
+    stay); with it they are kept and the values are named in ``superseded_values``. A
+    failure line (``Error: connect ECONNREFUSED 127.0.0.1:5432``) is what happened, not a
+    value claimed now: it stays.
     """
     facts = memory.metadata.get("superseded_facts") or {}
     stale = sorted({str(f.get("value")) for f in facts.values()
@@ -53,7 +56,8 @@ def drop_superseded(
         return cut, []
     if include:
         return cut, [v for v in stale if v in cut.text]
-    kept = tuple(ln for ln in cut.lines if not any(v in ln.text for v in stale))
+    kept = tuple(ln for ln in cut.lines
+                 if _FAILURE_LINE.search(ln.text) or not any(v in ln.text for v in stale))
     return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
 
 

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +49,16 @@ from breadcrumb.query_api.scoring import (  # ScoreWeights, Candidate, memory_vi
     ratio,
     stale,
     tag_match,
+)
+from breadcrumb.query_api.semantic import (
+    Found,
+    Ports,
+    direct_requests,
+    merge,
+    passage_lead,
+    precise,
+    semantic_evidence,
+    with_timestamps,
 )
 from breadcrumb.stores.ports import (
     Embedder,
@@ -113,16 +124,23 @@ class RecallService:
         query = self._query(req.query)
         if query.intent.temporal == "oldest" and not req.include_superseded:
             req = req.model_copy(update={"include_superseded": True})  # history is asked for
-        top = self._retrieve(req, query)[: req.k]
+        ranked, found = self._search(req, query)
+        top = ranked[: req.k]
         decision = self._decide(req)
         evidence: list[dict[str, Any]] = []
         level = 0
         if decision.classification != SUMMARY_OK and top:
             evidence, level = self._follow(req, query, top, decision)
+            if not evidence or not precise(query.intent, query.text):  # meaning and words
+                semantic, used = self._follow_semantic(req, query, top, decision, found)
+                if semantic:
+                    evidence, level = semantic, used
         if self.fresh_tail is not None and req.mode != "summary" and (
                 decision.classification != SUMMARY_OK or not top):  # open windows too
             evidence = self.fresh_tail.merge(req, query, evidence)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
+        if evidence:
+            evidence = with_timestamps(self.raw, req.user_id, evidence)
         token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.embedder.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
@@ -167,6 +185,12 @@ class RecallService:
                       self.embedder.embed_query(text))
 
     def _retrieve(self, req: RecallRequest, query: Query) -> list[Candidate]:
+        return self._search(req, query)[0]
+
+    def _search(
+        self, req: RecallRequest, query: Query
+    ) -> tuple[list[Candidate], dict[str, Found]]:
+        """Memory candidates, and the passages a direct passage search found."""
         statuses: tuple[str, ...] = ("active", "conflicted")
         if req.include_superseded:
             statuses += ("superseded",)
@@ -180,19 +204,27 @@ class RecallService:
             statuses=statuses,
         )
         pool = max(req.k * 4, 20)
-        dense, sparse = search_many(self.index, [  # one batched call; rows come from SQL
+        requests = [  # one batched call; rows come from SQL
             SearchRequest("memories", flt, pool, dense=query.dense, with_payload=False),
             SearchRequest("memories", flt, pool, sparse=weighted_query(query.text),
                           with_payload=False),
-        ])
-        return self._rerank(query, req.user_id, dense, sparse)
+        ]
+        if not req.tags:  # chunk payloads carry no tags: only when unfiltered
+            requests += direct_requests(replace(flt, tags=None), query.dense, query.text)
+        dense, sparse, *passages = search_many(self.index, requests)
+        found = merge(passages[:1], passages[1:]) if passages else {}
+        return self._rerank(query, req.user_id, dense, sparse, passage_lead(found, query)), found
 
     def _rerank(
-        self, query: Query, user_id: str, dense: list[Hit], sparse: list[Hit]
+        self, query: Query, user_id: str, dense: list[Hit], sparse: list[Hit],
+        lead: dict[str, float] | None = None,
     ) -> list[Candidate]:
+        """``lead``: memory id -> its best passage's share of the best (passage search);
+        a memory found only through its passages joins the candidates."""
+        lead = lead or {}
         dense_scores = {h.id: h.score for h in dense}
         sparse_scores = {h.id: h.score for h in sparse}
-        ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse]))
+        ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse] + list(lead)))
         found = {m.id: m for m in self.memories.get_memories(user_id, ids)}
         memories = [found[i] for i in ids if i in found]  # indexed but not stored: never guess
         d_hi = max(dense_scores.values(), default=0.0)
@@ -210,8 +242,9 @@ class RecallService:
         out = []
         for memory in memories:
             parts = self._parts(memory, base[memory.id], best, times, query)
+            parts["passage"] = round(self.weights.passage * lead.get(memory.id, 0.0), 6)
             score = parts["vector"] + parts["keyword"] + parts["tag"] + parts["importance"]
-            score += parts["recency"] - parts["stale_penalty"]
+            score += parts["recency"] - parts["stale_penalty"] + parts["passage"]
             out.append(Candidate(memory, round(score, 6), parts))
         out.sort(key=lambda c: (-c.score, c.memory.id))
         return out
@@ -286,6 +319,21 @@ class RecallService:
             if budget <= 0:
                 break
         return evidence, level
+
+    def _follow_semantic(
+        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
+        found: dict[str, Found],
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Lines by meaning and words from the followed ranges and the passage search."""
+        hops = hops_of(top, query.text)
+        if req.include_superseded:
+            hops += replaced(hops, top)
+        ports = Ports(self.index, self.memories, self.raw, self.embedder.count_tokens)
+        # the answer's whole cost (summaries + evidence) stays within max_tokens
+        budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)
+        evidence = semantic_evidence(ports, req.user_id, query, top, hops, found,
+                                     max(budget, 0), req.include_superseded, decision.reason)
+        return evidence, 1 if evidence else 0
 
     def _extract(
         self, user_id: str, query: Query, memory: Observation, budget: int,

@@ -1,6 +1,6 @@
 """Scoring of recall candidates: the weights, the candidate record, the tag / value
 matches and the stale and time parts (``final = vector + keyword + tag + importance +
-recency - stale_penalty``; see :class:`ScoreWeights`)."""
+recency - stale_penalty + passage``; see :class:`ScoreWeights`)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ _EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
 
 @dataclass(frozen=True, slots=True)
 class ScoreWeights:
-    """``final = vector + keyword + tag + importance + recency - stale_penalty``, weighted.
+    """``final = vector + keyword + tag + importance + recency - stale_penalty + passage``.
 
     ``vector_span``: cosine distance below the best candidate that maps to 0.
     ``temporal_boost``: recency multiplier when the question asks for the newest or
     the first value ("current", "now", "最初", ...).
+    ``passage``: weight of the memory's best source passage in the direct passage search
+    (its share of the best passage's fused score; score part ``passage``).
     """
 
     vector: float = 1.0
@@ -35,6 +37,7 @@ class ScoreWeights:
     recency_half_life_days: float = 30.0
     vector_span: float = 0.12
     temporal_boost: float = 4.0
+    passage: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,3 +224,25 @@ def test_dashboard_scoped_to_the_keys_tenant(served: tuple[TestClient, dict[str,
     assert "t1" not in str(seen["other"]["recalls"])
     stream = http.get("/v1/dashboard/stream", params={"limit": 1}, headers=other)
     assert "secret plans of t2" in stream.text and "secret plans of t1" not in stream.text
+
+
+def test_a_key_holders_oversized_body_is_refused_413(tmp_path: Path) -> None:
+    """The tenant check reads a key-holder's body to bind ``user_id``; past
+    ``limit_body_bytes`` it stops reading (hands the rest on unbound) and the input guard
+    answers 413; the next request on the same client is served."""
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.query_api.app import create_app
+
+    data_dir = tmp_path / "data"
+    runtime = build_runtime(Settings(data_dir=data_dir, embedder="hash", key_cache_seconds=0,
+                                     limit_body_bytes=64_000))
+    with TestClient(create_app(runtime)) as http:
+        record, key = new_key(TENANT, "agent")
+        sqlite_key_store(data_dir).add(record)
+        headers = {"Authorization": f"Bearer {key}"}
+        big = {"events": [{**_event(TENANT, i), "content": "x" * 9_000} for i in range(12)]}
+        refused = http.post("/v1/events", json=big, headers=headers)
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["error"]["code"] == "body_too_large"
+        small = http.post("/v1/events", json={"events": [_event(TENANT)]}, headers=headers)
+        assert small.status_code == 202, small.text

@@ -47,7 +47,7 @@ def test_ingest_then_recall_an_exact_value(client: TestClient) -> None:
     top = answer["memories"][0]
     assert top["source_range"]["thread_id"] == "auth-refactor"
     assert set(top["score_parts"]) == {"vector", "keyword", "tag", "importance", "recency",
-                                       "stale_penalty"}
+                                       "stale_penalty", "passage"}
     evidence_text = "\n".join(e["extracted_text"] for e in answer["evidence"])
     assert REGEX in evidence_text
     by_id = {e["event_id"]: e["content"] for e in events}

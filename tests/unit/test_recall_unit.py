@@ -12,7 +12,7 @@ from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
-PARTS = {"vector", "keyword", "tag", "importance", "recency", "stale_penalty"}
+PARTS = {"vector", "keyword", "tag", "importance", "recency", "stale_penalty", "passage"}
 
 
 def _memory(mid: str, thread: str, ts: str, summary: str, hints: tuple[str, ...]) -> Observation:
@@ -44,6 +44,9 @@ class FakeStores:
 
     def get_range(self, user_id: str, thread: str, start: int, end: int) -> list[Event]:
         return [self.events[thread]]
+
+    def get_event(self, user_id: str, event_id: str) -> Event | None:
+        return next((e for e in self.events.values() if e.event_id == event_id), None)
 
     def record_usage(self, user_id: str, ids: Sequence[str], at: str) -> None:
         self.usage.extend(ids)
@@ -80,6 +83,8 @@ def test_level_2_from_raw_events_and_usage_recorded() -> None:
     assert answer["level"] == 2
     assert answer["evidence"][0]["extracted_text"].splitlines()[0] == "+DB_PORT=6432"
     assert "unrelated" not in answer["evidence"][0]["extracted_text"]
+    assert answer["evidence"][0]["ts"] == "2024-05-01T00:00:00Z"  # the line's event time
+    assert answer["evidence"][0]["event_ts"] == {"b-0": "2024-05-01T00:00:00Z"}
     assert stores.usage == ["new", "old"]
 
 

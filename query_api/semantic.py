@@ -1,0 +1,322 @@
+"""Semantic Extract: evidence lines chosen by meaning as well as by words.
+
+Every stored passage (an event, or a line group of a long event: the ``chunks``
+index, see :mod:`processors.chunker`) already carries a dense vector from ingest; no
+second embedding is made. A recall gathers candidate passages from two places:
+
+* the followed ranges (the chosen memories' own chunks, dense + lexical), and
+* a direct passage search over the user's sources (same tenant / project / thread /
+  status filter as the memory search), so an answering turn is found even where the
+  memory ranking missed its range; such a line still names its range and memory.
+
+Each line of a candidate passage is scored by fusing the passage's dense similarity
+(min-max over the pool), the line's lexical coverage of the weighted question terms,
+boosts for the value kinds / failures the question asks for, and the score of the
+range (memory) it comes from. Lines are packed into the token budget greedily, each
+pick preferring lines that cover question terms not covered yet over near-repeats of
+lines already chosen. Text stays verbatim: every line is a slice of stored content.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from breadcrumb.processors.decide import QueryIntent
+from breadcrumb.processors.extract import Extract, Line, Passage, split_lines
+from breadcrumb.processors.hints import extract_typed_values
+from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
+from breadcrumb.query_api.evidence import drop_superseded, evidence_record
+from breadcrumb.query_api.scoring import Candidate, Query
+from breadcrumb.stores.ports import (
+    Hit,
+    MemoryStore,
+    RawEventStore,
+    SearchFilter,
+    VectorIndex,
+)
+from breadcrumb.stores.search_batch import SearchRequest, search_many
+
+PASSAGE_POOL = 40  # direct passage search depth, per channel (dense, lexical)
+RANGE_POOL = 8  # chunks per followed range, per channel
+W_DENSE = 1.0
+W_LEXICAL = 1.2
+W_RANGE = 0.35
+KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
+FAILURE_BOOST = 0.5
+KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
+COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
+REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
+MAX_LINES = 40
+POOL_IDF = True
+NEIGHBOR_SHARE = 0.5  # share of an adjacent turn's lead a line takes (question -> answer)
+MAX_LINE_CHARS = 4000
+_FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー)")
+_SHAPE_NOISE = re.compile(r"[\d\s]+")
+_LITERAL = re.compile(r"\w+_\w+|\w[\w-]*\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*|`[^`]+`")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A candidate passage with the scores its searches gave it."""
+
+    passage: Passage
+    memory_id: str
+    dense: float | None = None  # cosine to the question
+    sparse: float | None = None  # lexical channel score
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate line with its fused score and the memory (range) it belongs to."""
+
+    line: Line
+    memory_id: str
+    terms: frozenset[str]
+
+
+def direct_requests(flt: SearchFilter, dense: Sequence[float], text: str,
+                    pool: int = PASSAGE_POOL) -> list[SearchRequest]:
+    """The direct passage search over the user's sources: dense + lexical chunk searches."""
+    return [SearchRequest("chunks", flt, pool, dense=dense),
+            SearchRequest("chunks", flt, pool, sparse=weighted_query(text))]
+
+
+def range_requests(user_id: str, memory_ids: Sequence[str], dense: Sequence[float],
+                   text: str, per: int = RANGE_POOL) -> list[SearchRequest]:
+    """Dense + lexical chunk searches restricted to each followed memory (two per memory)."""
+    sparse = weighted_query(text)
+    out = []
+    for mid in memory_ids:  # the memory passed the status filter; its chunks follow it
+        flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(mid,))
+        out += [SearchRequest("chunks", flt, per, dense=dense),
+                SearchRequest("chunks", flt, per, sparse=sparse)]
+    return out
+
+
+def merge(dense_lists: Iterable[list[Hit]], sparse_lists: Iterable[list[Hit]],
+          into: dict[str, Found] | None = None) -> dict[str, Found]:
+    """Chunk hits of several searches, one :class:`Found` per chunk id (a new dict)."""
+    found: dict[str, Found] = dict(into or {})
+    for hits, channel in [*((h, "dense") for h in dense_lists),
+                          *((h, "sparse") for h in sparse_lists)]:
+        for hit in hits:
+            if "text" not in hit.payload:
+                continue
+            old = found.get(hit.id) or Found(_passage(hit.payload), str(hit.payload["memory_id"]))
+            if channel == "dense":
+                old = Found(old.passage, old.memory_id, max(hit.score, old.dense or -1.0),
+                            old.sparse)
+            else:
+                old = Found(old.passage, old.memory_id, old.dense,
+                            max(hit.score, old.sparse or 0.0))
+            found[hit.id] = old
+    return found
+
+
+def _passage(payload: dict[str, object]) -> Passage:
+    return Passage(str(payload["event_id"]), int(str(payload["event_index"])),
+                   int(str(payload["char_start"])), str(payload["text"]))
+
+
+def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
+                range_score: dict[str, float]) -> list[tuple[float, Scored]]:
+    """Every line of the candidate passages with its fused score, best first.
+
+    A question term's weight is scaled by its rarity among the candidate lines (a
+    speaker's name on every line tells nothing), like an IDF over the pool.
+    """
+    found = list(found)
+    cosines = [f.dense for f in found if f.dense is not None]
+    hi, lo = (max(cosines), min(cosines)) if cosines else (1.0, 0.0)
+    rows: list[tuple[Found, float, Line, frozenset[str]]] = []
+    seen: set[tuple[str, int]] = set()
+    for f in found:
+        dense = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
+        for start, end, text in split_lines(f.passage):
+            if (f.passage.event_id, start) in seen:
+                continue
+            seen.add((f.passage.event_id, start))
+            line_terms = frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS])
+                                   if t not in EN_STOPWORDS)
+            line = Line(f.passage.event_id, f.passage.event_index, start, end, text, 0.0)
+            rows.append((f, dense, line, line_terms))
+    weights = pool_weights(terms, [r[3] for r in rows])
+    total = sum(weights.values()) or 1.0
+    out: list[tuple[float, Scored]] = []
+    for f, dense, line, line_terms in rows:
+        lexical = sum(w for t, w in weights.items() if t in line_terms) / total
+        score = W_DENSE * dense + W_LEXICAL * lexical
+        score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line.text, intent)
+        line = Line(line.event_id, line.event_index, line.start, line.end, line.text,
+                    round(score, 6))
+        out.append((score, Scored(line, f.memory_id, line_terms)))
+    if NEIGHBOR_SHARE > 0:  # a turn next to a strong one (question → answer) shares in it
+        out = _with_neighbors(out)
+    shapes = Counter(_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out)
+    out = [(sc / (1.0 + max(0, shapes[_SHAPE_NOISE.sub("", s.line.text)] - 3)), s)
+           for sc, s in out]  # 40 lines of one shape: one of them is enough
+    out.sort(key=lambda p: (-p[0], p[1].line.event_index, p[1].line.start))
+    return out
+
+
+def _with_neighbors(out: list[tuple[float, Scored]]) -> list[tuple[float, Scored]]:
+    best: dict[tuple[str, int], float] = {}
+    for score, s in out:
+        key = (s.memory_id, s.line.event_index)
+        best[key] = max(best.get(key, 0.0), score)
+    lifted = []
+    for score, s in out:
+        near = max(best.get((s.memory_id, s.line.event_index + d), 0.0) for d in (-1, 1))
+        lifted.append((max(score, score + NEIGHBOR_SHARE * (near - score)), s))
+    return lifted
+
+
+def pool_weights(terms: dict[str, float], lines: Sequence[frozenset[str]]) -> dict[str, float]:
+    """Question term weights times their rarity among ``lines`` (1.0 when in one line)."""
+    if not POOL_IDF or len(lines) < 2:
+        return dict(terms)
+    n = len(lines)
+    norm = math.log(1.0 + n)
+    out = {}
+    for term, weight in terms.items():
+        df = sum(1 for ln in lines if term in ln)
+        out[term] = weight * (math.log(1.0 + n / df) / norm if df else 1.0)
+    return out
+
+
+def _boosts(text: str, intent: QueryIntent) -> float:
+    boost = 0.0
+    if intent.failure and _FAILURE.search(text):
+        boost += FAILURE_BOOST
+    if intent.kinds:
+        kinds = {k for k, _v in extract_typed_values(text[:MAX_LINE_CHARS])}
+        if kinds & intent.kinds:
+            boost += KIND_BOOST
+    return boost
+
+
+def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: int,
+         count: Callable[[str], int], max_lines: int = MAX_LINES) -> list[Scored]:
+    """Lines within the budget, preferring new question terms over near-repeats.
+
+    Greedy: each pick maximises ``score + COVER_BONUS * share of question weight not yet
+    covered - REPEAT_PENALTY * overlap with the most similar chosen line``; the overlap
+    of every candidate is updated once per pick (cost O(picks x pool)).
+    """
+    if not ranked:
+        return []
+    best = ranked[0][0]
+    pool = [(sc, s) for sc, s in ranked if sc >= best * KEEP_RATIO]
+    total = sum(terms.values()) or 1.0
+    repeat = [0.0] * len(pool)
+    costs = [max(1, count(s.line.text)) for _sc, s in pool]
+    alive = list(range(len(pool)))
+    covered: set[str] = set()
+    chosen: list[Scored] = []
+    used = 0
+    while alive and len(chosen) < max_lines:
+        pick = max(alive, key=lambda i: (pool[i][0] - REPEAT_PENALTY * repeat[i]
+                   + COVER_BONUS * _new_weight(pool[i][1].terms, terms, covered) / total))
+        alive.remove(pick)
+        cand = pool[pick][1]
+        cost = costs[pick]
+        if used + cost > budget:
+            continue
+        chosen.append(cand)
+        covered |= cand.terms & terms.keys()
+        used += cost
+        for i in alive:
+            repeat[i] = max(repeat[i], _overlap(pool[i][1].terms, cand.terms))
+    return chosen
+
+
+def _new_weight(line_terms: frozenset[str], terms: dict[str, float], covered: set[str]) -> float:
+    return sum(w for t, w in terms.items() if t in line_terms and t not in covered)
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """What semantic extraction reads: the index, the memory rows and the raw events."""
+
+    index: VectorIndex
+    memories: MemoryStore
+    raw: RawEventStore
+    count: Callable[[str], int]
+
+
+def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candidate],
+                      hops: list[Candidate], found: dict[str, Found], budget: int,
+                      include_superseded: bool, reason: str) -> list[dict[str, Any]]:
+    """Evidence records from the followed ranges and the direct passage search."""
+    requests = range_requests(user_id, [c.memory.id for c in hops], query.dense, query.text)
+    results = search_many(ports.index, requests)
+    pool = merge(results[0::2], results[1::2], into=found)
+    best = top[0].score if top and top[0].score > 0 else 1.0
+    range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
+    ranked = score_lines(pool.values(), query.terms, query.intent, range_score)
+    chosen = pack(ranked, query.terms, budget, ports.count)
+    known = {c.memory.id: c.memory for c in top}
+    missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
+    known.update({m.id: m for m in ports.memories.get_memories(user_id, missing)})
+    groups: dict[str, list[Line]] = {}
+    for s in chosen:  # in pick order: the group of the best line comes first
+        if s.memory_id in known:  # indexed but not stored: never guess
+            groups.setdefault(s.memory_id, []).append(s.line)
+    out = []
+    for mid, lines in groups.items():
+        memory = known[mid]
+        lines.sort(key=lambda ln: (ln.event_index, ln.start))
+        cut = Extract(tuple(lines), sum(ports.count(ln.text) for ln in lines),
+                      max(ln.score for ln in lines))
+        cut, stale = drop_superseded(cut, memory, include_superseded, ports.count)
+        if not cut.lines:
+            continue
+        how = "followed range" if mid in {c.memory.id for c in hops} else "passage search"
+        rng = memory.source_range
+        item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
+                               f"{reason}; level 1; semantic ({how}); {len(cut.lines)} "
+                               f"line(s), {cut.tokens} tokens")
+        if stale:
+            item["superseded_values"] = stale
+        out.append(item)
+    return out
+
+
+def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
+                    ) -> list[dict[str, Any]]:
+    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item."""
+    for item in evidence:
+        stamps: dict[str, str] = {}
+        for eid in item["matched_event_ids"]:
+            event = raw.get_event(user_id, eid)
+            if event is not None:
+                stamps[eid] = event.ts
+        item["ts"] = next(iter(stamps.values()), None)
+        item["event_ts"] = stamps
+    return evidence
+
+
+def passage_lead(found: dict[str, Found], query: Query) -> dict[str, float]:
+    """Memory id -> its best line's fused score as a share of the best line's (0..1)."""
+    best: dict[str, float] = {}
+    for score, s in score_lines(found.values(), query.terms, query.intent, {}):
+        best[s.memory_id] = max(best.get(s.memory_id, 0.0), score)
+    top = max(best.values(), default=0.0)
+    return {mid: v / top for mid, v in best.items()} if top > 0 else {}
+
+
+def precise(intent: QueryIntent, text: str = "") -> bool:
+    """A question for a typed value, a failure or a named literal (``DB_PORT``,
+    ``validate-email.ts``, ``retryCount``) keeps the word-exact cut: its one line."""
+    return bool(intent.kinds) or intent.failure or bool(_LITERAL.search(text))

@@ -1,0 +1,124 @@
+"""Semantic Extract: fused line scores, pool IDF, neighbours, diverse packing, timestamps."""
+
+from __future__ import annotations
+
+from breadcrumb.processors.decide import analyze_query
+from breadcrumb.processors.extract import Passage
+from breadcrumb.processors.lexical import query_terms
+from breadcrumb.query_api import semantic as s
+from breadcrumb.stores.ports import Hit
+from breadcrumb.topics.records import Event
+
+
+def _found(idx: int, text: str, dense: float | None, memory: str = "m1") -> s.Found:
+    return s.Found(Passage(f"e{idx}", idx, 0, text), memory, dense)
+
+
+def _count(text: str) -> int:
+    return len(text.split())
+
+
+def test_a_line_sharing_no_word_is_found_by_meaning() -> None:
+    question = "What does Melanie do to destress?"
+    pool = [_found(1, "Melanie: I've been running farther lately, great for my headspace.", 0.91),
+            _found(2, "Caroline: the weather was odd", 0.80),
+            _found(3, "Caroline: do you like it?", 0.78)]
+    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {})
+    assert ranked[0][1].line.event_id == "e1"
+    assert ranked[0][1].line.text.startswith("Melanie: I've been running")
+
+
+def test_words_and_range_score_add_to_meaning() -> None:
+    question = "Which pottery class did she sign up for?"
+    pool = [_found(1, "I signed up for a pottery class yesterday", 0.80, "far"),
+            _found(2, "The kids loved the museum", 0.81, "near"),
+            _found(3, "Caroline: hello", 0.60, "near")]
+    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {"near": 0.2})
+    assert ranked[0][1].line.event_id == "e1"  # lexical match beats a slightly closer vector
+    tie = [_found(1, "alpha", 0.8, "a"), _found(3, "beta", 0.8, "b")]
+    ranked = s.score_lines(tie, {"x": 1.0}, analyze_query("x"), {"b": 1.0})
+    assert ranked[0][1].memory_id == "b"  # the better range decides between equals
+
+
+def test_a_term_on_every_line_weighs_less_than_a_rare_one() -> None:
+    lines = [frozenset({"melanie", "pottery"})] + [frozenset({"melanie"})] * 9
+    weights = s.pool_weights({"melanie": 1.0, "pottery": 1.0}, lines)
+    assert weights["pottery"] == 1.0
+    assert weights["melanie"] < 0.5
+
+
+def test_the_turn_next_to_a_strong_one_is_lifted() -> None:
+    question = "What got Melanie into running?"
+    pool = [_found(10, "Caroline: Wow! What got you into running?", 0.95),
+            _found(11, "Melanie: I wanted to clear my head.", 0.70),
+            _found(40, "Melanie: I like pasta.", 0.70)]
+    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {})
+    by_event = {sc.line.event_id: score for score, sc in ranked}
+    assert by_event["e11"] > by_event["e40"]
+
+
+def test_packing_prefers_new_terms_over_near_repeats_and_keeps_the_budget() -> None:
+    terms = {"paris": 1.0, "museum": 1.0}
+    lines = [
+        (1.00, s.Scored(s.Line("e1", 1, 0, 20, "we went to paris today", 1.0), "m",
+                        frozenset({"went", "paris", "today"}))),
+        (0.99, s.Scored(s.Line("e2", 2, 0, 20, "we went to paris today!", 0.99), "m",
+                        frozenset({"went", "paris", "today"}))),
+        (0.95, s.Scored(s.Line("e3", 3, 0, 20, "the museum was closed", 0.95), "m",
+                        frozenset({"museum", "closed"}))),
+    ]
+    chosen = s.pack(lines, terms, budget=10, count=_count)
+    assert [c.line.event_id for c in chosen] == ["e1", "e3"]  # the repeat lost to the new term
+    assert sum(_count(c.line.text) for c in chosen) <= 10
+
+
+def test_merge_keeps_both_channel_scores_per_chunk() -> None:
+    payload = {"event_id": "e1", "event_index": 1, "char_start": 0, "text": "hi",
+               "memory_id": "m1"}
+    found = s.merge([[Hit("c1", 0.9, payload)]], [[Hit("c1", 3.0, payload),
+                                                   Hit("c2", 1.0, {"memory_id": "m"})]])
+    assert list(found) == ["c1"]  # a hit without text is no passage
+    assert found["c1"].dense == 0.9 and found["c1"].sparse == 3.0
+
+
+def test_typed_or_failure_questions_stay_precise() -> None:
+    assert s.precise(analyze_query("What is the email validation regex?"))
+    assert s.precise(analyze_query("Which test failed in CI?"))
+    assert not s.precise(analyze_query("What does Melanie do to destress?"))
+    for text in ("which DB_PORT do we use now?", "show validate-email.ts", "what is retryCount?"):
+        assert s.precise(analyze_query(text), text)
+    text = "When did Caroline go to the LGBTQ support group?"
+    assert not s.precise(analyze_query(text), text)
+
+
+class _Raw:
+    def get_event(self, user_id: str, event_id: str) -> Event | None:
+        if event_id == "gone":
+            return None
+        return Event(event_id, user_id, "t", "2023-05-08T13:56:00Z", "user", "message", "x",
+                     index=1)
+
+
+def test_evidence_items_carry_their_events_timestamps() -> None:
+    items = [{"matched_event_ids": ["e1", "gone"]}, {"matched_event_ids": []}]
+    out = s.with_timestamps(_Raw(), "u", items)  # type: ignore[arg-type]
+    assert out[0]["ts"] == "2023-05-08T13:56:00Z"
+    assert out[0]["event_ts"] == {"e1": "2023-05-08T13:56:00Z"}
+    assert out[1]["ts"] is None and out[1]["event_ts"] == {}
+
+
+def test_a_failure_line_quoting_an_old_value_stays_a_value_line_goes() -> None:
+    from breadcrumb.processors.extract import Extract
+    from breadcrumb.query_api.evidence import drop_superseded
+    from breadcrumb.topics.records import Observation, SourceRange
+
+    memory = Observation(id="m", user_id="u", project_id=None, summary="db",
+                         source_range=SourceRange("t", 0, 1), tags=(), query_hints=(),
+                         retrieve_when="", importance=0.5, created_at="2024-05-01T00:00:00Z",
+                         metadata={"superseded_facts": {"env:DB_PORT": {"value": "5432"}}})
+    lines = (s.Line("e1", 0, 0, 10, "DB_PORT=5432", 1.0),
+             s.Line("e2", 1, 0, 40, "Error: connect ECONNREFUSED 127.0.0.1:5432", 1.0))
+    kept, stale = drop_superseded(Extract(lines, 20), memory, False, _count)
+    assert [ln.event_id for ln in kept.lines] == ["e2"] and stale == []
+    kept, stale = drop_superseded(Extract(lines, 20), memory, True, _count)
+    assert len(kept.lines) == 2 and stale == ["5432"]
