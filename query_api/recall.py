@@ -76,6 +76,7 @@ log = logging.getLogger(__name__)
 #: (query, numbered source lines) -> quotes; an LLM behind a port (level 3).
 Quoter = Callable[[str, str], Sequence[str]]
 CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
+PRECISE_PASSAGE_SHARE = 0.5  # share of the passage part for typed-value questions
 
 
 class RecallService:
@@ -213,7 +214,10 @@ class RecallService:
             requests += direct_requests(replace(flt, tags=None), query.dense, query.text)
         dense, sparse, *passages = search_many(self.index, requests)
         found = merge(passages[:1], passages[1:]) if passages else {}
-        return self._rerank(query, req.user_id, dense, sparse, passage_lead(found, query)), found
+        # a typed-value / failure / literal question trusts its hints more than raw passages
+        share = PRECISE_PASSAGE_SHARE if precise(query.intent, query.text) else 1.0
+        lead = {mid: share * v for mid, v in passage_lead(found, query).items()}
+        return self._rerank(query, req.user_id, dense, sparse, lead), found
 
     def _rerank(
         self, query: Query, user_id: str, dense: list[Hit], sparse: list[Hit],
