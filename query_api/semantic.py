@@ -135,10 +135,12 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
     hi, lo = (max(cosines), min(cosines)) if cosines else (1.0, 0.0)
     rows: list[tuple[Found, float, Line, frozenset[str]]] = []
     seen: set[tuple[str, int]] = set()
+    keep_removed = intent.temporal == "oldest"  # a diff's "-" lines are the replaced value
     for f in found:
         dense = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
+        diff = not keep_removed and _DIFF.search(f.passage.text) is not None
         for start, end, text in split_lines(f.passage):
-            if (f.passage.event_id, start) in seen:
+            if (f.passage.event_id, start) in seen or (diff and _removed(text)):
                 continue
             seen.add((f.passage.event_id, start))
             line_terms = frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS])
@@ -162,6 +164,13 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
            for sc, s in out]  # 40 lines of one shape: one of them is enough
     out.sort(key=lambda p: (-p[0], p[1].line.event_index, p[1].line.start))
     return out
+
+
+_DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
+
+
+def _removed(line: str) -> bool:
+    return line.startswith("-") and not line.startswith("---")
 
 
 def _with_neighbors(out: list[tuple[float, Scored]]) -> list[tuple[float, Scored]]:
@@ -317,6 +326,8 @@ def passage_lead(found: dict[str, Found], query: Query) -> dict[str, float]:
 
 
 def precise(intent: QueryIntent, text: str = "") -> bool:
-    """A question for a typed value, a failure or a named literal (``DB_PORT``,
-    ``validate-email.ts``, ``retryCount``) keeps the word-exact cut: its one line."""
-    return bool(intent.kinds) or intent.failure or bool(_LITERAL.search(text))
+    """A question for a typed value, a failure, a named literal (``DB_PORT``,
+    ``validate-email.ts``, ``retryCount``) or the current value ("… now?") keeps the
+    word-exact cut: its one line, the newest version first."""
+    return (bool(intent.kinds) or intent.failure or intent.temporal == "newest"
+            or bool(_LITERAL.search(text)))

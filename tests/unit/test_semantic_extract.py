@@ -122,3 +122,21 @@ def test_a_failure_line_quoting_an_old_value_stays_a_value_line_goes() -> None:
     assert [ln.event_id for ln in kept.lines] == ["e2"] and stale == []
     kept, stale = drop_superseded(Extract(lines, 20), memory, True, _count)
     assert len(kept.lines) == 2 and stale == ["5432"]
+
+
+def test_a_diffs_removed_line_is_history_unless_the_first_value_is_asked() -> None:
+    diff = "--- a/src/config/client.ts\n@@ -1 +1 @@\n-export const MAX_RETRY_COUNT = 3;\n" \
+           "+export const MAX_RETRY_COUNT = 5;"
+    bullets = "- retry the payments gateway three times"  # a list item, not a diff
+    for question, removed_kept in (("how many retries does the gateway get?", False),
+                                   ("what was the first retry count?", True)):
+        ranked = s.score_lines([_found(1, diff, 0.9), _found(2, bullets, 0.5)],
+                               query_terms(question), analyze_query(question), {})
+        texts = [sc.line.text for _score, sc in ranked]
+        assert "+export const MAX_RETRY_COUNT = 5;" in texts
+        assert ("-export const MAX_RETRY_COUNT = 3;" in texts) is removed_kept, texts
+        assert bullets in texts
+
+
+def test_a_question_for_the_current_value_stays_precise() -> None:
+    assert s.precise(analyze_query("What is the maximum number of retries now?"))
