@@ -55,6 +55,6 @@ services-down:
 
 ## Everything: lint, start Kafka + MariaDB + S3 from infra/, all tests, stop the services.
 test: install lint
-	PYTHON=$(abspath $(PY)) bash infra/services.sh up
-	$(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
+	PATH="$(abspath $(BIN)):$$PATH" PYTHON=$(abspath $(PY)) bash infra/services.sh up
+	PATH="$(abspath $(BIN)):$$PATH" $(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
 	  PYTHON=$(abspath $(PY)) bash infra/services.sh down; exit $$status

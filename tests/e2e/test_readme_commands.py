@@ -91,5 +91,5 @@ def test_make_test_installs_into_the_project_venv(managed_python: Path, tmp_path
     venv = str((clone / ".venv").resolve())
     steps = plan.stdout.splitlines()
     assert any(f"PYTHON={venv}/bin/python bash infra/services.sh up" in s for s in steps), steps
-    assert any(s.startswith(".venv/bin/python -m pytest") for s in steps), steps
+    assert any(".venv/bin/python -m pytest" in s for s in steps), steps
     assert not any("pip install" in s and ".venv" not in s for s in steps), steps
