@@ -294,26 +294,26 @@ async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
             return b"".join(chunks), False
 
 
-def _passing_on(head: bytes, receive: Receive) -> Receive:
-    """``receive`` with ``head`` (already read) first: an oversized body goes on unbound to
-    the input guard inside, which refuses it with 413 and drains it."""
+def _replaying(body: bytes, more_body: bool, receive: Receive) -> Receive:
+    """``receive`` with ``body`` (already read) first. ``more_body``: the rest is still to be
+    read (an oversized body goes on unbound to the input guard, which answers 413)."""
     sent = False
 
-    async def rest() -> Message:
+    async def replay() -> Message:
         nonlocal sent
         if sent:
             return await receive()
         sent = True
-        return {"type": "http.request", "body": head, "more_body": True}
+        return {"type": "http.request", "body": body, "more_body": more_body}
 
-    return rest
+    return replay
 
 
 async def _bind_body(receive: Receive, scope: Scope, principal: Principal,
                      tenant_in: str | None, limit: int) -> Receive:
     body, complete = await _read_body(receive, limit)
     if not complete:
-        return _passing_on(body, receive)
+        return _replaying(body, True, receive)
     try:
         data = json.loads(body) if body else None
     except (ValueError, RecursionError):
@@ -322,16 +322,7 @@ async def _bind_body(receive: Receive, scope: Scope, principal: Principal,
         body = json.dumps(data, separators=(",", ":")).encode()
         scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"content-length"] + \
             [(b"content-length", str(len(body)).encode())]
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return replay
+    return _replaying(body, False, receive)
 
 
 def _bind_object(data: dict[str, Any], principal: Principal, tenant_in: str | None) -> bool:
