@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
+from breadcrumb.streams.tracking import DIRECT_HEADER
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.records import thread_key
 
@@ -142,6 +143,9 @@ def checked(event: Mapping[str, Any], position: int | None = None) -> dict[str, 
         label = f"{where} ({ident})" if isinstance(ident, str) else where
         raise InvalidEventError(f"{label}: {outcome.message()}", outcome.field, position)
     return dict(data)
+
+
+_DIRECT = [(DIRECT_HEADER, b"1")]
 
 
 def _retriable(exc: BaseException) -> bool:
@@ -260,7 +264,9 @@ class Publisher:
         for position in pending:
             event_id, key, value = prepared[position]
             try:
-                futures.append((position, await producer.send(self.topic, value, key=key)))
+                # the header: no gateway counted it, the worker counts it as received
+                futures.append((position, await producer.send(self.topic, value, key=key,
+                                                              headers=_DIRECT)))
             except KafkaError as exc:
                 failures.append((position, exc))
         for position, future in futures:

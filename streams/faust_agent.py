@@ -1,7 +1,12 @@
 """The cluster ingest agent as a small class: handle / publish / flush idle / follow alias.
 
 Faust only feeds it (``streams.faust_app``); tests call its methods directly with
-in-memory stores, a dict for the thread-state table and a list for the topics.
+in-memory stores and a list for the topics.
+
+Per-thread segment state lives in the SQL store only: read and written inside the
+message's own transaction, so after a ``kill -9`` the next message sees exactly the
+state of the last committed one, and a rebalance has nothing to recover (no Faust
+table, no changelog; see ``streams.faust_app`` for why that matters).
 
 Every message ends applied or dead-lettered, never skipped: errors go through the
 :class:`~streams.failure_policy.FailurePolicy` (transient → retried with backoff until the
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -26,7 +31,7 @@ from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
-from breadcrumb.streams.tracking import IdleTracker, count_dead_letter, count_outcome
+from breadcrumb.streams.tracking import IdleTracker, count_message, first_consumption
 from breadcrumb.topics.records import (
     FlushMarker,
     MemoryStatusChange,
@@ -66,23 +71,27 @@ def poison_reason(key: str, entry: Any) -> str | None:
 class IngestAgent:
     """One message in → stores updated → observations / status / dead letters out."""
 
-    def __init__(self, parts: Any, sink: Sink, states: MutableMapping[str, Any],
-                 idle: IdleTracker, policy: FailurePolicy | None = None,
-                 executor: Executor | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(self, parts: Any, sink: Sink, idle: IdleTracker,
+                 policy: FailurePolicy | None = None, executor: Executor | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 owns: Callable[[str], bool] | None = None) -> None:
         self.parts = parts  # infra.cluster.WorkerParts: store, service_for, lifecycle, ...
         self.sink = sink
-        self.states = states  # the Faust table (thread key -> state JSON bytes)
         self.idle = idle
+        # whether a thread key's partition is assigned to this worker (idle flushes only
+        # for threads it consumes; another worker's active thread is not idle)
+        self.owns = owns or (lambda _key: True)
         self.policy = policy or FailurePolicy()
         self.executor = executor
         self.sleep = sleep
         self.errors: dict[str, int] = {}  # timer / publish errors survived, by name
 
     # ------------------------------------------------------------------ messages
-    async def handle(self, key: bytes | None, value: bytes | None, position: str) -> str:
+    async def handle(self, key: bytes | None, value: bytes | None, position: str,
+                     direct: bool = False) -> str:
         """Apply one message or dead-letter it; returns the outcome. Raises only when
-        cancelled (then the message must not be acknowledged)."""
+        cancelled (then the message must not be acknowledged). ``direct``: published
+        straight to Kafka (no gateway counted it as received)."""
         key_text = key.decode("utf-8", "replace") if key else ""
         text = "" if value is None else value.decode("utf-8", "replace")
         entry: Any = None
@@ -95,10 +104,8 @@ class IngestAgent:
             else:
                 poison = poison_reason(key_text, entry)
         with self.idle.handling(key_text):
-            result, local, letters = await self._apply_or_dead_letter(
-                entry, text, key_text, position, poison)
-            if local is not None and local.changed(key_text):
-                self.states[key_text] = orjson.dumps(local.get_state(key_text))
+            result, letters = await self._apply_or_dead_letter(
+                entry, text, key_text, position, poison, direct)
             await self._retrying("publish", lambda: self.publish(result.observations,
                                                                  letters.captured))
             await self._retrying("publish", self.publish_lifecycle)
@@ -107,14 +114,13 @@ class IngestAgent:
         return result.outcome
 
     async def _apply_or_dead_letter(self, entry: Any, text: str, key: str, position: str,
-                                    poison: str | None) -> tuple[
-                                        HandleResult, DictStateStore | None, CapturingDeadLetters]:
+                                    poison: str | None, direct: bool) -> tuple[
+                                        HandleResult, CapturingDeadLetters]:
         attempts = 0
         while True:
             try:
-                state = self.states.get(key)  # read in the loop: tables are not thread-safe
-                return await self._run(self._apply, entry, text, key, state, position, poison,
-                                       attempts)
+                return await self._run(self._apply, entry, text, key, position, poison,
+                                       attempts, direct)
             except Exception as exc:
                 attempts += 1
                 decision = self.policy.decide(exc, attempts)
@@ -127,40 +133,37 @@ class IngestAgent:
                 log.error("dead-lettering message %s: %s", position, decision.reason)
                 letters = await self._retrying("dead_letter", partial(
                     self._run, self._dead_letter, text, entry, position, decision.reason,
-                    attempts))
-                return HandleResult("dead_lettered", reason=decision.reason), None, letters
+                    attempts, direct))
+                return HandleResult("dead_lettered", reason=decision.reason), letters
 
-    def _apply(self, entry: Any, text: str, key: str, state: bytes | None, position: str,
-               poison: str | None, retries: int) -> tuple[
-                   HandleResult, DictStateStore, CapturingDeadLetters]:
-        """In the executor: one SQL transaction for the message and its counters.
-
-        The thread state committed to SQL with the previous message wins over the table's:
-        the table's changelog is written after the commit, so a ``kill -9`` can leave it
-        one or more messages behind (the next event would get an index already taken)."""
-        local = DictStateStore({key: orjson.loads(state)} if state else {})
+    def _apply(self, entry: Any, text: str, key: str, position: str, poison: str | None,
+               retries: int, direct: bool) -> tuple[HandleResult, CapturingDeadLetters]:
+        """In the executor: one SQL transaction for the message, its thread state and its
+        counters. The state is read from SQL inside that transaction, so it is the one
+        committed with the previous message of the thread, whatever crashed since."""
         letters = CapturingDeadLetters(self.parts.store, position)
-        service: IngestService = self.parts.service_for(local, letters)
         with self.parts.store.transaction():  # one commit per message
             committed = self.parts.store.get_state(key) if key else None
-            if committed is not None and committed != local.get_state(key):
-                local.put_state(key, committed)  # the table catches up below
+            local = DictStateStore({key: committed} if committed is not None else {})
+            service: IngestService = self.parts.service_for(local, letters)
             if poison is not None:
                 result = service.reject(f"{poison} (at {position})", None, text,
                                         entry if isinstance(entry, dict) else None)
             else:
                 result = service.handle(entry, text)  # a rejection is keyed by position
-            count_outcome(self.parts.store, result.outcome, retries)
-        return result, local, letters
+            first = first_consumption(self.parts.store, position)
+            count_message(self.parts.store, result.outcome, retries, first, direct)
+        return result, letters
 
     def _dead_letter(self, text: str, entry: Any, position: str, reason: str,
-                     attempts: int) -> CapturingDeadLetters:
+                     attempts: int, direct: bool) -> CapturingDeadLetters:
         letters = CapturingDeadLetters(self.parts.store, position)
         service: IngestService = self.parts.service_for(DictStateStore(), letters)
         with self.parts.store.transaction():
             service.reject(f"{reason} (at {position})", None, text,
                            entry if isinstance(entry, dict) else None)
-            count_dead_letter(self.parts.store, attempts - 1)
+            first = first_consumption(self.parts.store, position)
+            count_message(self.parts.store, "dead_lettered", attempts - 1, first, direct)
         return letters
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -218,20 +221,26 @@ class IngestAgent:
             log.warning("%s failed (will retry on the next tick): %s", name, describe(exc))
 
     async def flush_idle(self) -> int:
-        """Send a keyed flush marker for every idle thread with an open window (tables
-        are only written inside stream iteration, so the marker goes through the topic)."""
+        """Send a keyed flush marker for every idle thread with an open window that this
+        worker consumes (the marker goes through the topic, so it is handled in order
+        with the thread's events, by whichever worker owns the thread by then)."""
         if not self.parts.publishing:
             return 0  # a replayed generation gets the live worker's markers from the log
-        for key, value in list(self.states.items()):
-            if value and orjson.loads(value).get("pending"):
+        for key in await self._run(self._open_windows):
+            if self.owns(key):
                 self.idle.adopt(key)  # open window found after a restart: start its clock
         sent = 0
         for key in self.idle.due():
+            if not self.owns(key):
+                continue  # its partition moved to another worker, which keeps the clock
             user_id, thread_id = split_thread_key(key)
             marker = FlushMarker(user_id, thread_id, self.parts.clock(), "idle")
             await self.sink.send(EVENTS, key.encode(), orjson.dumps(marker.to_dict()))
             sent += 1
         return sent
+
+    def _open_windows(self) -> list[str]:
+        return [key for key, _state in self.parts.store.list_states(pending_only=True)]
 
     async def follow_alias(self) -> bool:
         """Publish only while this worker's generation is the current one; returns

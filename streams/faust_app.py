@@ -1,9 +1,13 @@
 """Cluster mode: the Faust app. Messages of ``agent-events`` → :class:`IngestAgent`.
 
-Per-thread segment state lives in a Faust table (changelog-backed, keyed like the
-source topic so partitions line up). The blocking store and embedding work runs in a
-one-thread executor so the agent keeps its order and the event loop keeps heartbeating;
-the table itself is only read and written inside the stream iteration.
+Per-thread segment state lives in the SQL store, in each message's transaction (see
+``streams.faust_agent``); the app has no Faust table. With a table, Faust's post-rebalance
+recovery resumes the source partitions while its fetcher already runs, then seeks and
+resumes flow control, which clears the stream queues: messages fetched in between are
+dropped unprocessed, their offsets never acked, and the commit stops at the hole (a worker
+"ready" that never drains). Without tables Faust seeks before it starts fetching.
+The blocking store and embedding work runs in a one-thread executor so the agent keeps
+its order and the event loop keeps heartbeating.
 
 Acknowledgement is manual (``stream.noack()``): a message is acknowledged only after the
 agent applied or dead-lettered it, so neither an error nor a shutdown in the middle of a
@@ -21,7 +25,8 @@ import faust
 
 from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy, kafka_position
-from breadcrumb.streams.tracking import IdleTracker
+from breadcrumb.streams.faust_ownership import assigned_keys
+from breadcrumb.streams.tracking import IdleTracker, is_direct
 from breadcrumb.topics import names
 from breadcrumb.topics.kafka_security import faust_credentials
 
@@ -68,7 +73,7 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
         web_host="127.0.0.1",
         topic_allow_declare=True,
         datadir=str(settings.data_dir / "faust"),  # Faust's own files, not the cwd
-        key_serializer="raw",  # table keys/values are bytes we encode ourselves
+        key_serializer="raw",  # keys/values are bytes we encode ourselves
         value_serializer="raw",
     )
     events = _raw_topic(app, settings.topic(names.AGENT_EVENTS), settings.kafka_partitions)
@@ -78,11 +83,10 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
         fa.OBSERVATIONS: _raw_topic(app, settings.topic(names.OBSERVATIONS)),
         fa.STATUS: _raw_topic(app, settings.topic(names.MEMORY_STATUS)),
     })
-    states = app.Table("thread-state", default=None, partitions=settings.kafka_partitions,
-                       key_type=str, value_type=bytes)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="breadcrumb-ingest")
-    agent = fa.IngestAgent(parts, sink, states, IdleTracker(settings.idle_flush_seconds),
-                        failure_policy(settings), executor)
+    owns = assigned_keys(app, settings.topic(names.AGENT_EVENTS), settings.kafka_partitions)
+    agent = fa.IngestAgent(parts, sink, IdleTracker(settings.idle_flush_seconds),
+                           failure_policy(settings), executor, owns=owns)
 
     @app.agent(events)
     async def ingest(stream: Any) -> Any:
@@ -90,7 +94,8 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
         async for event in manual.events():
             msg = event.message
             await agent.handle(event.key, event.value,
-                               kafka_position(msg.topic, msg.partition, msg.offset))
+                               kafka_position(msg.topic, msg.partition, msg.offset),
+                               is_direct(msg.headers))
             await manual.ack(event)
             parts.positions[msg.partition] = msg.offset
 

@@ -5,12 +5,17 @@ flush marker; a thread being handled right now is never idle (slow embeds take s
 :func:`count_outcome` names the counters an applied message moves, so both runners count
 the same way: each event once (a redelivery of an applied event counts as ``redeliveries``,
 not again as ``events_processed``), retries and dead letters visible in ``/v1/stats``.
+
+The Faust agent counts by Kafka position (:func:`count_message`): a message consumed
+again at a position already counted (a redelivery after a crash or a rebalance) moves only
+``redeliveries``; a message published straight to Kafka by the SDK (header
+:data:`DIRECT_HEADER`; the HTTP gateway counts its own) adds to ``events_received`` once.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,6 +26,60 @@ RELIABILITY_COUNTERS = ("processing_failures", "dead_lettered", "retries", "rede
                         "flushes")
 _BY_OUTCOME = {"processed": "events_processed", "rejected": "events_processed",
                "duplicate": "redeliveries", "flushed": "flushes"}
+
+
+#: Kafka header of a message published straight to ``agent-events`` (the SDK's Publisher):
+#: the worker counts it as received, since no gateway saw it.
+DIRECT_HEADER = "breadcrumb-direct"
+_CONSUMED = "consumed_through:"  # + "topic/partition": the next offset not yet counted
+
+
+def is_direct(headers: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> bool:
+    """Whether a consumed message carries :data:`DIRECT_HEADER` (Faust gives a list of
+    pairs or a mapping)."""
+    if not headers:
+        return False
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return any(name == DIRECT_HEADER for name, _value in pairs)
+
+
+def first_consumption(store: Any, position: str) -> bool:
+    """Whether the message at ``position`` (``topic/partition/offset``) is counted for the
+    first time; records it. Call inside the message's transaction (a rollback forgets it).
+    A partition is consumed in order, so one high-water per partition is enough."""
+    partition, _, offset_text = position.rpartition("/")
+    try:
+        offset = int(offset_text)
+    except ValueError:
+        return True  # not a Kafka position: nothing to compare with
+    name = _CONSUMED + partition
+    through = int(store.get_counters().get(name, 0))
+    if offset < through:
+        return False
+    store.incr(name, offset + 1 - through)
+    return True
+
+
+def count_message(store: Any, outcome: str, retries: int, first: bool,
+                  direct: bool) -> None:
+    """Counters for one consumed Kafka message (inside its transaction): a redelivery
+    moves ``redeliveries`` only; a direct publish is received once; an event stored
+    before under another position (a producer's resend) is a duplicate, as at the
+    gateway."""
+    if retries:
+        store.incr("retries", retries)
+    if not first:
+        store.incr("redeliveries", 1)
+        return
+    if direct and outcome != "flushed":  # a flush marker is a control message
+        store.incr("events_received", 1)
+    if outcome == "duplicate":
+        store.incr("duplicates", 1)
+    elif outcome == "dead_lettered":
+        store.incr("processing_failures", 1)
+        store.incr("dead_lettered", 1)
+    else:
+        store.incr(_BY_OUTCOME.get(outcome, "events_processed"), 1)
 
 
 def count_outcome(store: Any, outcome: str, retries: int = 0) -> None:

@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pymysql
 from aiokafka import AIOKafkaProducer
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.tracking import DIRECT_HEADER
 from tests.conftest import example_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +66,32 @@ def ranges(store: Any) -> list[tuple[Any, ...]]:
 
 def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes | bytearray) else value
+
+
+def thread_counts(store: Any) -> Counter[tuple[str, str]]:
+    """Stored raw events per (user, thread)."""
+    rows = store._read("SELECT user_id, thread_id, COUNT(*) FROM raw_events "
+                       "GROUP BY user_id, thread_id")
+    return Counter({(_text(u), _text(t)): int(n) for u, t, n in rows})
+
+
+def stall_after_kill(store: Any, events: list[dict[str, Any]], killed_at: float,
+                     timeout: float = 120) -> float:
+    """Seconds from a worker kill until every thread that still had events to store got
+    a new one stored: the longest any thread waited (a surviving worker's threads go on
+    at once; the killed worker's wait for the rebalance). Agents publish meanwhile."""
+    total = Counter((e["user_id"], e["thread_id"]) for e in events)
+    at_kill = thread_counts(store)
+    waiting = {t for t, n in total.items() if at_kill[t] < n}
+    deadline = killed_at + timeout
+    while waiting:
+        now = thread_counts(store)
+        waiting = {t for t in waiting if now[t] <= at_kill[t]}
+        if waiting and time.monotonic() > deadline:
+            raise AssertionError(f"threads {sorted(waiting)} stalled over {timeout} s")
+        if waiting:
+            time.sleep(0.1)
+    return time.monotonic() - killed_at
 
 
 def stored_ids(store: Any) -> list[tuple[str, str]]:
@@ -164,14 +193,16 @@ class PrivateKafka:
 
 async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]],
                   pause: float = 0.0) -> int:
-    """Publish keyed messages with acks=all; returns how many the broker acknowledged."""
+    """Publish keyed messages with acks=all and the SDK's header (counted as received by
+    the worker); returns how many the broker acknowledged."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
                                 enable_idempotence=True)
     await producer.start()
     acked = 0
     try:
         for key, value in messages:
-            await producer.send_and_wait(settings.topic("agent-events"), value, key=key)
+            await producer.send_and_wait(settings.topic("agent-events"), value, key=key,
+                                         headers=[(DIRECT_HEADER, b"1")])
             acked += 1
             if pause:
                 await asyncio.sleep(pause)
@@ -196,6 +227,11 @@ class Report:
     dead_lettered: int
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"fault": self.fault, "acknowledged": self.acknowledged, "stored": self.stored,
+                "lost": self.lost, "duplicated": self.duplicated,
+                "dead_lettered": self.dead_lettered, **self.extra}
+
     def line(self) -> str:
         extra = " ".join(f"{k}={v}" for k, v in self.extra.items())
         return (f"FAULT {self.fault}: acknowledged={self.acknowledged} stored={self.stored} "
@@ -203,10 +239,16 @@ class Report:
                 f"dead_lettered={self.dead_lettered} {extra}").strip()
 
 
-def report(fault: str, events: list[dict[str, Any]], store: Any, **extra: Any) -> Report:
+def report(fault: str, events: list[dict[str, Any]], store: Any, out: Path | None = None,
+           **extra: Any) -> Report:
+    """The after-drain figures: printed (``pytest -s``) and appended as one JSON line to
+    ``out`` (the tests use ``fault-figures.jsonl`` in pytest's base temp dir)."""
     ids = stored_ids(store)
     sent = {(e["user_id"], e["event_id"]) for e in events}
     result = Report(fault, len(events), len(ids), len(sent - set(ids)), len(ids) - len(set(ids)),
                     int(store.get_counters().get("dead_lettered", 0)), extra)
-    print(result.line())  # `pytest -s` shows the figures
+    print(result.line())
+    if out is not None:
+        with out.open("ab") as f:
+            f.write(orjson.dumps(result.to_dict()) + b"\n")
     return result

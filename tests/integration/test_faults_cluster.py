@@ -1,12 +1,14 @@
 """Faults on the real services (issue 13): poison messages, a MariaDB outage, ``kill -9`` of
-the worker while agents publish, two workers in one group.
+the worker (five times) while agents publish, a broker restart, two workers in one group.
 
 Poison and kills use the shared broker and MariaDB (isolated by topic prefix and
 database). The outage stops and starts a PRIVATE MariaDB (infra/mariadb.sh on another port
 and infra dir); the shared services are never stopped. After each drain: acknowledged
 events = stored raw events, memory ids and ranges equal a clean run, poison in the
 dead-letter topic and table with reason and position, pending 0, the worker alive.
-``pytest -s`` prints one ``FAULT`` line per fault with the figures.
+Each fault's figures (acknowledged / stored / lost / duplicated / dead-lettered, the stall
+after each worker kill) are printed as a ``FAULT`` line (``pytest -s``) and appended to
+``fault-figures.jsonl`` in pytest's base temp dir.
 """
 
 from __future__ import annotations
@@ -41,11 +43,15 @@ from tests.integration.faults import (
     publish_events,
     ranges,
     report,
+    stall_after_kill,
 )
 from tests.integration.test_cluster_parity import _consume
 
 pytestmark = pytest.mark.integration
 FAST = {"embedder": "hash", "idle_flush_seconds": 600}  # windows close by session_end only
+#: a killed worker's partitions move after the session timeout: the minimum, for quick kills
+QUICK_GROUP = {"kafka_session_timeout_seconds": 6.0, "kafka_heartbeat_seconds": 1.0}
+KILLS = 5
 
 
 def _settings(tmp_path: Path, **extra: Any) -> Settings:
@@ -67,6 +73,12 @@ def shared(tmp_path: Path) -> Iterator[tuple[Settings, Any, KafkaGateway]]:
         drop_database(settings.mysql_database)
 
 
+@pytest.fixture()
+def figures(tmp_path: Path) -> Path:
+    """Where each fault's figures go (one JSON line per test run)."""
+    return tmp_path.parent / "fault-figures.jsonl"
+
+
 def _drain(gateway: KafkaGateway, workers: list[Worker], timeout: float = 180) -> None:
     def done() -> bool:
         for worker in workers:
@@ -76,7 +88,7 @@ def _drain(gateway: KafkaGateway, workers: list[Worker], timeout: float = 180) -
 
 
 def test_poison_messages_are_dead_lettered_with_reason_and_position(
-        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path, figures: Path) -> None:
     settings, store, gateway = shared
     worker = Worker(settings, tmp_path / "worker.log").start()
     try:
@@ -116,7 +128,7 @@ def test_poison_messages_are_dead_lettered_with_reason_and_position(
         assert store.count_pending_window_events() == 0 and gateway.pending() == 0
         good = events + after
         assert ranges(store) == clean_ranges(tmp_path, good)
-        result = report("poison", good, store, poison=len(poison),
+        result = report("poison", good, store, figures, poison=len(poison),
                         dead_letter_rows=len(letters))
         # every poison message is a rejection with its reason (6 letters above); none needed
         # the give-up path of the failure policy (its counter stays 0)
@@ -149,7 +161,7 @@ def private_db() -> Iterator[PrivateMariaDb]:
 
 
 def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
-                                                tmp_path: Path) -> None:
+                                                tmp_path: Path, figures: Path) -> None:
     name = f"bc_test_{uuid.uuid4().hex[:8]}"
     private_db.create_database(name)
     shared_settings = _settings(tmp_path)
@@ -175,7 +187,7 @@ def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
         _drain(gateway, [worker])
         assert acked == len(events)
         assert ranges(store) == clean_ranges(tmp_path, events)
-        result = report("mariadb-outage", events, store, outage_s=round(outage, 1),
+        result = report("mariadb-outage", events, store, figures, outage_s=round(outage, 1),
                         retries=store.get_counters().get("retries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
         assert store.count_dead_letters() == 0
@@ -197,7 +209,8 @@ def private_kafka() -> Iterator[PrivateKafka]:
         shutil.rmtree(infra, ignore_errors=True)
 
 
-def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: Path) -> None:
+def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: Path,
+                                       figures: Path) -> None:
     settings = _settings(tmp_path, kafka_bootstrap=private_kafka.bootstrap)
     store = build_sql_store(settings)
     gateway = KafkaGateway(settings, store, utc_now_iso,
@@ -219,7 +232,7 @@ def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: P
         _drain(gateway, [worker], timeout=240)
         assert acked == len(events)
         assert ranges(store) == clean_ranges(tmp_path, events)
-        result = report("broker-restart", events, store, restart_s=round(restart, 1),
+        result = report("broker-restart", events, store, figures, restart_s=round(restart, 1),
                         redeliveries=store.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
@@ -237,51 +250,42 @@ def _publisher(settings: Settings, events: list[dict[str, Any]], pause: float,
     return thread
 
 
-def _stall_after(store: Any, killed_at: float, before: int, timeout: float = 120) -> float:
-    """Seconds from the kill until a new raw event is stored again."""
-    wait_until(lambda: store.count_events() > before, timeout=timeout, interval=0.1)
-    return time.monotonic() - killed_at
-
-
-WORKER_STALL = pytest.mark.xfail(strict=False, reason=(
-    "known defect, intermittent: after a rebalance (a worker killed, restarted or joining) a "
-    "worker sometimes reports 'Worker ready' with partitions assigned and then consumes "
-    "nothing (kill test: 2 of 8 runs; two-worker test: 1 CI rehearsal); when it does not "
-    "hang, nothing is lost or duplicated. Open in issue 13."))
-
-
-@WORKER_STALL
-def test_kill_9_of_the_worker_while_agents_publish(
-        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
-    settings, store, gateway = shared
+def test_kill_9_of_the_worker_5_times_while_agents_publish(
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path, figures: Path) -> None:
+    base, store, gateway = shared
+    settings = base.with_overrides(**QUICK_GROUP)
     worker = Worker(settings, tmp_path / "worker.log").start()
     try:
-        events = fleet(4)
+        events = fleet(6)
         acked: list[int] = []
-        publishing = _publisher(settings, events, 0.1, acked)
-        stalls = []
-        for threshold in (len(events) // 4, len(events) // 2):
-            wait_until(lambda t=threshold: store.count_events() >= t, timeout=240,
-                       interval=0.1)  # the first start on a busy CI box can be slow
+        publishing = _publisher(settings, events, 0.3, acked)
+        stalls, while_publishing = [], 0
+        for kill in range(1, KILLS + 1):
+            threshold = kill * len(events) // (KILLS + 1)
+            wait_until(lambda t=threshold: store.count_events() >= t,
+                       timeout=240, interval=0.1)  # the first start on a busy CI box is slow
+            while_publishing += publishing.is_alive()
             worker.kill9()
-            killed_at, before = time.monotonic(), store.count_events()
+            killed_at = time.monotonic()
             worker.start()
-            stalls.append(round(_stall_after(store, killed_at, before), 1))
+            stalls.append(round(stall_after_kill(store, events, killed_at), 1))
         publishing.join(120)
         _drain(gateway, [worker])
         assert acked == [len(events)]
         assert ranges(store) == clean_ranges(tmp_path, events)
-        result = report("kill-9-worker", events, store, kills=len(stalls),
+        result = report("kill-9-worker", events, store, figures, kills=len(stalls),
+                        kills_while_publishing=while_publishing,
                         stall_s="/".join(map(str, stalls)),
+                        session_timeout_s=settings.kafka_session_timeout_seconds,
                         redeliveries=store.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+        assert len(stalls) == KILLS and while_publishing >= 3, (stalls, while_publishing)
     finally:
         worker.stop()
 
 
-@WORKER_STALL
 def test_two_workers_in_one_group_share_safely(
-        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path) -> None:
+        shared: tuple[Settings, Any, KafkaGateway], tmp_path: Path, figures: Path) -> None:
     settings, store, gateway = shared
     other = settings.with_overrides(data_dir=tmp_path / "w2", worker_web_port=free_port())
     first = Worker(settings, tmp_path / "w1.log").start()
@@ -294,14 +298,17 @@ def test_two_workers_in_one_group_share_safely(
                    interval=0.1)
         second.kill9()  # its partitions move to the first after the session timeout
         killed_at = time.monotonic()
+        stall = round(stall_after_kill(store, events, killed_at), 1)
         publishing.join(120)
         _drain(gateway, [first])
         drained = round(time.monotonic() - killed_at, 1)
         assert acked == [len(events)]
         assert ranges(store) == clean_ranges(tmp_path, events)
-        result = report("two-workers-one-killed", events, store, drain_after_kill_s=drained,
+        result = report("two-workers-one-killed", events, store, figures, stall_s=stall,
+                        drain_after_kill_s=drained,
                         session_timeout_s=settings.kafka_session_timeout_seconds,
-                        retries=store.get_counters().get("retries", 0))
+                        retries=store.get_counters().get("retries", 0),
+                        redeliveries=store.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
         first.stop()

@@ -149,12 +149,43 @@ async def test_a_resent_event_is_two_messages_but_one_stored_event(
         rows = store.get_range("u1", "retry", 0, 100)
         assert [e.event_id for e in rows] == ["retry-0", "retry-1", "retry-2", "retry-9"]
         assert [e.index for e in rows] == [0, 1, 2, 3]
+        # received once per published message (the resend too, as a duplicate), as the
+        # gateway counts a resubmitted item; /v1/stats and /metrics read these counters
+        counted = {"events_received": 5, "duplicates": 1, "events_processed": 4}
+        await asyncio.to_thread(wait_until, lambda: _counters(store, counted) == counted,
+                                60, 0.5)
+        # every message consumed again (the group rewound): received does not move
+        stop_worker(worker)
+        await _rewind_group(settings)
+        worker = start_worker(settings, tmp_path / "worker2.log")
+        await asyncio.to_thread(wait_until, lambda: _counters(store, {"redeliveries": 0})
+                                == {"redeliveries": 5}, 120, 0.5)
+        assert _counters(store, counted) == counted
     finally:
         stop_worker(worker)
         store.close()
         drop_database(settings.mysql_database)
         async with TopicAdmin(settings.kafka_bootstrap) as admin:
             await admin.delete(spec.name for spec in topic_specs(settings.topic_prefix))
+
+
+def _counters(store: Any, names: dict[str, int]) -> dict[str, int]:
+    values = store.get_counters()
+    return {name: int(values.get(name, 0)) for name in names}
+
+
+async def _rewind_group(settings: Settings) -> None:
+    """Commit offset 0 for the (stopped) worker group: everything is redelivered."""
+    topic = settings.topic(AGENT_EVENTS)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap,
+                                group_id=settings.worker_id, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        parts = [TopicPartition(topic, p) for p in range(settings.kafka_partitions)]
+        consumer.assign(parts)
+        await consumer.commit({tp: 0 for tp in parts})
+    finally:
+        await consumer.stop()
 
 
 def test_the_client_adds_over_kafka_and_a_retry_stores_nothing_twice(

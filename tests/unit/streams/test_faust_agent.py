@@ -1,6 +1,5 @@
 """The cluster ingest agent without a broker: direct method calls, the embedded SQL store
-(same SqlStore code as MySQL), qdrant-client local mode, a dict for the Faust table and a
-list for the topics."""
+(same SqlStore code as MySQL), qdrant-client local mode and a list for the topics."""
 
 from __future__ import annotations
 
@@ -57,12 +56,16 @@ class Harness:
         index.ensure()
         self.parts = WorkerParts(settings, store, index, embedder, lambda: NOW)
         self.sink = ListSink()
-        self.table: dict[str, bytes] = {}
         self.clock = Clock()
         self.sleeps: list[float] = []
-        self.agent = fa.IngestAgent(self.parts, self.sink, self.table,
-                                    IdleTracker(30, self.clock), FailurePolicy(max_attempts=3),
-                                    sleep=self._sleep)
+        self.owned: set[str] | None = None  # None: every key is this worker's
+        self.agent = self.new_agent()
+
+    def new_agent(self) -> fa.IngestAgent:
+        """An agent as a (re)started worker process builds it on the same stores."""
+        return fa.IngestAgent(self.parts, self.sink, IdleTracker(30, self.clock),
+                              FailurePolicy(max_attempts=3), sleep=self._sleep,
+                              owns=lambda key: self.owned is None or key in self.owned)
 
     async def _sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
@@ -128,7 +131,7 @@ async def test_poison_goes_to_the_dead_letter_table_and_topic_with_its_position(
     # redelivered: the table keeps one letter per position
     await h.send(key, value, 7)
     assert h.store.count_dead_letters() == 1
-    assert h.store.count_pending_window_events() == 0 and h.table == {}
+    assert h.store.count_pending_window_events() == 0 and h.store.list_states(False) == []
 
 
 def _failing_service(h: Harness, errors: list[BaseException]) -> None:
@@ -192,10 +195,29 @@ async def test_an_open_window_found_after_a_restart_is_flushed_too(h: Harness) -
     events = [e for e in example_events() if e["kind"] != "session_end"][:3]
     for n, e in enumerate(events):
         await h.send(_key(e), e, n)
-    h.agent.idle.last_seen.clear()  # a new process: only the table survived
+    h.agent = h.new_agent()  # a new process: only the SQL state survived
     assert await h.agent.flush_idle() == 0  # clock starts now
     h.clock.now += 31
     assert await h.agent.flush_idle() == 1
+
+
+async def test_only_threads_of_assigned_partitions_get_idle_flushes(h: Harness) -> None:
+    """Two workers: an open window of a thread whose partition is another worker's is not
+    this worker's to close (that thread may be busy over there)."""
+    mine, theirs = example_events()[0], {**example_events()[0], "thread_id": "elsewhere",
+                                         "event_id": "e-elsewhere"}
+    for n, e in enumerate((mine, theirs)):
+        await h.send(_key(e), e, n)
+    h.owned = {_key(mine)}
+    h.agent = h.new_agent()
+    await h.agent.flush_idle()
+    h.clock.now += 31
+    assert await h.agent.flush_idle() == 1
+    assert [k for t, k, _v in h.sink.sent if t == fa.EVENTS] == [_key(mine).encode()]
+    h.owned = set()  # the partition moved away while the clock ran: no marker either
+    await h.send(_key(mine), {**mine, "event_id": "e-again"}, 2)
+    h.clock.now += 31
+    assert await h.agent.flush_idle() == 0
 
 
 class _Catalog:
@@ -225,8 +247,9 @@ async def test_alias_following_survives_a_connect_error(h: Harness) -> None:
 
 
 async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
-    """``create_app`` wiring through Faust's test context (no broker): the thread-state
-    table and a poison message dead-lettered with its Kafka position."""
+    """``create_app`` wiring through Faust's test context (no broker): thread state in
+    SQL (the app has no Faust table to recover) and a poison message dead-lettered with
+    its Kafka position."""
     from breadcrumb.streams.faust_app import create_app
 
     settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tc-")
@@ -241,25 +264,61 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
             if h.store.count_dead_letters():
                 break
             await asyncio.sleep(0.1)
-        table = app.tables["thread-state"]
-        assert orjson.loads(table[_key(events[0])])["next_index"] == 3
+        assert not app.tables  # nothing to recover after a rebalance
+        assert (h.store.get_state(_key(events[0])) or {})["next_index"] == 3
     assert h.store.count_events() == 3
     (position, reason, payload), = h.store.dead_letter_positions()
     assert position == "tc-agent-events/0/3" and "not JSON" in reason and payload == "{oops"
 
 
-async def test_a_table_left_behind_by_a_kill_is_overruled_by_the_committed_state(
-        h: Harness) -> None:
-    """kill -9 after the SQL commit but before the table's changelog write: the restarted
-    worker's table is a message behind; the next event must still get the next index."""
+async def test_a_restarted_worker_continues_from_the_committed_state(h: Harness) -> None:
+    """The state is read inside each message's transaction: a new process (``kill -9``
+    between messages) and a transaction rolled back mid-message both leave the next
+    event exactly the next index."""
     events = [e for e in example_events() if e["thread_id"] == "auth-refactor"][:4]
     key = _key(events[0])
-    await h.send(key, events[0], 0)
-    stale = h.table[key]
-    for n, event in enumerate(events[1:3], 1):
+    for n, event in enumerate(events[:2]):
         await h.send(key, event, n)
-    h.table[key] = stale  # what the changelog held when the worker died
+    h.agent = h.new_agent()
+    _failing_service(h, [RuntimeError("crash inside the transaction")])
+    assert await h.send(key, events[2], 2) == "processed"  # retried after the rollback
     assert await h.send(key, events[3], 3) == "processed"
     assert [e.index for e in h.store.get_range("demo", "auth-refactor", 0, 99)] == [0, 1, 2, 3]
     assert h.store.count_dead_letters() == 0
-    assert orjson.loads(h.table[key])["next_index"] == 4
+    assert (h.store.get_state(key) or {})["next_index"] == 4
+
+
+async def test_direct_publishes_are_received_once_by_position(h: Harness) -> None:
+    """SDK messages (no gateway saw them) count as received when first consumed; the same
+    position again (a redelivery) counts only as a redelivery; a resend of the event at a
+    new position is received and a duplicate, as at the gateway; flush markers and
+    gateway messages are not received here."""
+    events = [e for e in example_events() if e["kind"] != "session_end"][:3]
+    key = _key(events[0])
+    for n, e in enumerate(events):
+        assert await h.agent.handle(key.encode(), orjson.dumps(e), f"t-agent-events/0/{n}",
+                                    direct=True) == "processed"
+    for n, e in enumerate(events[:2]):  # redelivered after a crash / rebalance
+        await h.agent.handle(key.encode(), orjson.dumps(e), f"t-agent-events/0/{n}",
+                             direct=True)
+    assert await h.agent.handle(key.encode(), orjson.dumps(events[1]), "t-agent-events/0/3",
+                                direct=True) == "duplicate"  # the producer's resend
+    await h.agent.handle(key.encode(), b"{oops", "t-agent-events/0/4", direct=True)
+    await h.agent.handle(key.encode(), b"{oops", "t-agent-events/0/4", direct=True)
+    marker = {"_control": "flush", "user_id": "demo", "thread_id": events[0]["thread_id"],
+              "ts": NOW, "reason": "flush"}
+    await h.agent.handle(key.encode(), orjson.dumps(marker), "t-agent-events/0/5", direct=True)
+    other = {**events[0], "event_id": "via-gateway"}
+    await h.agent.handle(key.encode(), orjson.dumps(other), "t-agent-events/0/6")
+    counters = h.store.get_counters()
+    assert counters["events_received"] == 5  # 3 events, the resend, the poison message
+    assert counters["events_processed"] == 5  # 3 + the rejection + the gateway's event
+    assert (counters["redeliveries"], counters["duplicates"], counters["flushes"]) == (3, 1, 1)
+    assert h.store.count_dead_letters() == 1
+
+
+def test_the_direct_header_is_read_from_pairs_or_a_mapping() -> None:
+    from breadcrumb.streams.tracking import DIRECT_HEADER, is_direct
+
+    assert is_direct([("x", b"1"), (DIRECT_HEADER, b"1")]) and is_direct({DIRECT_HEADER: b"1"})
+    assert not is_direct(None) and not is_direct([]) and not is_direct({"x": b"1"})
