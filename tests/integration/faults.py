@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -68,30 +69,47 @@ def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes | bytearray) else value
 
 
-def thread_counts(store: Any) -> Counter[tuple[str, str]]:
-    """Stored raw events per (user, thread)."""
-    rows = store._read("SELECT user_id, thread_id, COUNT(*) FROM raw_events "
-                       "GROUP BY user_id, thread_id")
-    return Counter({(_text(u), _text(t)): int(n) for u, t, n in rows})
-
-
-def stall_after_kill(store: Any, events: list[dict[str, Any]], killed_at: float,
-                     timeout: float = 120) -> float:
-    """Seconds from a worker kill until every thread that still had events to store got
-    a new one stored: the longest any thread waited (a surviving worker's threads go on
-    at once; the killed worker's wait for the rebalance). Agents publish meanwhile."""
-    total = Counter((e["user_id"], e["thread_id"]) for e in events)
-    at_kill = thread_counts(store)
-    waiting = {t for t, n in total.items() if at_kill[t] < n}
+def stall_after(store: Any, before: int, killed_at: float, timeout: float = 120) -> float:
+    """Seconds from a worker kill (``time.monotonic()``) until a raw event beyond the
+    ``before`` stored at the kill is stored again (agents keep publishing meanwhile)."""
     deadline = killed_at + timeout
-    while waiting:
-        now = thread_counts(store)
-        waiting = {t for t in waiting if now[t] <= at_kill[t]}
-        if waiting and time.monotonic() > deadline:
-            raise AssertionError(f"threads {sorted(waiting)} stalled over {timeout} s")
-        if waiting:
-            time.sleep(0.1)
+    while store.count_events() <= before:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nothing stored for {timeout} s after the kill")
+        time.sleep(0.1)
     return time.monotonic() - killed_at
+
+
+def assignments(log: Path, topic: str) -> list[tuple[datetime, str, bool]]:
+    """From a worker's log: (time, partitions of ``topic`` assigned, e.g. ``{0-2}``, whether
+    the worker then reported "Worker ready") per rebalance, oldest first."""
+    out: list[tuple[datetime, str, bool]] = []
+    at: datetime | None = None
+    assigning = False  # inside the table after "Setting newly assigned partitions"
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("[") and len(line) > 24 and line[24] == "]":
+            at = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").astimezone()
+            assigning = "Setting newly assigned partitions" in line
+        if assigning and line.startswith(f"| {topic} ") and at is not None:
+            out.append((at, line.split("|")[2].strip(), False))
+        elif "Worker ready" in line and out and at is not None:
+            out[-1] = (at, out[-1][1], True)
+    return out
+
+
+def ready_with(log: Path, topic: str, partitions: str, since: datetime,
+               timeout: float = 120) -> float:
+    """Seconds from ``since`` until the worker writing ``log`` was ready holding
+    ``partitions`` of ``topic`` (e.g. ``{0-2}``: all of them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for at, assigned, ready in assignments(log, topic):
+            if ready and assigned == partitions and at > since:
+                return (at - since).total_seconds()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{log.name}: not ready with {partitions} of {topic} "
+                                 f"within {timeout} s")
+        time.sleep(0.2)
 
 
 def stored_ids(store: Any) -> list[tuple[str, str]]:
@@ -192,7 +210,7 @@ class PrivateKafka:
 
 
 async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]],
-                  pause: float = 0.0) -> int:
+                  pause: float | Callable[[int], float] = 0.0) -> int:
     """Publish keyed messages with acks=all and the SDK's header (counted as received by
     the worker); returns how many the broker acknowledged."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
@@ -204,14 +222,17 @@ async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]]
             await producer.send_and_wait(settings.topic("agent-events"), value, key=key,
                                          headers=[(DIRECT_HEADER, b"1")])
             acked += 1
-            if pause:
-                await asyncio.sleep(pause)
+            wait = pause(acked) if callable(pause) else pause
+            if wait:
+                await asyncio.sleep(wait)
     finally:
         await producer.stop()
     return acked
 
 
-def publish_events(settings: Settings, events: list[dict[str, Any]], pause: float = 0.0) -> int:
+def publish_events(settings: Settings, events: list[dict[str, Any]],
+                   pause: float | Callable[[int], float] = 0.0) -> int:
+    """Publish as agents do; ``pause``: seconds after each message (or after the n-th)."""
     return asyncio.run(produce(settings, [(key_of(e), orjson.dumps(e)) for e in events], pause))
 
 
