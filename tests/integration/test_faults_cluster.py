@@ -258,13 +258,17 @@ def test_kill_9_of_the_worker_5_times_while_agents_publish(
     base, store, gateway = shared
     settings = base.with_overrides(**QUICK_GROUP)
     worker = Worker(settings, tmp_path / "worker.log").start()
+    kills_done = threading.Event()
     try:
         events = fleet(6)
-        kills_done = threading.Event()
-        tail = len(events) - 40  # held back (one every 2 s) until the kills are done
+        tail, last = len(events) - 60, len(events) - 3
 
         def pause(sent: int) -> float:
-            return 0.3 if sent < tail or kills_done.is_set() else 2.0
+            """0.3 s apart; the last 60 events one every 4 s until the kills are done, the
+            last 3 not before (agents publish through every kill, however slow the box)."""
+            if sent >= last:
+                kills_done.wait(600)
+            return 0.3 if sent < tail or kills_done.is_set() else 4.0
         acked: list[int] = []
         publishing = _publisher(settings, events, pause, acked)
         stalls = []
@@ -289,6 +293,7 @@ def test_kill_9_of_the_worker_5_times_while_agents_publish(
                         redeliveries=store.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
+        kills_done.set()  # a failed kill must not leave the publisher waiting
         worker.stop()
 
 
