@@ -226,7 +226,9 @@ class IngestAgent:
         with the thread's events, by whichever worker owns the thread by then)."""
         if not self.parts.publishing:
             return 0  # a replayed generation gets the live worker's markers from the log
-        for key in await self._run(self._open_windows):
+        # not in the ingest executor: the scan must not wait behind a backlog of messages
+        loop = asyncio.get_running_loop()
+        for key in await loop.run_in_executor(None, self._open_windows):
             if self.owns(key):
                 self.idle.adopt(key)  # open window found after a restart: start its clock
         sent = 0
