@@ -126,6 +126,17 @@ def _build(directories: Sequence[str], dim: int, threshold_kb: int | None) -> di
     return {"changed": changed, "seconds": round(time.perf_counter() - started, 3)}
 
 
+def yield_to_service() -> None:
+    """Lowest CPU priority, and on a multi-core machine one core only, so the service
+    that spawned this build keeps a core of its own (HNSW construction would take all)."""
+    if hasattr(os, "nice"):
+        os.nice(19)
+    if hasattr(os, "sched_getaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) > 1:
+            os.sched_setaffinity(0, {cores[-1]})
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Child entry point: optimize each shard directory, print one JSON line."""
     parser = argparse.ArgumentParser(description="optimize Qdrant Edge shard copies")
@@ -133,8 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--dim", type=int, required=True)
     parser.add_argument("--threshold-kb", type=int, default=None)
     args = parser.parse_args(argv)
-    if hasattr(os, "nice"):
-        os.nice(10)  # the service that spawned us answers first
+    yield_to_service()
     sys.stdout.write(json.dumps(_build(args.directories, args.dim, args.threshold_kb)) + "\n")
     sys.stdout.flush()
 
