@@ -110,7 +110,8 @@ def main() -> None:
             time.sleep(args.window + 1)
             loop.stop.set()
             loop.join(60)
-        marker.write_text(json.dumps({"n": n, "optimized": True}))
+        marker.write_text(json.dumps({"n": n, "optimized": True,
+                                      "build_seconds": round(end - begin, 1)}))
         before = _stats(loop.samples, begin - args.window, begin)
         print(f"n={n}: build {end - begin:.1f} s (optimized={optimized}; phases "
               + ", ".join(f"{k} {v:.1f} s" for k, v in index.last_build.items()) + ")")
