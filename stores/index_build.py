@@ -17,10 +17,12 @@ the new complete shard current, and :func:`remove_strays` deletes the other.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -103,7 +105,7 @@ def run_child(directories: Sequence[Path], dim: int, threshold_kb: int | None,
 
     ``started`` receives the process (so a closing index can terminate it)."""
     cmd = [sys.executable, "-m", "breadcrumb.stores.index_build", *map(str, directories),
-           "--dim", str(dim)]
+           "--dim", str(dim), "--parent", str(os.getpid())]
     if threshold_kb is not None:
         cmd += ["--threshold-kb", str(threshold_kb)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -126,9 +128,24 @@ def _build(directories: Sequence[str], dim: int, threshold_kb: int | None) -> di
     return {"changed": changed, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def yield_to_service() -> None:
+def _die_with_parent(parent: int | None) -> None:
+    """Linux: SIGKILL this build when the service dies, so no orphan writes into a copy the
+    restarted service deletes or reuses (its own build then starts over)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:  # it died before prctl took effect
+        os._exit(1)
+
+
+def yield_to_service(parent: int | None = None) -> None:
     """Lowest CPU priority, and on a multi-core machine one core only, so the service
     that spawned this build keeps a core of its own (HNSW construction would take all)."""
+    _die_with_parent(parent)
     if hasattr(os, "nice"):
         os.nice(19)
     if hasattr(os, "sched_getaffinity"):
@@ -143,8 +160,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("directories", nargs="+")
     parser.add_argument("--dim", type=int, required=True)
     parser.add_argument("--threshold-kb", type=int, default=None)
+    parser.add_argument("--parent", type=int, default=None, help="pid of the service")
     args = parser.parse_args(argv)
-    yield_to_service()
+    yield_to_service(args.parent)
     sys.stdout.write(json.dumps(_build(args.directories, args.dim, args.threshold_kb)) + "\n")
     sys.stdout.flush()
 

@@ -268,8 +268,9 @@ class QdrantEdgeIndex:
         with self._gate, self._lock:
             shard = self._shard(name)
             shard.update(operation)
-            if self._recorded is not None and name in self._recorded:
-                self._recorded[name].append(operation)  # replayed into the built copy
+            recorded = self._recorded
+            if recorded is not None and name in recorded:
+                recorded[name].append(operation)  # replayed into the built copy
             now = time.monotonic()
             if now - self._last_flush.get(name, 0.0) >= self._flush_interval:
                 shard.flush()
