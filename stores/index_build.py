@@ -143,11 +143,12 @@ def _die_with_parent(parent: int | None) -> None:
 
 
 def yield_to_service(parent: int | None = None) -> None:
-    """Lowest CPU priority, and on a multi-core machine one core only, so the service
-    that spawned this build keeps a core of its own (HNSW construction would take all)."""
+    """Low CPU priority (nice 10; 19 starves the build on a busy box) and, on a multi-core
+    machine, one core only: the service that spawned this build keeps a core of its own
+    (HNSW construction would take them all)."""
     _die_with_parent(parent)
     if hasattr(os, "nice"):
-        os.nice(19)
+        os.nice(10)
     if hasattr(os, "sched_getaffinity"):
         cores = sorted(os.sched_getaffinity(0))
         if len(cores) > 1:
