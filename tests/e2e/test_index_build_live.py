@@ -8,7 +8,8 @@ and reset in-flight keep-alive requests. Asserted: the build really happened (a 
 generation is current and every dense vector is in a graph), no recall request failed,
 and recall p99 *during the build window* stays within 250 ms. That bound is for a
 machine the test has to itself; on a CI box shared with other jobs the same service
-is slower with no build at all, so the bound is max(250 ms, 3 x the p50 of recall
+is slower with no build at all (measured at load 25 on 2 cores: recall p50 100-180 ms
+with no build, p99 over 3 x p50), so the bound is max(250 ms, 4 x the p50 of recall
 measured just before the build in the same run) and both figures are printed. No
 request may take over 3 s either (the freeze this replaces lasted 6-23 s). The bench
 (``python -m bench.index_build``) reports the figures at larger sizes.
@@ -75,7 +76,7 @@ def test_recall_answers_within_250ms_p99_while_hnsw_builds(tmp_path: Path) -> No
         client = Client(url)
         client.start()
         try:
-            time.sleep(6)  # warm-up, then a same-run baseline without a build
+            time.sleep(9)  # warm-up, then a same-run baseline without a build
             begin = time.monotonic()
             done = httpx.post(f"{url}/v1/admin/optimize", timeout=900)
             end = time.monotonic()
@@ -101,9 +102,9 @@ def test_recall_answers_within_250ms_p99_while_hnsw_builds(tmp_path: Path) -> No
           f"p50 {during[len(during) // 2]:.1f} ms, p99 {p99:.1f} ms, max {during[-1]:.1f} ms")
     slow = sorted(((round(ms), round(start - end, 1)) for start, ms, _ in client.samples
                    if begin <= start <= end), reverse=True)[:5]
-    base = sorted(ms for start, ms, _ in client.samples if begin - 5 <= start < begin)
+    base = sorted(ms for start, ms, _ in client.samples if begin - 8 <= start < begin)
     assert len(base) >= 10, len(base)
-    bound = max(250.0, 3 * base[len(base) // 2])
+    bound = max(250.0, 4 * base[len(base) // 2])
     print(f"baseline p50 {base[len(base) // 2]:.1f} ms; bound {bound:.0f} ms; slowest during "
           f"the build (ms, s before its end): {slow}")
     assert p99 <= bound, f"recall p99 {p99:.1f} ms during the build (bound {bound:.0f} ms)"
