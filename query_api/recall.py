@@ -68,6 +68,7 @@ from breadcrumb.stores.ports import (
     SearchFilter,
     VectorIndex,
 )
+from breadcrumb.stores.query_cache import query_vector
 from breadcrumb.stores.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Event, Observation
 
@@ -183,7 +184,7 @@ class RecallService:
     # ------------------------------------------------------------------ retrieve
     def _query(self, text: str) -> Query:
         return Query(text, analyze_query(text), query_terms(text),
-                      self.embedder.embed_query(text))
+                      query_vector(self.embedder, text))
 
     def _retrieve(self, req: RecallRequest, query: Query) -> list[Candidate]:
         return self._search(req, query)[0]

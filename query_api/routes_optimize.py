@@ -2,9 +2,9 @@
 
 ``POST /v1/admin/optimize`` runs ``runtime.index.optimize()`` (Qdrant Edge: HNSW build,
 segment merge, vacuum) and answers ``{"optimized": bool, "seconds": float,
-"pending_points": int}``; ``409 optimize_running`` while one runs. The Edge binding keeps
-the GIL while it optimizes, so the service answers nothing else meanwhile: run it in a
-quiet moment (the background :class:`stores.index_maintenance.OptimizeJob` waits for one).
+"pending_points": int}``; ``409 optimize_running`` while one runs. The request waits for
+the build; every other request is served meanwhile (Qdrant Edge builds a copy of the shard
+in a child process and swaps it in: ``stores/index_build.py``).
 """
 
 from __future__ import annotations

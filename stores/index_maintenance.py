@@ -5,12 +5,13 @@ Qdrant Edge runs no optimizer in the background: points written since the last
 slower as memories accumulate (measured at 100k memories: see ``bench/recall.py``).
 :class:`OptimizeJob` calls ``index.optimize()`` on a daemon thread once at least
 ``min_points`` points were written since the last run *and* no point was written
-for ``idle_seconds`` (the binding keeps the GIL while optimizing, so the job waits
-for a quiet moment instead of stalling an ingest burst).
+for ``idle_seconds`` (a build on a shard that an ingest burst keeps changing would
+be stale at once; searches do not delay it).
 
-Searches stay correct around it: Qdrant swaps optimized segments in atomically, and
-the Edge index serialises shard calls with its lock, so a search runs before or
-after an optimize, never against half a segment (``tests/unit/stores/test_optimize_job.py``).
+The build does not hold the service: ``QdrantEdgeIndex.optimize()`` builds a copy
+of the shard in a child process and swaps it in (``stores/index_build.py``), so
+searches keep answering during it and return the same points after it
+(``tests/unit/stores/test_optimize_job.py``, ``tests/e2e/test_index_build_live.py``).
 """
 
 from __future__ import annotations
@@ -61,12 +62,8 @@ class OptimizeJob:
         self._thread: threading.Thread | None = None
 
     def due(self) -> bool:
-        """True when ``min_points`` are unindexed and the index was neither written nor
-        searched for ``idle_seconds`` (an optimize stalls the process: wait for quiet)."""
+        """True when ``min_points`` are unindexed and none was written for ``idle_seconds``."""
         pending, last = self.index.pending_writes()
-        activity = getattr(self.index, "last_activity", None)
-        if callable(activity):
-            last = max(last, float(activity()))
         return pending >= self.min_points and self.clock() - last >= self.idle_seconds
 
     def run_once(self, force: bool = False) -> bool:

@@ -11,10 +11,17 @@ single-point upsert at dim 384: 17 ms with a flush vs 0.2 ms without on an idle
 2-core machine, 176 ms under load), so it runs at most every
 ``flush_interval_seconds`` after a write, and always on :meth:`close`.
 ``flush_interval_seconds=0`` flushes after every write.
+
+HNSW builds never run on the live shard (the binding keeps the GIL while it
+optimizes): :meth:`QdrantEdgeIndex.optimize` builds a copy in a child process and
+swaps it in (``stores/index_build.py``). Writers take ``_gate`` then ``_lock``;
+searches take only ``_lock``, so they go on while a build copies or waits.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -23,6 +30,16 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from breadcrumb.stores.index_build import (
+    BuildError,
+    current_dirs,
+    edge_config,
+    next_generation,
+    remove_strays,
+    run_child,
+    unindexed,
+    write_pointer,
+)
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
 from breadcrumb.stores.qdrant_common import (
     CHUNKS,
@@ -47,17 +64,6 @@ from breadcrumb.stores.search_batch import SearchRequest, batched
 from breadcrumb.topics.records import Chunk, Observation
 
 PROBE_POINT_ID = "00000000-0000-0000-0000-000000000000"  # never a memory or chunk id
-
-
-def _config(dim: int, indexing_threshold_kb: int | None = None) -> qe.EdgeConfig:
-    optimizers = None
-    if indexing_threshold_kb is not None:  # None: the shard's persisted value / Qdrant's default
-        optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb)
-    return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        optimizers=optimizers,
-    )
 
 
 def _edge_filter(conditions: Sequence[Condition]) -> qe.Filter:
@@ -93,24 +99,38 @@ class QdrantEdgeIndex:
         self._dim = dim
         self._threshold = indexing_threshold_kb
         self._flush_interval = flush_interval_seconds
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # every shard call
+        self._gate = threading.RLock()  # writers; a build holds it to copy and to swap
+        self._build_lock = threading.Lock()  # one build at a time
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._dirs: dict[str, str] = {}  # collection -> current generation directory
+        self._recorded: dict[str, list[qe.UpdateOperation]] | None = None  # during a build
+        self._epoch = 0  # bumped by close(): a build started before it is discarded
+        self._child: subprocess.Popen[bytes] | None = None
         self._last_flush: dict[str, float] = {}
         self._unoptimized = 0  # points written since the last optimize()
         self._last_write = time.monotonic()
-        self._last_read = self._last_write  # searches are activity too (optimize waits)
+        self._last_read = self._last_write
+        self.last_build: dict[str, float] = {}  # seconds of the last build's phases
 
     # --- lifecycle -----------------------------------------------------------------
     def ensure(self) -> None:
-        """Load or create both shards and their keyword payload indexes."""
+        """Load or create both shards (the generations ``shards.json`` names) and their
+        keyword payload indexes; copies left by an interrupted build are deleted."""
         with self._lock:
+            if len(self._shards) == len(COLLECTIONS):
+                return
+            self._path.mkdir(parents=True, exist_ok=True)
+            self._dirs = current_dirs(self._path, COLLECTIONS)
+            if not self._build_lock.locked():  # no build of ours is copying right now
+                remove_strays(self._path, self._dirs)
             for name in COLLECTIONS:
                 if name not in self._shards:
-                    self._shards[name] = self._open(self._path / name)
+                    self._shards[name] = self._open(self._path / self._dirs[name])
                     self._last_flush[name] = time.monotonic()  # _open flushed
 
     def _open(self, directory: Path) -> qe.EdgeShard:
-        config = _config(self._dim, self._threshold)
+        config = edge_config(self._dim, self._threshold)
         if (directory / "edge_config.json").exists():
             shard = qe.EdgeShard.load(str(directory), config)
         else:
@@ -130,25 +150,97 @@ class QdrantEdgeIndex:
 
     def flush(self) -> None:
         """Persist both shards' segments now."""
-        with self._lock:
+        with self._gate, self._lock:
             for name, shard in self._shards.items():
                 shard.flush()
                 self._last_flush[name] = time.monotonic()
 
     def optimize(self) -> bool:
-        """Run Qdrant's segment optimizers (HNSW build, merge, vacuum); True if any ran.
+        """Build HNSW (Qdrant's optimizers: index, merge, vacuum) off the service; True if
+        a rebuilt shard was swapped in.
 
-        Edge runs no optimizers in the background: without this, new points are
-        searched brute force. Blocking, and the binding keeps the GIL while it runs
-        (measured: a 30 s optimize let no other Python thread run), so call it from
-        maintenance (:class:`stores.index_maintenance.OptimizeJob`) when idle.
-        Searches after it return the same points (tested).
+        Edge runs no optimizers in the background: without this, new points are searched
+        brute force. The live shard is never optimized (the binding keeps the GIL while
+        it does): each collection with unindexed points is flushed and copied (writes
+        wait, searches go on), built in a niced child process, caught up with the writes
+        made meanwhile, and swapped in; the old generation is deleted. Blocks the caller
+        until done, nobody else. Searches return the same points after it (tested).
         """
+        with self._build_lock:
+            self.ensure()
+            with self._lock:
+                todo = [n for n, s in self._shards.items() if unindexed(s.info()) > 0]
+                epoch, pending = self._epoch, self._unoptimized
+            if not todo:
+                self._done(pending)
+                return False
+            started = time.perf_counter()
+            with self._gate:
+                if epoch != self._epoch:  # closed since
+                    return False
+                with self._lock:
+                    for name in todo:
+                        self._shards[name].flush()
+                    pending = self._unoptimized
+                copies = {name: next_generation(self._path, name) for name in todo}
+                for name in todo:
+                    shutil.copytree(self._path / self._dirs[name], self._path / copies[name])
+                self._recorded = {name: [] for name in todo}
+            copied = time.perf_counter()
+            try:
+                try:
+                    changed = run_child([self._path / copies[n] for n in todo], self._dim,
+                                        self._threshold, self._started_child)
+                except BuildError:
+                    if epoch != self._epoch:  # close() stopped the child: not a failure
+                        return False
+                    raise
+                built = time.perf_counter()
+                if changed:
+                    changed = self._swap(copies, pending, epoch)
+                else:  # below the indexing threshold: nothing to build for these points
+                    self._done(pending)
+            finally:
+                self._child, self._recorded = None, None
+                remove_strays(self._path, current_dirs(self._path, COLLECTIONS))
+            self.last_build = {"copy": copied - started, "build": built - copied,
+                               "swap": time.perf_counter() - built}
+            return changed
+
+    def _started_child(self, proc: subprocess.Popen[bytes]) -> None:
+        self._child = proc
+
+    def _swap(self, copies: dict[str, str], pending: int, epoch: int) -> bool:
+        """Load the built copies, replay the writes recorded since the copy, swap them in."""
+        config = edge_config(self._dim, self._threshold)
+        new = {name: qe.EdgeShard.load(str(self._path / d), config) for name, d in copies.items()}
+        recorded = self._recorded or {}
+        done = {name: len(recorded[name]) for name in copies}
+        for name, shard in new.items():  # most of the catch-up without holding writers
+            for operation in recorded[name][: done[name]]:
+                shard.update(operation)
+        with self._gate:
+            if epoch != self._epoch:  # closed meanwhile: the copies are stale
+                for shard in new.values():
+                    shard.close()
+                return False
+            for name, shard in new.items():
+                for operation in recorded[name][done[name]:]:
+                    shard.update(operation)
+                shard.flush()
+            write_pointer(self._path, {**self._dirs, **copies})
+            with self._lock:
+                old = [self._shards[name] for name in copies]
+                self._shards.update(new)
+                self._dirs.update(copies)
+                self._done(pending)
+        for shard in old:
+            shard.close()
+        return True
+
+    def _done(self, pending: int) -> None:
         with self._lock:
-            pending = self._unoptimized
-            changed = [shard.optimize() for shard in self._shards.values()]
             self._unoptimized -= pending  # writes that raced in stay counted
-            return any(changed)
 
     def last_activity(self) -> float:
         """``time.monotonic()`` of the last write or search."""
@@ -159,8 +251,13 @@ class QdrantEdgeIndex:
         return self._unoptimized, self._last_write
 
     def close(self) -> None:
-        """Flush and close both shards (the index can be re-opened with ensure())."""
-        with self._lock:
+        """Flush and close both shards (the index can be re-opened with ensure()); a
+        running build is stopped and its copy discarded."""
+        self._epoch += 1  # before the child dies: the build sees it was stopped
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.terminate()
+        with self._gate, self._lock:
             self.flush()
             for shard in self._shards.values():
                 shard.close()
@@ -168,9 +265,12 @@ class QdrantEdgeIndex:
 
     # --- writes --------------------------------------------------------------------
     def _write(self, name: str, operation: qe.UpdateOperation) -> None:
-        with self._lock:
+        with self._gate, self._lock:
             shard = self._shard(name)
             shard.update(operation)
+            recorded = self._recorded
+            if recorded is not None and name in recorded:
+                recorded[name].append(operation)  # replayed into the built copy
             now = time.monotonic()
             if now - self._last_flush.get(name, 0.0) >= self._flush_interval:
                 shard.flush()
@@ -209,7 +309,7 @@ class QdrantEdgeIndex:
         check_batch("chunks", chunks, dense, sparse)
         if not chunks:
             return
-        with self._lock:
+        with self._gate, self._lock:
             statuses = self._memory_payloads({c.memory_id for c in chunks})
             points = [
                 self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
@@ -232,7 +332,7 @@ class QdrantEdgeIndex:
 
         Raises :class:`stores.qdrant_common.PointNotFoundError` for an unknown memory.
         """
-        with self._lock:
+        with self._gate, self._lock:
             if not self._memory_payloads({memory_id}):
                 raise missing_memory(memory_id)
             self._write(MEMORIES, qe.UpdateOperation.set_payload([memory_id], dict(values)))
@@ -316,7 +416,7 @@ class QdrantEdgeIndex:
         """A write that changes nothing (deleting an id no point has) on both shards, and
         with ``flush`` a flush of their segments: raises when the index cannot take writes
         (closed shard, WAL files gone or unwritable; segment files only with ``flush``)."""
-        with self._lock:
+        with self._gate, self._lock:
             for name in COLLECTIONS:
                 shard = self._shard(name)
                 shard.update(qe.UpdateOperation.delete_points([PROBE_POINT_ID]))
