@@ -202,21 +202,36 @@ class HashEmbedder:
         self.dim = dim
         self.ngram = ngram
         self.name = f"hash/char{ngram}-{dim}"
+        # word -> its features' (bucket, summed sign) pairs; words repeat across texts
+        self._word_buckets: dict[str, tuple[tuple[int, float], ...]] = {}
 
-    def _features(self, text: str) -> list[str]:
-        features: list[str] = []
-        for word in text.lower().split():
-            padded = f" {word} "
-            features.append(padded)
-            n = min(self.ngram, len(padded))
-            features.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
-        return features
+    def _word_features(self, word: str) -> list[str]:
+        padded = f" {word} "
+        n = min(self.ngram, len(padded))
+        return [padded, *(padded[i : i + n] for i in range(len(padded) - n + 1))]
+
+    def _buckets(self, word: str) -> tuple[tuple[int, float], ...]:
+        sums: dict[int, float] = {}
+        for feature in self._word_features(word):
+            h = zlib.crc32(feature.encode("utf-8"))
+            bucket = h % self.dim
+            sums[bucket] = sums.get(bucket, 0.0) + (1.0 if (h >> 31) & 1 else -1.0)
+        return tuple(sums.items())
 
     def _embed(self, text: str) -> list[float]:
+        # Every contribution is +-1.0, so the sums are exact integers in any order: the
+        # per-word cache gives the same floats as adding feature by feature.
         vector = [0.0] * self.dim
-        for feature in self._features(text):
-            h = zlib.crc32(feature.encode("utf-8"))
-            vector[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
+        cache = self._word_buckets
+        for word in text.lower().split():
+            pairs = cache.get(word)
+            if pairs is None:
+                pairs = self._buckets(word)
+                if len(cache) >= _CACHE_MAX_WORDS:
+                    cache.clear()
+                cache[word] = pairs
+            for bucket, weight in pairs:
+                vector[bucket] += weight
         norm = math.sqrt(sum(v * v for v in vector))
         if norm == 0.0:
             # A zero vector has no cosine; give empty text a fixed direction instead.
