@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: Texts with more lines than this are scanned by head/tail/error lines only.
 MAX_SCAN_LINES = 300
@@ -52,17 +53,19 @@ class _Rule:
     groups: tuple[int, ...] = (0,)
     check: Callable[[Match], bool] | None = None
     # Every match contains one of these substrings (a necessary condition, so a text
-    # holding none of them skips the pattern; empty = always run it).
+    # holding none of them skips the pattern; empty = always run it); with ``fold`` they
+    # are looked for in the lowercased text (the pattern ignores ASCII case).
     needs: tuple[str, ...] = ()
+    fold: bool = False
 
 
 def _rule(
     kinds: str, pattern: str, groups: tuple[int, ...] = (0,),
-    check: Callable[[Match], bool] | None = None, needs: str = "",
+    check: Callable[[Match], bool] | None = None, needs: str = "", fold: bool = False,
 ) -> _Rule:
     """``needs``: space-separated substrings, one of which every match contains."""
     return _Rule(re.compile(pattern, _F), tuple(kinds.split()), groups, check,
-                 tuple(needs.split(" ")) if needs else ())
+                 tuple(needs.split(" ")) if needs else (), fold)
 
 
 def _path_ok(m: Match) -> bool:
@@ -134,9 +137,9 @@ _RULES: tuple[_Rule, ...] = (
     _rule("regex", rf"\bre\.(?:compile|match|search|fullmatch|sub|findall)\(\s*r?{_STR}", (2,),
           needs="re."),
     _rule("port port", r"(?i:\bport)[ \t]*(?:[:=][ \t]*|is[ \t]+|to[ \t]+|on[ \t]+)?(\d{2,5})\b",
-          (0, 1), _port_ok),
+          (0, 1), _port_ok, needs="port", fold=True),
     _rule("port port", "ポート[ \t]*(?:番号)?[ \t]*[:=：は]?[ \t]*(\\d{2,5})(?!\\d)", (0, 1),
-          _port_ok),
+          _port_ok, needs="ポート"),
     _rule("port port",
           r"(?<![\w:/.-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*))?"
           r":(\d{2,5})(?![\w.:-])", (0, 2), _port_ok, needs=":"),
@@ -150,14 +153,16 @@ _RULES: tuple[_Rule, ...] = (
     _rule("error", r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+[1-5]\d\d\b", needs="HTTP"),
     _rule("error", r"\b[45]\d\d[ \t]+(?:Bad Gateway|Gateway Timeout|Service Unavailable"
           r"|Not Found|Internal Server Error|Bad Request|Unauthorized|Forbidden"
-          r"|Too Many Requests|Conflict)\b"),
+          r"|Too Many Requests|Conflict)\b",
+          needs="Gateway Unavailable Found Error Request Unauthorized Forbidden Conflict"),
     _rule("error", r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b"
           r"(?::[ \t]+[^\n`]*[^\s`.])?", needs="Error Exception Warning"),
     _rule("error", r"^(?:FAILED|ERROR|FATAL|PANIC)\b[^\n]*\S|\bpanic: [^\n]*\S",
           needs="FAILED ERROR FATAL PANIC panic:"),
     _rule("error", r"^E[ \t]{2,}(\S[^\n]*\S)", (1,), needs="E"),
     _rule("error", r"^[\w./-]+::\S+[ \t]+(?:FAILED|ERROR)\b", needs="::"),
-    _rule("cron", r"(?<![\w*/,-])(?:[\d*/,-]+[ \t]+){4}[\d*/,-]+(?![\w*/,-])", check=_cron_ok),
+    _rule("cron", r"(?<![\w*/,-])(?:[\d*/,-]+[ \t]+){4}[\d*/,-]+(?![\w*/,-])", check=_cron_ok,
+          needs="* /"),
     _rule("cron", r"(?<!\w)@(?:yearly|annually|monthly|weekly|daily|hourly|reboot)\b",
           needs="@"),
     _rule("arxiv", r"\b(?i:arxiv):[ \t]?\d{4}\.\d{4,5}(?:v\d+)?\b", needs=":"),
@@ -305,9 +310,19 @@ def _nth_newline_back(text: str, n: int) -> int:
 
 
 def _rule_values(piece: str) -> Iterator[tuple[int, str, str]]:
+    lowered: str | None = None
     for rule in _RULES:
-        if rule.needs and not any(n in piece for n in rule.needs):
-            continue
+        needs = rule.needs
+        if needs:
+            text = piece
+            if rule.fold:
+                lowered = piece.lower() if lowered is None else lowered
+                text = lowered
+            if len(needs) == 1:
+                if needs[0] not in text:
+                    continue
+            elif not any(n in text for n in needs):
+                continue
         for m in rule.pattern.finditer(piece):
             if rule.check is not None and not rule.check(m):
                 continue
@@ -324,8 +339,25 @@ def extract_typed_values(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tup
 
     Kinds: url, endpoint, path, nodeid, file, domain, email, env, env_name, env_value,
     regex, port, image, version, error, cron, arxiv, arxiv_id, hash, identifier, flag,
-    quoted, sql, sql_table, sql_column.
+    quoted, sql, sql_table, sql_column. Texts up to :data:`CACHE_MAX_CHARS` are cached
+    (agents repeat commands, outputs and messages; the result is a pure function).
     """
+    if len(text) <= CACHE_MAX_CHARS:
+        return list(_cached_typed_values(text, max_lines))
+    return _typed_values(text, max_lines)
+
+
+#: Texts up to this size have their values cached (LRU of :data:`CACHE_ENTRIES`).
+CACHE_MAX_CHARS = 8192
+CACHE_ENTRIES = 4096
+
+
+@lru_cache(maxsize=CACHE_ENTRIES)
+def _cached_typed_values(text: str, max_lines: int) -> tuple[tuple[str, str], ...]:
+    return tuple(_typed_values(text, max_lines))
+
+
+def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
     found: list[tuple[int, int, str, str]] = []
     for offset, piece in scan_segments(text, max_lines):
         for pos, kind, value in _rule_values(piece):
