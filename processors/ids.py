@@ -17,15 +17,21 @@ BREADCRUMB_NAMESPACE = uuid.UUID("6f1d3c2e-8b4a-5e71-9c0d-2a7b4e9f1c35")
 
 
 _NAMESPACE_SHA1 = hashlib.sha1(BREADCRUMB_NAMESPACE.bytes)
-# ``json.dumps(..., ensure_ascii=False)`` builds a new encoder per call; this is the same one.
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+# The string escaping ``json.dumps(..., ensure_ascii=False)`` applies (its C version).
+_QUOTE = json.encoder.encode_basestring
+
+
+def _json_list(parts: tuple[str | int, ...]) -> str:
+    """``json.dumps(list(parts), ensure_ascii=False)`` for str and int parts, without
+    building an encoder per call."""
+    return "[" + ", ".join(_QUOTE(p) if isinstance(p, str) else str(int(p)) for p in parts) + "]"
 
 
 def _uuid5(*parts: str | int) -> str:
     """``str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(parts)))``, without building a
     UUID object: SHA-1 of namespace + name, version 5 and the RFC 4122 variant set."""
     sha = _NAMESPACE_SHA1.copy()
-    sha.update(_ENCODE(list(parts)).encode("utf-8"))
+    sha.update(_json_list(parts).encode("utf-8"))
     raw = bytearray(sha.digest()[:16])
     raw[6] = (raw[6] & 0x0F) | 0x50
     raw[8] = (raw[8] & 0x3F) | 0x80
