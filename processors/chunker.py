@@ -103,11 +103,12 @@ class _Counter:
 
     def _units(self, text: str) -> Iterator[_Unit]:
         pos = 0
+        count, limit, overhead = self.count, self.max, self.overhead  # hot loop: locals
         for line in text.splitlines(keepends=True):
             end = pos + len(line)
-            tokens = self.count(line)
-            if tokens <= self.max:
-                yield pos, end, self._cost(tokens), tokens
+            tokens = count(line)
+            if tokens <= limit:
+                yield pos, end, tokens - overhead if tokens > overhead else 0, tokens
             else:
                 yield from self._line_units(text, pos, line)
             pos = end
@@ -150,11 +151,12 @@ class _Counter:
 
     def _pack(self, units: Iterator[_Unit]) -> Iterator[list[_Unit]]:
         group: list[_Unit] = []
-        cost = self.overhead
+        limit, overhead = self.max, self.overhead
+        cost = overhead
         for unit in units:
-            if group and cost + unit[2] > self.max:
+            if group and cost + unit[2] > limit:
                 yield group
-                group, cost = [], self.overhead
+                group, cost = [], overhead
             group.append(unit)
             cost += unit[2]
         if group:
