@@ -49,17 +49,6 @@ _RUN_END = b"w "
 _RUN_END_PADDED = b"w" * _CHARS_PER_WORD_TOKEN + b" "  # the end of a run, 3 more bytes
 
 
-def _ascii_tokens(text: str) -> int:
-    """The rule below on ASCII text: symbols are the bytes left once word and whitespace
-    bytes are deleted; a word run of n bytes, padded with 3 more at its end, holds
-    exactly ceil(n / 4) non-overlapping ``wwww``."""
-    data = text.encode("ascii")
-    symbols = len(data.translate(None, _ASCII_WORD_OR_SPACE))
-    padded = (data.translate(_TO_W_OR_SPACE) + b" ").replace(
-        _RUN_END, _RUN_END_PADDED)
-    return symbols + padded.count(_W_PIECE)
-
-
 def estimate_tokens(text: str) -> int:
     """Estimate the token count of ``text`` without a tokenizer.
 
@@ -81,7 +70,13 @@ def estimate_tokens(text: str) -> int:
     if not text:
         return 0
     if text.isascii():
-        return max(1, _ascii_tokens(text))
+        # On bytes: symbols are the bytes left once word and whitespace bytes are deleted;
+        # a word run of n bytes, padded with 3 more at its end, holds exactly ceil(n / 4)
+        # non-overlapping "wwww" (this runs for every line of every chunk).
+        data = text.encode("ascii")
+        padded = (data.translate(_TO_W_OR_SPACE) + b" ").replace(_RUN_END, _RUN_END_PADDED)
+        return max(1, len(data.translate(None, _ASCII_WORD_OR_SPACE))
+                   + padded.count(_W_PIECE))
     cjk = len(_CJK_RE.findall(text))
     symbols = len(_SYMBOL_RE.findall(text))
     words = len(_WORD_PIECE_RE.findall(text))
