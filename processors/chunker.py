@@ -8,8 +8,8 @@ greedily up to ``max_tokens``. Every chunk is a verbatim slice:
 event tile its content in order (empty content gives no chunk). A chunk never spans
 two events.
 
-Cost is linear in the content: each unit is counted once, each packed chunk once more
-to verify the bound (token counts of real tokenizers are not exactly additive; a
+Cost is linear in the content: each unit is counted once, each packed chunk of several
+units once more to verify the bound (token counts of real tokenizers are not exactly additive; a
 chunk that fails the check is split in halves by units). A constant per-call
 overhead, ``count_tokens("")`` (e.g. the special tokens a tokenizer adds), is counted
 once per chunk rather than once per unit.
@@ -35,8 +35,9 @@ _PIECE_RE = re.compile(r"\s*\S+\s*|\s+")
 # per token of budget (a cap on the cost of one search; shorter cuts stay correct).
 _MAX_CHARS_PER_TOKEN = 16
 
-# A unit: (start, end, cost) with offsets into the content and cost excluding overhead.
-_Unit = tuple[int, int, int]
+# A unit: (start, end, cost, tokens) with offsets into the content, cost excluding the
+# overhead and tokens as counted (a chunk of one unit is not counted again).
+_Unit = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,12 @@ class _Counter:
 
     def _units(self, text: str) -> Iterator[_Unit]:
         pos = 0
+        count, limit, overhead = self.count, self.max, self.overhead  # hot loop: locals
         for line in text.splitlines(keepends=True):
             end = pos + len(line)
-            tokens = self.count(line)
-            if tokens <= self.max:
-                yield pos, end, self._cost(tokens)
+            tokens = count(line)
+            if tokens <= limit:
+                yield pos, end, tokens - overhead if tokens > overhead else 0, tokens
             else:
                 yield from self._line_units(text, pos, line)
             pos = end
@@ -116,7 +118,7 @@ class _Counter:
             start, end = base + match.start(), base + match.end()
             tokens = self.count(match.group())
             if tokens <= self.max:
-                yield start, end, self._cost(tokens)
+                yield start, end, self._cost(tokens), tokens
             else:
                 yield from self._char_units(text, start, end)
 
@@ -124,7 +126,7 @@ class _Counter:
         pos = start
         while pos < end:
             length, tokens = self._longest_prefix(text, pos, min(end, pos + self._cap()))
-            yield pos, pos + length, self._cost(tokens)
+            yield pos, pos + length, self._cost(tokens), tokens
             pos += length
 
     def _longest_prefix(self, text: str, start: int, stop: int) -> tuple[int, int]:
@@ -149,11 +151,12 @@ class _Counter:
 
     def _pack(self, units: Iterator[_Unit]) -> Iterator[list[_Unit]]:
         group: list[_Unit] = []
-        cost = self.overhead
+        limit, overhead = self.max, self.overhead
+        cost = overhead
         for unit in units:
-            if group and cost + unit[2] > self.max:
+            if group and cost + unit[2] > limit:
                 yield group
-                group, cost = [], self.overhead
+                group, cost = [], overhead
             group.append(unit)
             cost += unit[2]
         if group:
@@ -161,7 +164,7 @@ class _Counter:
 
     def _verify(self, text: str, group: list[_Unit], out: list[tuple[int, int, int]]) -> None:
         start, end = group[0][0], group[-1][1]
-        tokens = self.count(text[start:end])
+        tokens = group[0][3] if len(group) == 1 else self.count(text[start:end])
         if tokens <= self.max or len(group) == 1:
             out.append((start, end, tokens))
             return

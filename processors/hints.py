@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 #: Texts with more lines than this are scanned by head/tail/error lines only.
 MAX_SCAN_LINES = 300
@@ -51,13 +52,20 @@ class _Rule:
     kinds: tuple[str, ...]  # one kind per emitted group
     groups: tuple[int, ...] = (0,)
     check: Callable[[Match], bool] | None = None
+    # Every match contains one of these substrings (a necessary condition, so a text
+    # holding none of them skips the pattern; empty = always run it); with ``fold`` they
+    # are looked for in the lowercased text (the pattern ignores ASCII case).
+    needs: tuple[str, ...] = ()
+    fold: bool = False
 
 
 def _rule(
     kinds: str, pattern: str, groups: tuple[int, ...] = (0,),
-    check: Callable[[Match], bool] | None = None,
+    check: Callable[[Match], bool] | None = None, needs: str = "", fold: bool = False,
 ) -> _Rule:
-    return _Rule(re.compile(pattern, _F), tuple(kinds.split()), groups, check)
+    """``needs``: space-separated substrings, one of which every match contains."""
+    return _Rule(re.compile(pattern, _F), tuple(kinds.split()), groups, check,
+                 tuple(needs.split(" ")) if needs else (), fold)
 
 
 def _path_ok(m: Match) -> bool:
@@ -100,65 +108,80 @@ def _has_digit_and_letter(m: Match) -> bool:
 
 # Order matters only for ties at the same offset (longer values sort first anyway).
 _RULES: tuple[_Rule, ...] = (
-    _rule("url", r"\b(?:https?|wss?|postgres(?:ql)?|redis|mysql|amqp|s3)://[^\s'\"`<>]+"),
+    _rule("url", r"\b(?:https?|wss?|postgres(?:ql)?|redis|mysql|amqp|s3)://[^\s'\"`<>]+",
+          needs="://"),
     _rule("endpoint path", r"\b(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)[ \t]+(/[^\s'\"`<>,]*)",
-          (0, 1)),
+          (0, 1), needs="/"),
     _rule("env env_name env_value",
-          r"(?<![\w$])(([A-Z][A-Z0-9_]+)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`]+))", (1, 2, 3)),
-    _rule("email", r"\b[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b"),
-    _rule("nodeid path", r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::[\w\[\]:.-]*[\w\]]", (0, 1)),
+          r"(?<![\w$])(([A-Z][A-Z0-9_]+)=(\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`]+))", (1, 2, 3),
+          needs="="),
+    _rule("email", r"\b[\w.+-]+@(?:[\w-]+\.)+[A-Za-z]{2,}\b", needs="@"),
+    _rule("nodeid path", r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.py)::[\w\[\]:.-]*[\w\]]", (0, 1),
+          needs="::"),
     _rule("path", r"(?<![\w/.:~@-])(?:~|\.{1,2})?/?(?:[\w.{}@+-]+/)+[\w.{}@+-]*[\w}]",
-          check=_path_ok),
-    _rule("path", r"^(?:---|\+\+\+) [ab]/(\S+)", (1,)),
-    _rule("file", rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXTS})\b(?![\w-])"),
-    _rule("file", r"(?<![\w/.-])(?:Dockerfile|Makefile|Procfile|\.env(?:\.[\w-]+)?|\.gitignore)\b"),
+          check=_path_ok, needs="/"),
+    _rule("path", r"^(?:---|\+\+\+) [ab]/(\S+)", (1,), needs="/"),
+    _rule("file", rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXTS})\b(?![\w-])", needs="."),
+    _rule("file", r"(?<![\w/.-])(?:Dockerfile|Makefile|Procfile|\.env(?:\.[\w-]+)?|\.gitignore)\b",
+          needs="Dockerfile Makefile Procfile .env .gitignore"),
     _rule("domain",
-          rf"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:{_TLDS})\b(?![\w-]|\.[a-z])"),
+          rf"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+(?:{_TLDS})\b(?![\w-]|\.[a-z])",
+          needs="."),
     _rule("regex",
-          r"(?<![\w)\]/.])/(?=[\^(\[\\])(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[dgimsuy]*"),
-    _rule("regex regex", r"\b[rR]b?([\"'])((?:\\.|(?!\1)[^\\\n])*)\1", (0, 2)),
-    _rule("regex regex", rf"\bnew\s+RegExp\(\s*{_STR}(?:\s*,\s*[\"'][a-z]*[\"'])?\s*\)", (0, 2)),
-    _rule("regex", rf"\bre\.(?:compile|match|search|fullmatch|sub|findall)\(\s*r?{_STR}", (2,)),
+          r"(?<![\w)\]/.])/(?=[\^(\[\\])(?:\\.|\[(?:\\.|[^\]\\\n])*\]|[^/\\\n\[])+/[dgimsuy]*",
+          needs="/"),
+    _rule("regex regex", r"\b[rR]b?([\"'])((?:\\.|(?!\1)[^\\\n])*)\1", (0, 2),
+          needs="\" '"),
+    _rule("regex regex", rf"\bnew\s+RegExp\(\s*{_STR}(?:\s*,\s*[\"'][a-z]*[\"'])?\s*\)", (0, 2),
+          needs="RegExp"),
+    _rule("regex", rf"\bre\.(?:compile|match|search|fullmatch|sub|findall)\(\s*r?{_STR}", (2,),
+          needs="re."),
     _rule("port port", r"(?i:\bport)[ \t]*(?:[:=][ \t]*|is[ \t]+|to[ \t]+|on[ \t]+)?(\d{2,5})\b",
-          (0, 1), _port_ok),
+          (0, 1), _port_ok, needs="port", fold=True),
     _rule("port port", "ポート[ \t]*(?:番号)?[ \t]*[:=：は]?[ \t]*(\\d{2,5})(?!\\d)", (0, 1),
-          _port_ok),
+          _port_ok, needs="ポート"),
     _rule("port port",
           r"(?<![\w:/.-])((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*))?"
-          r":(\d{2,5})(?![\w.:-])", (0, 2), _port_ok),
-    _rule("port", r"(?<![\w-])-p[ \t]+(\d{2,5}:\d{2,5})\b", (1,)),
+          r":(\d{2,5})(?![\w.:-])", (0, 2), _port_ok, needs=":"),
+    _rule("port", r"(?<![\w-])-p[ \t]+(\d{2,5}:\d{2,5})\b", (1,), needs="-p"),
     _rule("image", r"(?<![\w/.:-])((?:[a-z0-9.-]+/)*[a-z0-9][a-z0-9._-]*):([A-Za-z0-9][\w.-]*)",
-          check=_image_ok),
+          check=_image_ok, needs=":"),
     _rule("version",
-          r"(?<![\w.])v?\d+\.\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z][0-9A-Za-z.]*)?(?!\w|\.\d)"),
-    _rule("error", rf"\bE(?:{_ERRNOS})\b|\bE\d{{3,5}}\b"),
-    _rule("error", r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+[1-5]\d\d\b"),
+          r"(?<![\w.])v?\d+\.\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z][0-9A-Za-z.]*)?(?!\w|\.\d)",
+          needs="."),
+    _rule("error", rf"\bE(?:{_ERRNOS})\b|\bE\d{{3,5}}\b", needs="E"),
+    _rule("error", r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+[1-5]\d\d\b", needs="HTTP"),
     _rule("error", r"\b[45]\d\d[ \t]+(?:Bad Gateway|Gateway Timeout|Service Unavailable"
           r"|Not Found|Internal Server Error|Bad Request|Unauthorized|Forbidden"
-          r"|Too Many Requests|Conflict)\b"),
+          r"|Too Many Requests|Conflict)\b",
+          needs="Gateway Unavailable Found Error Request Unauthorized Forbidden Conflict"),
     _rule("error", r"\b(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b"
-          r"(?::[ \t]+[^\n`]*[^\s`.])?"),
-    _rule("error", r"^(?:FAILED|ERROR|FATAL|PANIC)\b[^\n]*\S|\bpanic: [^\n]*\S"),
-    _rule("error", r"^E[ \t]{2,}(\S[^\n]*\S)", (1,)),
-    _rule("error", r"^[\w./-]+::\S+[ \t]+(?:FAILED|ERROR)\b"),
-    _rule("cron", r"(?<![\w*/,-])(?:[\d*/,-]+[ \t]+){4}[\d*/,-]+(?![\w*/,-])", check=_cron_ok),
-    _rule("cron", r"(?<!\w)@(?:yearly|annually|monthly|weekly|daily|hourly|reboot)\b"),
-    _rule("arxiv", r"\b(?i:arxiv):[ \t]?\d{4}\.\d{4,5}(?:v\d+)?\b"),
-    _rule("arxiv_id", r"(?<![\w.])\d{4}\.\d{4,5}(?:v\d+)?(?!\w|\.\d)", check=_arxiv_ok),
+          r"(?::[ \t]+[^\n`]*[^\s`.])?", needs="Error Exception Warning"),
+    _rule("error", r"^(?:FAILED|ERROR|FATAL|PANIC)\b[^\n]*\S|\bpanic: [^\n]*\S",
+          needs="FAILED ERROR FATAL PANIC panic:"),
+    _rule("error", r"^E[ \t]{2,}(\S[^\n]*\S)", (1,), needs="E"),
+    _rule("error", r"^[\w./-]+::\S+[ \t]+(?:FAILED|ERROR)\b", needs="::"),
+    _rule("cron", r"(?<![\w*/,-])(?:[\d*/,-]+[ \t]+){4}[\d*/,-]+(?![\w*/,-])", check=_cron_ok,
+          needs="* /"),
+    _rule("cron", r"(?<!\w)@(?:yearly|annually|monthly|weekly|daily|hourly|reboot)\b",
+          needs="@"),
+    _rule("arxiv", r"\b(?i:arxiv):[ \t]?\d{4}\.\d{4,5}(?:v\d+)?\b", needs=":"),
+    _rule("arxiv_id", r"(?<![\w.])\d{4}\.\d{4,5}(?:v\d+)?(?!\w|\.\d)", check=_arxiv_ok,
+          needs="."),
     _rule("hash", r"\b[0-9a-f]{7,40}\b", check=_has_digit_and_letter),
-    _rule("identifier", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\()"),
+    _rule("identifier", r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?=\()", needs="("),
     _rule("identifier", r"\b[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*\b"),
     _rule("identifier", r"\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b"),
-    _rule("identifier", r"\b_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"),
-    _rule("identifier", r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"),
-    _rule("identifier", r"(?<![\w./-])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)"),
-    _rule("flag", r"(?<![\w-])--[a-z][\w-]*(?:=[^\s'\"`]+)?"),
-    _rule("quoted", r"`([^`\n]{1,120})`", (1,)),
-    _rule("quoted", r"[:=][ \t]*\"([^\"\n]{1,120})\"", (1,)),
-    _rule("quoted", r"[:=][ \t]*'([^'\n]{1,120})'", (1,)),
-    _rule("quoted", "「([^」\n]{1,80})」", (1,)),
+    _rule("identifier", r"\b_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", needs="_"),
+    _rule("identifier", r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", needs="_"),
+    _rule("identifier", r"(?<![\w./-])[a-z][a-z0-9]+(?:-[a-z0-9]+)+(?![\w/-]|\.\w)", needs="-"),
+    _rule("flag", r"(?<![\w-])--[a-z][\w-]*(?:=[^\s'\"`]+)?", needs="--"),
+    _rule("quoted", r"`([^`\n]{1,120})`", (1,), needs="`"),
+    _rule("quoted", r"[:=][ \t]*\"([^\"\n]{1,120})\"", (1,), needs="\""),
+    _rule("quoted", r"[:=][ \t]*'([^'\n]{1,120})'", (1,), needs="'"),
+    _rule("quoted", "「([^」\n]{1,80})」", (1,), needs="「"),
     _rule("quoted", r"^[ \t]*(?:-[ \t]+)?[a-z_][\w.-]*:[ \t]+([^\s#'\"][^\n#]{0,80}?)[ \t]*$",
-          (1,)),
+          (1,), needs=":"),
 )
 
 _STRIP_KINDS = frozenset(
@@ -287,7 +310,19 @@ def _nth_newline_back(text: str, n: int) -> int:
 
 
 def _rule_values(piece: str) -> Iterator[tuple[int, str, str]]:
+    lowered: str | None = None
     for rule in _RULES:
+        needs = rule.needs
+        if needs:
+            text = piece
+            if rule.fold:
+                lowered = piece.lower() if lowered is None else lowered
+                text = lowered
+            if len(needs) == 1:
+                if needs[0] not in text:
+                    continue
+            elif not any(n in text for n in needs):
+                continue
         for m in rule.pattern.finditer(piece):
             if rule.check is not None and not rule.check(m):
                 continue
@@ -304,8 +339,25 @@ def extract_typed_values(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tup
 
     Kinds: url, endpoint, path, nodeid, file, domain, email, env, env_name, env_value,
     regex, port, image, version, error, cron, arxiv, arxiv_id, hash, identifier, flag,
-    quoted, sql, sql_table, sql_column.
+    quoted, sql, sql_table, sql_column. Texts up to :data:`CACHE_MAX_CHARS` are cached
+    (agents repeat commands, outputs and messages; the result is a pure function).
     """
+    if len(text) <= CACHE_MAX_CHARS:
+        return list(_cached_typed_values(text, max_lines))
+    return _typed_values(text, max_lines)
+
+
+#: Texts up to this size have their values cached (LRU of :data:`CACHE_ENTRIES`).
+CACHE_MAX_CHARS = 8192
+CACHE_ENTRIES = 4096
+
+
+@lru_cache(maxsize=CACHE_ENTRIES)
+def _cached_typed_values(text: str, max_lines: int) -> tuple[tuple[str, str], ...]:
+    return tuple(_typed_values(text, max_lines))
+
+
+def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
     found: list[tuple[int, int, str, str]] = []
     for offset, piece in scan_segments(text, max_lines):
         for pos, kind, value in _rule_values(piece):

@@ -8,6 +8,7 @@ id can make two different inputs collide).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 
@@ -15,8 +16,27 @@ import uuid
 BREADCRUMB_NAMESPACE = uuid.UUID("6f1d3c2e-8b4a-5e71-9c0d-2a7b4e9f1c35")
 
 
+_NAMESPACE_SHA1 = hashlib.sha1(BREADCRUMB_NAMESPACE.bytes)
+# The string escaping ``json.dumps(..., ensure_ascii=False)`` applies (its C version).
+_QUOTE = json.encoder.encode_basestring
+
+
+def _json_list(parts: tuple[str | int, ...]) -> str:
+    """``json.dumps(list(parts), ensure_ascii=False)`` for str and int parts, without
+    building an encoder per call."""
+    return "[" + ", ".join(_QUOTE(p) if isinstance(p, str) else str(int(p)) for p in parts) + "]"
+
+
 def _uuid5(*parts: str | int) -> str:
-    return str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(list(parts), ensure_ascii=False)))
+    """``str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(parts)))``, without building a
+    UUID object: SHA-1 of namespace + name, version 5 and the RFC 4122 variant set."""
+    sha = _NAMESPACE_SHA1.copy()
+    sha.update(_json_list(parts).encode("utf-8"))
+    raw = bytearray(sha.digest()[:16])
+    raw[6] = (raw[6] & 0x0F) | 0x50
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def memory_id(user_id: str, thread_id: str, start_index: int, end_index: int) -> str:

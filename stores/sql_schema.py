@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from breadcrumb.topics.records import Chunk, DeadLetter, Event, Fact, Observation, SourceRange
@@ -130,15 +131,10 @@ class Dialect:
 
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str],
                replace: Sequence[str] = (), add: Sequence[str] = ()) -> str:
-        """Insert a row; on a key clash overwrite ``replace`` and increment ``add`` columns."""
-        marks = ", ".join("?" for _ in columns)
-        head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-        new = "VALUES({0})" if self.mysql else "excluded.{0}"
-        sets = [f"{c} = {new.format(c)}" for c in replace]
-        sets += [f"{c} = {c} + {new.format(c)}" for c in add]
-        if self.mysql:
-            return f"{head} ON DUPLICATE KEY UPDATE {', '.join(sets)}"
-        return f"{head} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(sets)}"
+        """Insert a row; on a key clash overwrite ``replace`` and increment ``add`` columns.
+        (Built once per distinct statement: writers ask for it on every row.)"""
+        return _upsert_sql(self.mysql, table, tuple(columns), tuple(key), tuple(replace),
+                           tuple(add))
 
     def _inline_pk(self, table: Table) -> bool:
         return not self.mysql and any(c.type == "serial" for c in table.columns)
@@ -175,9 +171,26 @@ MYSQL = Dialect(
 
 # --- row mapping --------------------------------------------------------------------------
 
+@lru_cache(maxsize=256)
+def _upsert_sql(mysql: bool, table: str, columns: tuple[str, ...], key: tuple[str, ...],
+                replace: tuple[str, ...], add: tuple[str, ...]) -> str:
+    marks = ", ".join("?" for _ in columns)
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+    new = "VALUES({0})" if mysql else "excluded.{0}"
+    sets = [f"{c} = {new.format(c)}" for c in replace]
+    sets += [f"{c} = {c} + {new.format(c)}" for c in add]
+    if mysql:
+        return f"{head} ON DUPLICATE KEY UPDATE {', '.join(sets)}"
+    return f"{head} ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(sets)}"
+
+
+# json.dumps with options builds a new encoder per call; this is that encoder, built once.
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def dumps(value: Any) -> str:
     """JSON text for a JSON column (non-ASCII kept readable)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _DUMPS(value)
 
 
 EVENT_COLUMNS: tuple[str, ...] = (

@@ -259,7 +259,15 @@ class Chunk:
     tokens: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Every field is a str, int or None: the dict asdict() would build, without
+        # its recursive deep copy (this runs for every chunk of every memory).
+        return {
+            "id": self.id, "memory_id": self.memory_id, "user_id": self.user_id,
+            "project_id": self.project_id, "thread_id": self.thread_id,
+            "event_id": self.event_id, "event_index": self.event_index,
+            "char_start": self.char_start, "char_end": self.char_end, "text": self.text,
+            "tokens": self.tokens,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Chunk:

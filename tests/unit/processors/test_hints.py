@@ -142,3 +142,30 @@ def test_phrases_are_deterministic() -> None:
 )
 def test_detect_language(text: str, lang: str) -> None:
     assert detect_language(text) == lang
+
+
+# ---- the literal gates and the cache change nothing -------------------------------------
+_GATE_ALPHABET = list("aeprtoEFHIL_-./:@=`'\"*( )1234567890\n\t") + [
+    "port", "PoRt", "ポート", "Error", "FAILED", "panic: ", "http://", "re.compile(r'",
+    "new RegExp(", "Bad Gateway", "404 Not Found", "--- a/", "+++ b/", "Dockerfile", ".env",
+    "::", "@daily", "arXiv:", "2401.12345", "*/5 * * * *", "-p 8080:80", "E  ", "HTTP/1.1 ",
+    "「値」", "x.py", "snake_case", "CONST_NAME", "kebab-case", "--flag=1", "camelCase",
+]
+
+
+@given(st.lists(st.sampled_from(_GATE_ALPHABET), max_size=40).map("".join))
+def test_literal_gates_give_the_values_of_every_pattern(text: str) -> None:
+    import dataclasses
+
+    from breadcrumb.processors import hints
+
+    gated = hints._typed_values(text, hints.MAX_SCAN_LINES)
+    ungated_rules = tuple(dataclasses.replace(r, needs=()) for r in hints._RULES)
+    saved = hints._RULES
+    try:
+        hints._RULES = ungated_rules
+        plain = hints._typed_values(text, hints.MAX_SCAN_LINES)
+    finally:
+        hints._RULES = saved
+    assert gated == plain
+    assert extract_typed_values(text) == plain == extract_typed_values(text)  # cached copy

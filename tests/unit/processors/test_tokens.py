@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.processors.tokens import _CJK_CLASS, estimate_tokens
+
+_REF_CJK = re.compile(f"[{_CJK_CLASS}]")
+_REF_WORD = re.compile(f"[^\\W{_CJK_CLASS}]+")
+_REF_SYMBOL = re.compile(r"[^\w\s]")
+
+
+def reference_estimate(text: str) -> int:
+    """The documented rule, written the plain way (one run at a time)."""
+    if not text:
+        return 0
+    words = sum((len(run) + 3) // 4 for run in _REF_WORD.findall(text))
+    return max(1, len(_REF_CJK.findall(text)) + len(_REF_SYMBOL.findall(text)) + words)
 
 
 def test_empty_is_zero() -> None:
@@ -69,3 +82,25 @@ def test_fast_on_a_large_tool_output() -> None:
     elapsed = (time.perf_counter() - started) / 10
     assert tokens > 6000
     assert elapsed < 0.25, f"estimate_tokens took {elapsed:.3f}s on {len(text)} chars"
+
+
+_ASCII_MIX = st.text(alphabet=st.sampled_from(
+    list("ab_Z09 .-/:;()[]{}\"'`=@#!?~") + ["\t", "\n", "\x0b", "\x0c", "\r", "\x1c",
+                                           "\x1f", "\x00", "\x7f"]), max_size=80)
+
+
+@given(_ASCII_MIX)
+def test_ascii_fast_path_matches_the_plain_rule(text: str) -> None:
+    assert estimate_tokens(text) == reference_estimate(text)
+
+
+@given(st.text(max_size=80))
+def test_any_text_matches_the_plain_rule(text: str) -> None:
+    assert estimate_tokens(text) == reference_estimate(text)
+
+
+def test_a_large_log_matches_the_plain_rule() -> None:
+    log = "".join(f"tests/test_{i}.py::test_case_{i} PASSED   [{i % 100:3d}%]\n"
+                  for i in range(3000))
+    assert estimate_tokens(log) == reference_estimate(log)
+    assert estimate_tokens(log + "認証") == reference_estimate(log + "認証")
