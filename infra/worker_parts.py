@@ -43,10 +43,13 @@ class WorkerParts:
     publishing: bool = True  # only the current generation's worker publishes
     positions: dict[int, int] = field(default_factory=dict)  # partition -> last offset done
 
-    def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
-        """An ingest service bound to one message's state and dead-letter capture."""
+    def service_for(self, states: ThreadStateStore, letters: DeadLetterStore,
+                    mirror: ThreadStateStore | None = None) -> IngestService:
+        """An ingest service bound to one message's state and dead-letter capture (states
+        are mirrored to ``mirror``, the SQL store unless a batch collects them)."""
         return IngestService(
-            self.store, self.store, letters, _Mirrored(states, self.store), self.index,
+            self.store, self.store, letters,
+            _Mirrored(states, self.store if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
             on_observation=self.lifecycle.on_observation if self.lifecycle else None,  # issue 5
