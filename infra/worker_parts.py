@@ -23,7 +23,7 @@ from breadcrumb.infra.parts import (
 )
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
-from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
+from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
 from breadcrumb.streams.service import IngestService, ObserveFn
 
 
@@ -44,11 +44,13 @@ class WorkerParts:
     positions: dict[int, int] = field(default_factory=dict)  # partition -> last offset done
 
     def service_for(self, states: ThreadStateStore, letters: DeadLetterStore,
-                    mirror: ThreadStateStore | None = None) -> IngestService:
+                    mirror: ThreadStateStore | None = None,
+                    raw: RawEventStore | None = None) -> IngestService:
         """An ingest service bound to one message's state and dead-letter capture (states
-        are mirrored to ``mirror``, the SQL store unless a batch collects them)."""
+        are mirrored to ``mirror`` and raw events kept in ``raw``: the SQL store unless a
+        batch collects them)."""
         return IngestService(
-            self.store, self.store, letters,
+            self.store if raw is None else raw, self.store, letters,
             _Mirrored(states, self.store if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,

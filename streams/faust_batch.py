@@ -4,7 +4,8 @@ The Faust app takes up to ``derive_batch_entries`` messages or ``derive_batch_ma
 waiting (``stream.noack_take``) and hands them to :class:`BatchIngest`, which applies them
 in arrival order (so each thread — one key, one partition — keeps its order) with
 
-* one SQL transaction: the raw events, the thread states (mirrored once per thread, not
+* one SQL transaction: the raw events (looked up with one statement and inserted with
+  one ``executemany``, ``stores.raw_batch``), the thread states (mirrored once per thread, not
   once per event), the counters (one ``incr`` per counter), the memories and chunks;
 * one embedding call for the texts of every range closed in the batch, across threads,
   and one vector upsert (``IngestService.batched``, as the embedded runner does);
@@ -28,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.stores.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import kafka_position
 from breadcrumb.streams.faust_agent import IngestAgent, poison_reason
 from breadcrumb.streams.state import DictStateStore
@@ -184,10 +186,15 @@ class BatchIngest:
         local = DictStateStore({k: orjson.loads(v) for k, v in table.items() if v})
         mirror = DictStateStore()  # SQL copy of the states: written once per thread
         letters = _PositionedLetters(store)
-        service = parts.service_for(local, letters, mirror=mirror)
+        raw = BatchedRawEvents(store)  # event lookups and inserts in a few statements
+        service = parts.service_for(local, letters, mirror=mirror, raw=raw)
         tally = _Tally()
         out = BatchResult()
         with store.transaction():
+            raw.prefetch((d.entry["user_id"], d.entry["event_id"]) for d in decoded
+                         if d.poison is None and isinstance(d.entry, dict)
+                         and isinstance(d.entry.get("user_id"), str)
+                         and isinstance(d.entry.get("event_id"), str))
             for key in table:
                 committed = store.get_state(key)
                 if committed is not None and committed != local.get_state(key):
@@ -203,6 +210,7 @@ class BatchIngest:
                     count_outcome(tally, result.outcome)
                     out.outcomes.append(result.outcome)
                     out.observations.extend(result.observations)
+            raw.flush()
             for key, state in mirror.data.items():
                 store.put_state(key, state)
             tally.flush(store)

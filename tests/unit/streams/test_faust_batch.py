@@ -112,8 +112,8 @@ def _failing_on(h: Harness, event_id: str) -> None:
     """The processor raises on one event, every time (a poison the decoder cannot see)."""
     real = h.parts.service_for
 
-    def service_for(states: Any, letters: Any, mirror: Any = None) -> IngestService:
-        service = real(states, letters, mirror=mirror)
+    def service_for(states: Any, letters: Any, **batch: Any) -> IngestService:
+        service = real(states, letters, **batch)
         handle = service.handle
 
         def flaky(entry: Any, raw_text: str | None = None) -> Any:
