@@ -33,6 +33,9 @@ def build_cluster_runtime(
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3
     changelog = KafkaChangelog(settings.kafka_bootstrap, settings.topic(MEMORY_STATUS),
                                security=aiokafka_kwargs(settings))
+    sink = _vector_sink(settings, embedder, index)  # issue 14: VECTOR_STORE=topic
+    if sink is not None:
+        index = sink.sink.index
     gens = ClusterGenerations(settings, embedder, changelog, shared_index=index)
     view = gens.open_view(gens.catalog.current())
     gateway = KafkaGateway(settings, view.store, utc_now_iso,
@@ -53,8 +56,26 @@ def build_cluster_runtime(
         generation_manager=gens,
         extra_stats=lambda: {"consumer_lag": gateway.unprocessed(), "mode": "cluster",
                              "generation": runtime.generation},
-        starters=[gateway.start, changelog.start, gens.start_following],
-        stoppers=[gens.close, gateway.stop, changelog.stop],
+        starters=[gateway.start, changelog.start, gens.start_following,
+                  *([sink.start] if sink else [])],
+        stoppers=[*([sink.stop] if sink else []), gens.close, gateway.stop, changelog.stop],
     )
     gens.runtime = runtime
     return runtime
+
+
+def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:
+    """With ``VECTOR_STORE=topic`` the query service owns the vector store: the one sink
+    of the ``vectors`` topic writes it (a Qdrant server at QDRANT_URL, else local mode)."""
+    from breadcrumb.infra.cluster_stores import build_qdrant_index
+    from breadcrumb.streams.vector_topic import SinkThread, TopicVectorIndex, VectorSink
+
+    if settings.vector_store != "topic" or not (index is None
+                                                or isinstance(index, TopicVectorIndex)):
+        return None  # a worker's topic index is write-only: the API reads the sink's store
+    from breadcrumb.topics.names import VECTORS
+
+    store = build_qdrant_index(settings, embedder.dim)
+    return SinkThread(VectorSink(store, settings.kafka_bootstrap, settings.topic(VECTORS),
+                                 f"{settings.worker_id}-vector-sink",
+                                 **aiokafka_kwargs(settings)))

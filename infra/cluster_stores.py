@@ -7,8 +7,8 @@ from typing import Any
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.mysql_store import mysql_store
 
-__all__ = ["build_cold_store", "build_sql_store", "build_vector_index", "declare_topics",
-           "mysql_store"]
+__all__ = ["build_cold_store", "build_qdrant_index", "build_sql_store", "build_vector_index",
+           "declare_topics", "group_members", "mysql_store", "split_store_reason"]
 
 
 def build_sql_store(settings: Settings) -> Any:
@@ -19,6 +19,21 @@ def build_sql_store(settings: Settings) -> Any:
 
 
 def build_vector_index(settings: Settings, dim: int) -> Any:
+    """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``; with
+    ``vector_store=topic`` a worker's write-only index on the ``vectors`` topic."""
+    if settings.vector_store == "topic":
+        from breadcrumb.streams.vector_topic import KafkaRecordSender, TopicVectorIndex
+        from breadcrumb.topics.kafka_security import aiokafka_kwargs
+        from breadcrumb.topics.names import VECTORS
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust's files go there
+        sender = KafkaRecordSender(settings.kafka_bootstrap, settings.topic(VECTORS),
+                                   **aiokafka_kwargs(settings))
+        return TopicVectorIndex(sender, sender.close)
+    return build_qdrant_index(settings, dim)
+
+
+def build_qdrant_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
     from qdrant_client import QdrantClient
 
@@ -34,6 +49,38 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
     index = QdrantServerIndex(factory, settings.qdrant_collection_prefix, dim)
     index.ensure()
     return index
+
+
+def split_store_reason(settings: Settings, members: int) -> str | None:
+    """Why a worker joining a group of ``members`` live workers would split the vector
+    store (None: it would not)."""
+    if settings.vector_store == "topic" or settings.qdrant_url or members == 0:
+        return None
+    return (f"refusing to start: consumer group {settings.worker_id!r} already has {members} "
+            "worker(s) and this one would keep its vectors in qdrant-client local mode "
+            f"under {settings.data_dir / 'qdrant'} — two workers would split the vectors and "
+            "recall through one would miss the other's memories. Share one store: set "
+            "QDRANT_URL (a Qdrant server) or VECTOR_STORE=topic (one sink writes them).")
+
+
+async def group_members(settings: Settings) -> int:
+    """How many workers are in this worker's consumer group right now."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from breadcrumb.topics.kafka_security import aiokafka_kwargs
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
+                                **aiokafka_kwargs(settings))
+    await admin.start()
+    try:
+        described = await admin.describe_consumer_groups([settings.worker_id])
+    finally:
+        await admin.close()
+    members = 0
+    for response in described:
+        for group in getattr(response, "groups", []):
+            members += len(group[-1]) if group else 0  # (error, id, state, ..., members)
+    return members
 
 
 async def declare_topics(settings: Settings) -> None:

@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     qdrant_url: str | None = None  # None: qdrant-client local mode under data_dir
     qdrant_api_key: SecretStr | None = None
     qdrant_collection_prefix: str = "breadcrumb"
+    # Issue 14, scale-out: "qdrant" = each worker writes Qdrant itself (a server at
+    # qdrant_url is shared; local mode is one worker only and a second one refuses to
+    # start); "topic" = workers send vectors to the compacted `vectors` topic, applied by
+    # one sink (streams.vector_topic) into the store the query API reads.
+    vector_store: Literal["qdrant", "topic"] = "qdrant"
 
     # --- cluster: S3 -------------------------------------------------------------------
     s3_endpoint: str | None = None

@@ -23,7 +23,7 @@ from breadcrumb.infra.parts import (
 )
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
-from breadcrumb.stores.ports import DeadLetterStore, Embedder, ThreadStateStore
+from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
 from breadcrumb.streams.service import IngestService, ObserveFn
 
 
@@ -43,10 +43,15 @@ class WorkerParts:
     publishing: bool = True  # only the current generation's worker publishes
     positions: dict[int, int] = field(default_factory=dict)  # partition -> last offset done
 
-    def service_for(self, states: ThreadStateStore, letters: DeadLetterStore) -> IngestService:
-        """An ingest service bound to one message's state and dead-letter capture."""
+    def service_for(self, states: ThreadStateStore, letters: DeadLetterStore,
+                    mirror: ThreadStateStore | None = None,
+                    raw: RawEventStore | None = None) -> IngestService:
+        """An ingest service bound to one message's state and dead-letter capture (states
+        are mirrored to ``mirror`` and raw events kept in ``raw``: the SQL store unless a
+        batch collects them)."""
         return IngestService(
-            self.store, self.store, letters, _Mirrored(states, self.store), self.index,
+            self.store if raw is None else raw, self.store, letters,
+            _Mirrored(states, self.store if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
             on_observation=self.lifecycle.on_observation if self.lifecycle else None,  # issue 5
@@ -58,7 +63,8 @@ class WorkerParts:
 
 
 class _Mirrored:
-    """State goes to the Faust table (truth) and to SQL (so the API can count open windows)."""
+    """State goes to the message's (or batch's) working copy, read from SQL in its
+    transaction, and back to SQL (once per message, or once per thread of a batch)."""
 
     def __init__(self, primary: ThreadStateStore, mirror: ThreadStateStore) -> None:
         self.primary = primary

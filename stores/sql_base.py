@@ -212,6 +212,22 @@ class SqlStore(LogStateMixin, ABC):
                           (user_id, event_id))
         return s.event_from_row(rows[0]) if rows else None
 
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        """Issue 14: the stored events of ``user_id`` among ``event_ids`` (one statement)."""
+        ids = list(dict.fromkeys(event_ids))
+        if not ids:
+            return {}
+        rows = self._read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id IN "
+                          f"({s.marks(len(ids))})", (user_id, *ids))
+        return {e.event_id: e for e in map(s.event_from_row, rows)}
+
+    def put_events(self, events: Sequence[Event]) -> None:
+        """Issue 14: insert new indexed events in one statement (a batch that already
+        checked they are new; a duplicate raises and the caller's transaction rolls back)."""
+        if events:
+            with self.transaction():
+                self._execute_many(s.INSERT_EVENT, [s.event_to_row(e) for e in events])
+
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         """Events with start <= index <= end, in index order."""
         rows = self._read(

@@ -25,6 +25,7 @@ import faust
 
 from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy, kafka_position
+from breadcrumb.streams.faust_batch import BatchIngest, consume_batches
 from breadcrumb.streams.faust_ownership import assigned_keys
 from breadcrumb.streams.tracking import IdleTracker, is_direct
 from breadcrumb.topics import names
@@ -88,8 +89,13 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
     agent = fa.IngestAgent(parts, sink, IdleTracker(settings.idle_flush_seconds),
                            failure_policy(settings), executor, owns=owns)
 
+    batch = BatchIngest(agent)
+
     @app.agent(events)
     async def ingest(stream: Any) -> Any:
+        if settings.derive_batch_entries > 1:  # issue 14: micro-batches (streams.faust_batch)
+            await consume_batches(stream, batch, parts, settings)
+            return
         manual = stream.noack()  # acknowledged below, once applied or dead-lettered
         async for event in manual.events():
             msg = event.message
@@ -114,6 +120,7 @@ def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
 
     app.breadcrumb_agent = ingest  # type: ignore[attr-defined]
     app.breadcrumb_ingest = agent  # type: ignore[attr-defined]
+    app.breadcrumb_batch = batch  # type: ignore[attr-defined]
     return app
 
 

@@ -60,6 +60,32 @@ def first_consumption(store: Any, position: str) -> bool:
     return True
 
 
+class ConsumedThrough:
+    """:func:`first_consumption` for the many messages of one transaction (a batch): the
+    counters are read once, each partition's high-water kept here and moved in the store."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._through: dict[str, int] | None = None
+
+    def first(self, position: str) -> bool:
+        partition, _, offset_text = position.rpartition("/")
+        try:
+            offset = int(offset_text)
+        except ValueError:
+            return True
+        if self._through is None:
+            self._through = {name: int(value) for name, value in
+                             self.store.get_counters().items() if name.startswith(_CONSUMED)}
+        name = _CONSUMED + partition
+        through = self._through.get(name, 0)
+        if offset < through:
+            return False
+        self.store.incr(name, offset + 1 - through)
+        self._through[name] = offset + 1
+        return True
+
+
 def count_message(store: Any, outcome: str, retries: int, first: bool,
                   direct: bool) -> None:
     """Counters for one consumed Kafka message (inside its transaction): a redelivery

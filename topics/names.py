@@ -8,6 +8,8 @@ AGENT_EVENTS = "agent-events"
 DEAD_LETTERS = "agent-events-dlq"
 OBSERVATIONS = "observations"
 MEMORY_STATUS = "memory-status"
+#: Issue 14: the workers' vector writes, keyed by point, applied by one sink (compacted).
+VECTORS = "vectors"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,4 +35,5 @@ def topic_specs(prefix: str = "", partitions: int = 3) -> list[TopicSpec]:
         TopicSpec(prefix + DEAD_LETTERS, 1),
         TopicSpec(prefix + OBSERVATIONS, partitions),
         TopicSpec(prefix + MEMORY_STATUS, partitions, compacted=True),
+        TopicSpec(prefix + VECTORS, 1, compacted=True),  # one partition: one ordered sink
     ]

@@ -52,6 +52,7 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     import faust
 
     from breadcrumb.infra.cluster import build_worker_parts, declare_topics
+    from breadcrumb.infra.cluster_stores import group_members, split_store_reason
     from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
     from breadcrumb.streams.cluster_replay import fail_abandoned
     from breadcrumb.streams.faust_app import create_app
@@ -62,6 +63,9 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     name = catalog.current()  # the alias: which generation this worker fills
     gen = generation_settings(settings, name)
     log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
+    refusal = split_store_reason(gen, asyncio.run(group_members(gen)))  # issue 14
+    if refusal:
+        raise SystemExit(refusal)
     parts = build_worker_parts(gen)
     parts.generation, parts.catalog = name, catalog
     app = create_app(gen, parts)

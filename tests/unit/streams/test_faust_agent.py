@@ -252,7 +252,8 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
     its Kafka position."""
     from breadcrumb.streams.faust_app import create_app
 
-    settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tc-")
+    settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tc-",
+                                               derive_batch_entries=1)  # one at a time
     app = create_app(settings, h.parts, web=False)
     app.finalize()
     events = example_events()[:3]

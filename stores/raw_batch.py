@@ -1,0 +1,62 @@
+"""Issue 14: the raw-event reads and writes of a derivation batch in a few statements.
+
+A batch first looks up all its event ids at once (:meth:`BatchedRawEvents.prefetch`, one
+``SELECT ... IN`` per user), then buffers the new events and writes them with one
+``executemany`` — before any range read (a closing range reads its events back) and at the
+end of the batch, always inside the batch's transaction. Everything else goes to the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from breadcrumb.topics.records import Event
+
+
+class BatchedRawEvents:
+    """A RawEventStore over a SQL store for the length of one batch."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._known: dict[tuple[str, str], Event | None] = {}
+        self._pending: list[Event] = []
+
+    def prefetch(self, ids: Iterable[tuple[str, str]]) -> None:
+        """Look up ``(user_id, event_id)`` pairs at once (missing ones are remembered)."""
+        by_user: dict[str, list[str]] = {}
+        for user_id, event_id in ids:
+            if (user_id, event_id) not in self._known:
+                by_user.setdefault(user_id, []).append(event_id)
+        for user_id, event_ids in by_user.items():
+            for start in range(0, len(event_ids), 500):
+                part = event_ids[start:start + 500]
+                found = self.store.get_events(user_id, part)
+                for event_id in part:
+                    self._known[(user_id, event_id)] = found.get(event_id)
+
+    def get_event(self, user_id: str, event_id: str) -> Event | None:
+        key = (user_id, event_id)
+        if key in self._known:
+            return self._known[key]
+        return self.store.get_event(user_id, event_id)
+
+    def put_event(self, event: Event) -> bool:
+        key = (event.user_id, event.event_id)
+        if self._known.get(key) is not None:
+            return False
+        self._known[key] = event
+        self._pending.append(event)
+        return True
+
+    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        self.flush()
+        return list(self.store.get_range(user_id, thread_id, start, end))
+
+    def flush(self) -> None:
+        """Write the buffered events (call inside the batch's transaction)."""
+        pending, self._pending = self._pending, []
+        self.store.put_events(pending)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the store (counts, iteration)
+        return getattr(self.store, name)
