@@ -115,6 +115,13 @@ _OLDEST = re.compile(
 )
 _FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",
                       re.IGNORECASE)
+#: "what the user said / asked", "ユーザーの発言": the answer is one of the user's own turns.
+_USER_WORDS = re.compile(
+    r"(?i)\b(the|our) (user|customer|client)('s)? (said|says|say|asked|asks|ask|wrote|writes"
+    r"|typed|requested|request|told|words|message|request(ed)?|wanted)\b"
+    r"|\b(user|customer)'s (own )?(words|message|request)\b"
+    r"|ユーザー(さん)?(の(発言|言葉|依頼|要望|メッセージ)|が(言|書|頼|依頼|求|指示))"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +139,7 @@ class QueryIntent:
     kinds: frozenset[str]
     temporal: str | None  # "newest" | "oldest" | None
     failure: bool
+    role: str | None = None  # "user": the question asks for what the user said
 
 
 #: An optional classifier: query -> {"classification": ..., "reason": ...} (an LLM port).
@@ -146,7 +154,8 @@ def analyze_query(query: str) -> QueryIntent:
             kinds.update(found)
     newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
-    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)))
+    role = "user" if _USER_WORDS.search(query) else None
+    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role)
 
 
 def decide(query: str, mode: str = "auto", classifier: Classifier | None = None) -> Decision:

@@ -55,6 +55,7 @@ from breadcrumb.query_api.semantic import (
     Ports,
     direct_requests,
     merge,
+    needs_meaning,
     passage_lead,
     precise,
     semantic_evidence,
@@ -133,7 +134,7 @@ class RecallService:
         level = 0
         if decision.classification != SUMMARY_OK and top:
             evidence, level = self._follow(req, query, top, decision)
-            if not evidence or not precise(query.intent, query.text):  # meaning and words
+            if needs_meaning(evidence, query):  # meaning and words
                 semantic, used = self._follow_semantic(req, query, top, decision, found)
                 if semantic:
                     evidence, level = semantic, used

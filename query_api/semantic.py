@@ -48,6 +48,7 @@ W_LEXICAL = 1.2
 W_RANGE = 0.35
 KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
 FAILURE_BOOST = 0.5
+ROLE_BOOST = 1.0  # a line of the speaker the question asks about ("what the user said")
 KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
@@ -124,12 +125,15 @@ def _passage(payload: dict[str, object]) -> Passage:
 
 
 def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
-                range_score: dict[str, float]) -> list[tuple[float, Scored]]:
+                range_score: dict[str, float], roles: dict[str, str] | None = None
+                ) -> list[tuple[float, Scored]]:
     """Every line of the candidate passages with its fused score, best first.
 
     A question term's weight is scaled by its rarity among the candidate lines (a
-    speaker's name on every line tells nothing), like an IDF over the pool.
+    speaker's name on every line tells nothing), like an IDF over the pool. ``roles``
+    (event id -> role) lifts the lines of the speaker the question asks about.
     """
+    roles = roles or {}
     found = list(found)
     cosines = [f.dense for f in found if f.dense is not None]
     hi, lo = (max(cosines), min(cosines)) if cosines else (1.0, 0.0)
@@ -154,6 +158,8 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         lexical = sum(w for t, w in weights.items() if t in line_terms) / total
         score = W_DENSE * dense + W_LEXICAL * lexical
         score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line.text, intent)
+        if intent.role and roles.get(line.event_id) == intent.role:
+            score += ROLE_BOOST
         line = Line(line.event_id, line.event_index, line.start, line.end, line.text,
                     round(score, 6))
         out.append((score, Scored(line, f.memory_id, line_terms)))
@@ -273,7 +279,8 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     pool = merge(results[0::2], results[1::2], into=found)
     best = top[0].score if top and top[0].score > 0 else 1.0
     range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
-    ranked = score_lines(pool.values(), query.terms, query.intent, range_score)
+    roles = _roles(ports.raw, user_id, pool.values()) if query.intent.role else None
+    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles)
     chosen = pack(ranked, query.terms, budget, ports.count)
     known = {c.memory.id: c.memory for c in top}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
@@ -300,6 +307,32 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
             item["superseded_values"] = stale
         out.append(item)
     return out
+
+
+def _roles(raw: RawEventStore, user_id: str, found: Iterable[Found]) -> dict[str, str]:
+    """Event id -> role of the candidate passages' events (asked only for speaker questions)."""
+    out = {}
+    for eid in dict.fromkeys(f.passage.event_id for f in found):
+        event = raw.get_event(user_id, eid)
+        if event is not None:
+            out[eid] = event.role
+    return out
+
+
+def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
+    """Whether some evidence line holds a value of a kind the question asks for (or
+    the question asks for no kind): a word-exact cut without one missed the value."""
+    if not intent.kinds:
+        return True
+    return any({k for k, _v in extract_typed_values(str(ln["text"])[:MAX_LINE_CHARS])}
+               & intent.kinds for item in evidence for ln in item["lines"])
+
+
+def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:
+    """Whether lines chosen by meaning should replace the word-exact cut: it found
+    nothing, the question is not a precise lookup, or it missed the asked value kind."""
+    return (not evidence or not precise(query.intent, query.text)
+            or not holds_kind(evidence, query.intent))
 
 
 def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
@@ -329,5 +362,7 @@ def precise(intent: QueryIntent, text: str = "") -> bool:
     """A question for a typed value, a failure, a named literal (``DB_PORT``,
     ``validate-email.ts``, ``retryCount``) or the current value ("… now?") keeps the
     word-exact cut: its one line, the newest version first."""
+    if intent.role:  # "what the user said": a speaker's turn, found by meaning
+        return False
     return (bool(intent.kinds) or intent.failure or intent.temporal == "newest"
             or bool(_LITERAL.search(text)))

@@ -52,6 +52,7 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
            f"`{json.dumps(results['config'])}`; ingest: `{json.dumps(results['ingest'])}`", ""]
     if chart:
         out += [f"![headline metrics]({chart})", ""]
+    out += [*results.get("notes", []), ""] if results.get("notes") else []
     if "golden" in results:
         out += _golden_section(results["golden"])
     if "locomo" in results:

@@ -159,3 +159,17 @@ def test_decide_accuracy_over_the_golden_set() -> None:
     assert sum(r["category"].startswith("decide_") for r in rows) >= 16
     wrong = [r["id"] for r in rows if decide(r["question"]).classification != r["classification"]]
     assert 1 - len(wrong) / len(rows) >= 0.95, wrong
+
+
+@pytest.mark.parametrize("question", [
+    "Show me exactly what the user said when asking for the inventory sync schedule.",
+    "What exactly did the user ask for when the signup form accepted foo@bar?",
+    "pgbouncer を入れた理由について、ユーザーの発言を原文で見せて",
+])
+def test_a_question_for_the_users_words_names_the_role(question: str) -> None:
+    assert analyze_query(question).role == "user"
+
+
+def test_other_speakers_and_plain_value_questions_name_no_role() -> None:
+    assert analyze_query("What is the email regex?").role is None
+    assert analyze_query("What did Caroline say about the parade?").role is None

@@ -140,3 +140,26 @@ def test_a_diffs_removed_line_is_history_unless_the_first_value_is_asked() -> No
 
 def test_a_question_for_the_current_value_stays_precise() -> None:
     assert s.precise(analyze_query("What is the maximum number of retries now?"))
+
+
+def test_a_question_for_the_users_words_lifts_the_users_turn() -> None:
+    question = "Show me exactly what the user said when asking for the inventory sync schedule."
+    intent = analyze_query(question)
+    assert intent.role == "user" and not s.precise(intent, question)
+    pool = [_found(1, "在庫同期のバッチを5分ごとに回したいです。", 0.84, "m1"),
+            _found(3, "+*/5 * * * * python -m shop.jobs.sync_inventory", 0.85, "m2"),
+            _found(5, "session end", 0.60, "m3")]
+    roles = {"e1": "user", "e3": "assistant", "e5": "system"}
+    ranked = s.score_lines(pool, query_terms(question), intent, {}, roles)
+    assert ranked[0][1].line.event_id == "e1"
+    ranked = s.score_lines(pool, query_terms(question), intent, {})  # no roles: words win
+    assert ranked[0][1].line.event_id == "e3"
+
+
+def test_a_cut_without_the_asked_value_kind_needs_meaning() -> None:
+    question = "認証のメールアドレス正規表現をもう一回出して"
+    intent = analyze_query(question)
+    words_only = [{"lines": [{"text": "認証のメールアドレス正規表現で、連続ドットが通ります。"}]}]
+    with_value = [{"lines": [{"text": "+export const EMAIL_RE = /^[A-Za-z0-9._%+-]+@[a-z]+$/;"}]}]
+    assert not s.holds_kind(words_only, intent) and s.holds_kind(with_value, intent)
+    assert s.holds_kind(words_only, analyze_query("What did Caroline research?"))  # no kind
