@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from breadcrumb.processors.facts import extract_facts
-from breadcrumb.processors.hints import detect_language, extract_phrases, extract_typed_values
+from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.identifier_words import identifier_words
 from breadcrumb.processors.ids import memory_id
+from breadcrumb.processors.phrases import detect_language, extract_phrases
 from breadcrumb.processors.test_runs import TestRun, read_test_run
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.topics.records import ClosedRange, Event, Fact, Observation

@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 
 from breadcrumb.eval.corpus import PLANTED, big_pytest_log, golden_events
 from breadcrumb.processors.hints import (
-    detect_language,
     extract_exact_values,
-    extract_phrases,
     extract_typed_values,
     scan_segments,
 )
+from breadcrumb.processors.phrases import detect_language, extract_phrases
 
 EVENTS = {e["event_id"]: e for e in golden_events()}
 
