@@ -100,9 +100,10 @@ class FairSchedule:
     def pick(self, budget: int) -> list[tuple[int, str]]:
         """Up to ``budget`` (position, thread key), interleaved by tenant, each thread's in
         order: the budget is split evenly between tenants, a tenant's share between its
-        threads; what a small tenant leaves goes to the others."""
+        threads (the thread with the oldest waiting entry first, so the low-water mark
+        keeps moving); what a small tenant leaves goes to the others."""
         tenants: dict[str, list[str]] = {}
-        for key in self.queues:
+        for key in sorted(self.queues, key=lambda k: self.queues[k][0]):  # oldest head first
             tenants.setdefault(tenant_of(key), []).append(key)
         if not tenants:
             return []

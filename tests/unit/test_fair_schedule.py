@@ -115,3 +115,15 @@ def test_runner_serves_another_tenant_first_and_resumes_exactly_after_a_restart(
         assert mine == sorted(mine, key=lambda x: int(x.rsplit("-", 1)[1]))
     final = restarted.derived.get_counters()
     assert final[CURSOR] == 61 and not any(n.startswith(THREAD_MARK) for n in final)
+
+
+def test_a_tenant_with_more_threads_than_its_share_serves_the_oldest_heads_first() -> None:
+    keys = [f"a/t{n}" for n in range(40)] * 2  # 40 threads, two entries each
+    sched = FairSchedule(0, {})
+    sched.scan(_Log(keys))
+    first = sched.pick(16)
+    assert sorted(s for s, _k in first) == list(range(1, 17))  # the 16 oldest threads' heads
+    marks = sched.marks_for(first)
+    assert marks.low == 16
+    sched.commit(first, marks)
+    assert sorted(s for s, _k in sched.pick(16)) == list(range(17, 33))  # then the next 16
