@@ -94,12 +94,12 @@ class LogStateMixin:
                           (after_seq, limit))
         return [(int(q), str(p)) for q, p in rows]
 
-    def read_log_keys(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
-        """(seq, thread_key) of entries with seq > after_seq, in seq order, without their
-        payloads (the embedded runner's fair scheduler reads ahead with this)."""
-        rows = self._read("SELECT seq, thread_key FROM event_log WHERE seq > ? ORDER BY seq "
-                          "LIMIT ?", (after_seq, limit))
-        return [(int(q), str(k)) for q, k in rows]
+    def read_log_keys(self, after_seq: int, limit: int) -> list[tuple[int, str, str]]:
+        """(seq, thread_key, accepted_at) of entries with seq > after_seq, in seq order,
+        without their payloads (the embedded runner's fair scheduler reads ahead with this)."""
+        rows = self._read("SELECT seq, thread_key, accepted_at FROM event_log WHERE seq > ? "
+                          "ORDER BY seq LIMIT ?", (after_seq, limit))
+        return [(int(q), str(k), str(a)) for q, k, a in rows]
 
     def read_log_entries(self, seqs: Sequence[int]) -> dict[int, str]:
         """The payloads of the given log positions, by position."""

@@ -31,9 +31,10 @@ from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
+from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
-from breadcrumb.streams.service import IngestService
+from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
 
@@ -80,6 +81,7 @@ class EmbeddedRunner:
         self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
         self._single: list[Entry] = []  # a failed batch's entries, now one at a time
         self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
+        self._freshness = Freshness()
 
     @property
     def max_attempts(self) -> int:
@@ -157,6 +159,10 @@ class EmbeddedRunner:
                 raise TimeoutError(f"{left} log entries unprocessed after {timeout} s")
             time.sleep(0.05)
 
+    def freshness(self) -> dict[str, Any]:
+        """Accepted → recallable and accepted → memory, p50 / p95 in ms (``/v1/stats``)."""
+        return self._freshness.summary()
+
     def counters(self) -> dict[str, int]:
         values = dict(self.store.get_counters())
         if self.derived is not self.store:
@@ -201,6 +207,7 @@ class EmbeddedRunner:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
         picked = [(seq, key) for seq, key, _payload in entries]
         written: list[Marks] = []
+        results: list[HandleResult] = []
 
         def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
             return self._intake.count > 0 or self.monotonic() >= deadline
@@ -213,12 +220,12 @@ class EmbeddedRunner:
         try:
             handled = apply_batch(self.derived, self.service,
                                   [(seq, payload) for seq, _key, payload in entries],
-                                  enough, mark)
+                                  enough, mark, results)
         except Exception as exc:  # redo these entries one by one under the failure policy
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
                         len(entries), self._sched.low, exc)
             return 0
-        self._done(entries[:handled], written[-1])
+        self._done(entries[:handled], written[-1], results)
         return handled
 
     def _apply_singly(self) -> int:
@@ -228,9 +235,9 @@ class EmbeddedRunner:
             marks = self._sched.marks_for([(seq, key)])
             write = functools.partial(marks.write, self.derived)
             retries = self._attempts.counts.get(seq, 0)
+            result: HandleResult | None = None
             try:
-                apply_entry(self.derived, self.service, seq, payload, retries,
-                            write)
+                result = apply_entry(self.derived, self.service, seq, payload, retries, write)
             except Exception as exc:
                 decision = self.policy.decide(exc, self._attempts.failed(seq))
                 if decision.retry:
@@ -241,13 +248,20 @@ class EmbeddedRunner:
                                   write)
             self._single.pop(0)
             self._attempts.done(seq)
-            self._done([(seq, key, payload)], marks)
+            self._done([(seq, key, payload)], marks, [result])
             handled += 1
         return handled
 
-    def _done(self, done: Sequence[Entry], marks: Marks) -> None:
-        """The entries' transaction committed: out of the schedule, flagged in the log."""
-        self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
+    def _done(self, done: Sequence[Entry], marks: Marks,
+              results: Sequence[HandleResult | None]) -> None:
+        """The entries' transaction committed: out of the schedule, flagged in the log,
+        their freshness (accepted → recallable; → memory for those closing a range)."""
+        accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
+        now = time.time()
+        self._freshness.record(
+            (now - at for at in accepted if at is not None),
+            (now - at for at, result in zip(accepted, results, strict=False)
+             if at is not None and result is not None and result.observations))
         with self.store.transaction():
             for seq, _key, _payload in done:
                 self.store.mark_processed(seq)

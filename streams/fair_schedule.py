@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from breadcrumb.streams.freshness import accepted_epoch
+
 CURSOR = "applied_seq"
 THREAD_MARK = CURSOR + "/"
 
@@ -74,6 +76,7 @@ class FairSchedule:
         self.window = window  # at most this many entries read ahead
         self.scan_chunk = scan_chunk
         self._turn = 0  # rotates the first tenant of each round
+        self.accepted: dict[int, float | None] = {}  # position -> accepted at (epoch s)
 
     def scan(self, log: Any) -> int:
         """Read the positions appended since the last scan (keys only, at most ``window``
@@ -85,10 +88,11 @@ class FairSchedule:
             if not rows:
                 break
             added = 0
-            for seq, key in rows:
+            for seq, key, accepted_at in rows:
                 if seq <= self.marks.get(key, 0):
                     continue  # applied before a restart, ahead of the low-water mark
                 self.queues.setdefault(key, deque()).append(seq)
+                self.accepted[seq] = accepted_epoch(accepted_at)
                 added += 1
             self.pending += added  # before ``scanned`` moves: readers never undercount
             self.scanned = rows[-1][0]
@@ -176,8 +180,10 @@ class FairSchedule:
                 marks.drop.append(THREAD_MARK + key)
         return marks
 
-    def commit(self, applied: Sequence[tuple[int, str]], marks: Marks) -> None:
-        """The batch's transaction committed: drop its entries from the queues."""
+    def commit(self, applied: Sequence[tuple[int, str]], marks: Marks) -> list[float | None]:
+        """The batch's transaction committed: drop its entries from the queues; returns
+        when each was accepted (epoch seconds, None if unknown)."""
+        accepted = [self.accepted.pop(seq, None) for seq, _key in applied]
         for _seq, key in applied:
             queue = self.queues[key]
             queue.popleft()
@@ -189,3 +195,4 @@ class FairSchedule:
             self.marks.pop(name[len(THREAD_MARK):], None)
         for name, value in marks.set.items():
             self.marks[name[len(THREAD_MARK):]] = value
+        return accepted

@@ -44,18 +44,22 @@ def apply_entry(derived: Any, service: IngestService, seq: int, payload: str,
 
 def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[int, str]],
                 enough: Callable[[], bool] | None = None,
-                mark: Callable[[int], None] | None = None) -> int:
+                mark: Callable[[int], None] | None = None,
+                results: list[HandleResult] | None = None) -> int:
     """Apply log entries in order as ONE transaction: one commit, one embedding call and
     one vector upsert (``IngestService.batched``), the cursor moved to the last applied
     entry with them. ``enough`` is asked after each entry and ends the batch early when it
     says so (at least one entry is applied). Returns how many entries were applied; an
     exception rolls all of them back (the caller then goes one entry at a time). ``mark``,
-    when given, writes the cursor instead, told how many entries were applied."""
+    when given, writes the cursor instead, told how many entries were applied; ``results``
+    collects each applied entry's :class:`HandleResult`."""
     applied = 0
     with derived.transaction(), service.batched():
         for _seq, payload in entries:
             result = service.handle(orjson.loads(payload), payload)
             count_outcome(derived, result.outcome)
+            if results is not None:
+                results.append(result)
             applied += 1
             if enough is not None and enough():
                 break

@@ -20,8 +20,8 @@ class _Log:
     def __init__(self, keys: list[str]) -> None:
         self.rows = [(i + 1, k) for i, k in enumerate(keys)]
 
-    def read_log_keys(self, after: int, limit: int) -> list[tuple[int, str]]:
-        return [r for r in self.rows if r[0] > after][:limit]
+    def read_log_keys(self, after: int, limit: int) -> list[tuple[int, str, str]]:
+        return [(q, k, "2026-11-30T00:00:00+00:00") for q, k in self.rows if q > after][:limit]
 
 
 def test_a_late_tenant_is_picked_second_and_each_thread_keeps_its_order() -> None:
