@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 capture_output=True, text=True, timeout=args.seconds + 300, check=False)
             report = orjson.loads(fleet.stdout) if fleet.stdout.strip() else {}
             posted = time.monotonic() - started
-            with httpx.Client(base_url=url, timeout=60) as http:
+            with httpx.Client(base_url=url, timeout=120) as http:
                 deadline = time.monotonic() + args.drain_timeout
                 while http.get("/v1/stats").json()["unprocessed"] > 0:
                     if time.monotonic() > deadline:
@@ -74,7 +74,11 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 stats = http.get("/v1/stats").json()
         finally:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(30)
     keys = ("events_sent", "accepted", "errors", "accepted_per_second")
     return {"fleet": {k: report.get(k) for k in keys if k in report} or report,
             "fleet_rc": fleet.returncode,

@@ -104,4 +104,8 @@ def stats(runtime: Runtime) -> dict[str, Any]:
 def _freshness(gateway: Any) -> dict[str, Any]:
     """``freshness``: accepted → recallable / → memory, p50 / p95 ms (modes that measure it)."""
     measure = getattr(gateway, "freshness", None)
-    return {"freshness": measure()} if callable(measure) else {}
+    out = {"freshness": measure()} if callable(measure) else {}
+    passages = getattr(gateway, "passages_pending", None)
+    if callable(passages):  # two speeds: memories written, their chunks' vectors not yet
+        out["passages_pending"] = passages()
+    return out

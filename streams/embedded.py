@@ -33,6 +33,7 @@ from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.streams.passage_lane import PassageLane
 from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
@@ -58,6 +59,7 @@ class EmbeddedRunner:
         batch_entries: int = 256,
         batch_max_ms: float = 250.0,
         read_ahead: int = 200_000,
+        two_speeds: bool = False,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
@@ -82,6 +84,9 @@ class EmbeddedRunner:
         self._single: list[Entry] = []  # a failed batch's entries, now one at a time
         self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
         self._freshness = Freshness()
+        self.two_speeds = two_speeds  # settings derive_two_speeds: passage vectors after
+        self._lane = self._attach_lane()
+        self._lane_at = monotonic()  # when the passage lane last had a slice
 
     @property
     def max_attempts(self) -> int:
@@ -120,10 +125,37 @@ class EmbeddedRunner:
         return self.unprocessed() + int(self.derived.count_pending_window_events())
 
     def unprocessed(self) -> int:
-        """Log entries the current generation has not applied yet (read ahead + beyond)."""
+        """Log entries the current generation has not applied yet (read ahead + beyond),
+        plus memories whose passage vectors are still due (two speeds)."""
         sched = self._sched
         scanned = sched.scanned  # read before ``pending``: a concurrent scan only adds
-        return sched.pending + int(self.store.count_log_after(scanned))
+        return sched.pending + int(self.store.count_log_after(scanned)) + self.passages_pending()
+
+    def passages_pending(self) -> int:
+        """Memories written whose chunks' vectors are not yet (``/v1/stats``)."""
+        lane = self._lane
+        return lane.pending if lane is not None else 0
+
+    def _attach_lane(self) -> PassageLane | None:
+        """Give the current generation's service a passage lane (resuming a crashed one)."""
+        if not self.two_speeds or not hasattr(self.service, "passage_lane"):
+            return None
+        lane = PassageLane(self.derived, self.service)
+        lane.recover()
+        self.service.passage_lane = lane
+        return lane
+
+    def _passages(self, log_busy: bool) -> int:
+        """A slice of the passage lane when the log is idle, or once a second under load
+        (memories first, the passages still follow)."""
+        lane = self._lane
+        if lane is None or not lane.pending:
+            return 0
+        now = self.monotonic()
+        if log_busy and now - self._lane_at < 1.0:
+            return 0
+        self._lane_at = now
+        return lane.work()
 
     def _schedule(self) -> FairSchedule:
         """The schedule of the current generation, from its marks (crash-exact resume)."""
@@ -139,9 +171,13 @@ class EmbeddedRunner:
         """Switch to another generation between two entries (the replay's last step)."""
         with self._lock:
             self.derived = derived
+            if self._lane is not None:  # the old generation's passages first
+                while self._lane.work():
+                    pass
             self.service = service
             self._sched = self._schedule()
             self._single = []
+            self._lane = self._attach_lane()
         self._wake.set()
 
     def paused(self) -> threading.RLock:
@@ -190,13 +226,13 @@ class EmbeddedRunner:
             self._sched.scan(self.store)
             picked = self._sched.pick(limit or self.batch_entries)
             if not picked:
-                return 0
+                return self._passages(log_busy=False)
             payloads = self.store.read_log_entries([seq for seq, _key in picked])
             entries = [(seq, key, payloads[seq]) for seq, key in picked]
             if self._can_batch(entries):
                 handled = self._apply_batch(entries)
                 if handled:
-                    return handled
+                    return handled + self._passages(log_busy=True)
             self._single = entries
             return self._apply_singly()
 
@@ -222,6 +258,7 @@ class EmbeddedRunner:
                                   [(seq, payload) for seq, _key, payload in entries],
                                   enough, mark, results)
         except Exception as exc:  # redo these entries one by one under the failure policy
+            self._discard()
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
                         len(entries), self._sched.low, exc)
             return 0
@@ -239,6 +276,7 @@ class EmbeddedRunner:
             try:
                 result = apply_entry(self.derived, self.service, seq, payload, retries, write)
             except Exception as exc:
+                self._discard()
                 decision = self.policy.decide(exc, self._attempts.failed(seq))
                 if decision.retry:
                     self._retry_delay = decision.delay
@@ -257,6 +295,8 @@ class EmbeddedRunner:
         """The entries' transaction committed: out of the schedule, flagged in the log,
         their freshness (accepted → recallable; → memory for those closing a range)."""
         accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
+        if self._lane is not None:
+            self._lane.committed()
         now = time.time()
         self._freshness.record(
             (now - at for at in accepted if at is not None),
@@ -267,6 +307,10 @@ class EmbeddedRunner:
                 self.store.mark_processed(seq)
         for _seq, _key, payload in done:
             self._touch(orjson.loads(payload))
+
+    def _discard(self) -> None:
+        if self._lane is not None:
+            self._lane.discard()
 
     @property
     def retry_delay(self) -> float:

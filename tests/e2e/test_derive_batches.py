@@ -39,7 +39,10 @@ def _events(count: int) -> list[dict[str, Any]]:
 
 
 def _runtime(data_dir: Path, batch: int, embedder: HashEmbedder) -> Runtime:
-    settings = Settings(data_dir=data_dir, embedder="hash", derive_batch_entries=batch)
+    # one speed: every vector inside its batch (two speeds: tests/e2e/test_two_speeds.py)
+    settings = Settings(data_dir=data_dir, embedder="hash", derive_batch_entries=batch,
+                        derive_two_speeds=False,
+                        derive_batch_max_ms=600_000)  # full batches on a loaded machine
     return build_runtime(settings, embedder=embedder)
 
 
