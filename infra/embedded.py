@@ -118,7 +118,8 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     runner = EmbeddedRunner(log_store, gen.service, utc_now_iso, settings.idle_flush_seconds,
                             derived=gen.store, limits=limits_of(settings),
                             batch_entries=settings.derive_batch_entries,
-                            batch_max_ms=settings.derive_batch_max_ms)
+                            batch_max_ms=settings.derive_batch_max_ms,
+                            two_speeds=settings.derive_two_speeds)
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
         memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,

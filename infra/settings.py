@@ -200,4 +200,7 @@ class Settings(BaseSettings):
     # one embedding call and one vector upsert per batch; 1 = one entry at a time.
     derive_batch_entries: int = Field(256, ge=1, le=10_000)
     derive_batch_max_ms: float = Field(250.0, gt=0)
+    # Two speeds: a closed range's memory (summary + hints) is written and searchable with
+    # its batch; its chunks' vectors follow in slices between batches (False: all at once).
+    derive_two_speeds: bool = False
     # --- end derivation batches --------------------------------------------------------

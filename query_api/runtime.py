@@ -96,5 +96,16 @@ def stats(runtime: Runtime) -> dict[str, Any]:
         "unprocessed": runtime.gateway.unprocessed(),
         "dead_letters": runtime.dead_letters.count_dead_letters(),
         "memories": runtime.memories.memory_counts(),
+        **_freshness(runtime.gateway),
         **runtime.extra_stats(),
     }
+
+
+def _freshness(gateway: Any) -> dict[str, Any]:
+    """``freshness``: accepted → recallable / → memory, p50 / p95 ms (modes that measure it)."""
+    measure = getattr(gateway, "freshness", None)
+    out = {"freshness": measure()} if callable(measure) else {}
+    passages = getattr(gateway, "passages_pending", None)
+    if callable(passages):  # two speeds: memories written, their chunks' vectors not yet
+        out["passages_pending"] = passages()
+    return out

@@ -259,6 +259,7 @@ def stats_families(stats: Mapping[str, Any]) -> Iterator[Any]:
         yield CounterMetricFamily(f"breadcrumb_{name}", doc, value=float(stats.get(name, 0)))
     for name, doc in GAUGES.items():
         yield GaugeMetricFamily(f"breadcrumb_{name}", doc, value=float(stats.get(name, 0)))
+    yield from freshness_family(stats.get("freshness"))
     memories = stats.get("memories") or {}
     for label in ("status", "tier"):
         family = GaugeMetricFamily(f"breadcrumb_memories_by_{label}",
@@ -272,6 +273,23 @@ def stats_families(stats: Mapping[str, Any]) -> Iterator[Any]:
         for status, tier, count in memories["by_status_tier"]:
             grid.add_metric([str(status), str(tier)], float(count))
         yield grid
+
+
+def freshness_family(freshness: Mapping[str, Any] | None) -> Iterator[Any]:
+    """``breadcrumb_freshness_seconds{stage, quantile}``: accepted → recallable / memory."""
+    if not freshness:
+        return
+    family = GaugeMetricFamily("breadcrumb_freshness_seconds",
+                               "Event accepted to recallable (stage=recallable) or to its "
+                               "memory written (stage=memory), recent entries.",
+                               labels=["stage", "quantile"])
+    for stage in ("recallable", "memory"):
+        figures = freshness.get(f"{stage}_ms") or {}
+        for quantile, label in (("p50", "0.5"), ("p95", "0.95")):
+            value = figures.get(quantile)
+            if value is not None:
+                family.add_metric([stage, label], float(value) / 1000.0)
+    yield family
 
 
 _CREATE_LOCK = threading.Lock()

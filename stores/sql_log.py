@@ -94,6 +94,23 @@ class LogStateMixin:
                           (after_seq, limit))
         return [(int(q), str(p)) for q, p in rows]
 
+    def read_log_keys(self, after_seq: int, limit: int) -> list[tuple[int, str, str]]:
+        """(seq, thread_key, accepted_at) of entries with seq > after_seq, in seq order,
+        without their payloads (the embedded runner's fair scheduler reads ahead with this)."""
+        rows = self._read("SELECT seq, thread_key, accepted_at FROM event_log WHERE seq > ? "
+                          "ORDER BY seq LIMIT ?", (after_seq, limit))
+        return [(int(q), str(k), str(a)) for q, k, a in rows]
+
+    def read_log_entries(self, seqs: Sequence[int]) -> dict[int, str]:
+        """The payloads of the given log positions, by position."""
+        out: dict[int, str] = {}
+        for start in range(0, len(seqs), 500):
+            part = list(seqs[start:start + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._read(f"SELECT seq, payload FROM event_log WHERE seq IN ({marks})", part)
+            out.update((int(q), str(p)) for q, p in rows)
+        return out
+
     def max_log_seq(self) -> int:
         """The newest log position (0 for an empty log)."""
         return self._scalar("SELECT MAX(seq) FROM event_log")
@@ -130,6 +147,12 @@ class LogStateMixin:
         sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), ("value",))
         with self.transaction():
             self._execute(sql, (name, value))
+
+    def drop_counters(self, names: Sequence[str]) -> None:
+        """Remove named counters (absent names are ignored)."""
+        with self.transaction():
+            for name in names:
+                self._execute("DELETE FROM kv_counters WHERE name = ?", (name,))
 
     def max_processed_seq(self) -> int:
         """The newest log position flagged processed (0 when none)."""

@@ -1,20 +1,24 @@
-"""The embedded driver: a durable SQLite log drained in order by one background thread.
+"""The embedded driver: a durable SQLite log drained fairly by one background thread.
 
 ``submit`` appends accepted events to the log in one transaction (durable before the
-HTTP 202). The processing thread applies the log in micro-batches (up to ``batch_entries`` entries,
-closing a batch once ``batch_max_ms`` of work is spent) to the current *generation* of
-derived stores (see ``stores.generations``): one transaction per batch that also advances
-that generation's cursor into the log, one embedding call for the texts of every range the
-batch closes (across threads) and one vector upsert; each thread's entries keep their log
-order. If a batch fails it is rolled back and its entries are applied one at a time under
-the failure policy, so a bad entry is retried or dead-lettered without losing the others.
-The cursor moving with the writes means a crash or restart resumes exactly at the first
-unapplied entry, and a replayed generation can take over at a precise log position.
+HTTP 202). The processing thread applies the log in micro-batches (up to ``batch_entries``
+entries, closing a batch once ``batch_max_ms`` of work is spent) to the current
+*generation* of derived stores (see ``stores.generations``): one transaction per batch that
+also writes that generation's marks into the log, one embedding call for the texts of every
+range the batch closes (across threads) and one vector upsert. A batch's entries are picked
+fairly (``streams.fair_schedule``): round-robin by tenant, a bounded share per tenant and
+thread, each thread's entries in log order — one tenant's huge batch no longer holds
+another tenant's event behind it. The marks (a low-water mark plus a position per thread
+ahead of it) move with the writes, so a crash or restart resumes exactly at the unapplied
+entries, and a replayed generation can take over at a precise log position. If a batch
+fails it is rolled back and its entries are applied one at a time under the failure
+policy, so a bad entry is retried or dead-lettered without losing the others.
 Idle threads get a flush marker appended to the same log, so a replay reproduces every cut.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -26,13 +30,17 @@ import orjson
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
+from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
+from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
-from breadcrumb.streams.replay import applied_seq, apply_batch, apply_entry, dead_letter_entry
-from breadcrumb.streams.service import IngestService
+from breadcrumb.streams.passage_lane import PassageLane
+from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
+from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
 
 log = logging.getLogger(__name__)
+Entry = tuple[int, str, str]  # (log position, thread key, payload)
 
 
 class EmbeddedRunner:
@@ -50,11 +58,14 @@ class EmbeddedRunner:
         limits: EventLimits = NO_LIMITS,
         batch_entries: int = 256,
         batch_max_ms: float = 250.0,
+        read_ahead: int = 200_000,
+        two_speeds: bool = False,
     ) -> None:
         self.store = store  # the event log (truth) and the intake counters
         self.service = service
         self.derived: Any = derived if derived is not None else store  # current generation
-        self._cursor = self._initial_cursor()
+        self.read_ahead = read_ahead  # log entries the fair scheduler looks ahead at most
+        self._sched = self._schedule()
         self._lock = threading.RLock()  # held while applying a batch or switching generation
         self.clock = clock
         self.idle_flush_seconds = idle_flush_seconds
@@ -70,8 +81,12 @@ class EmbeddedRunner:
         self.limits = limits  # intake limits (settings limit_*), checked before the log
         self.batch_entries = max(1, batch_entries)  # settings derive_batch_entries
         self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
-        self._single_until = 0  # entries up to this position go one at a time (a failed batch)
+        self._single: list[Entry] = []  # a failed batch's entries, now one at a time
         self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
+        self._freshness = Freshness()
+        self.two_speeds = two_speeds  # settings derive_two_speeds: passage vectors after
+        self._lane = self._attach_lane()
+        self._lane_at = monotonic()  # when the passage lane last had a slice
 
     @property
     def max_attempts(self) -> int:
@@ -110,21 +125,59 @@ class EmbeddedRunner:
         return self.unprocessed() + int(self.derived.count_pending_window_events())
 
     def unprocessed(self) -> int:
-        """Log entries the current generation has not applied yet."""
-        return int(self.store.count_log_after(self._cursor))
+        """Log entries the current generation has not applied yet (read ahead + beyond),
+        plus memories whose passage vectors are still due (two speeds)."""
+        sched = self._sched
+        scanned = sched.scanned  # read before ``pending``: a concurrent scan only adds
+        return sched.pending + int(self.store.count_log_after(scanned)) + self.passages_pending()
 
-    def _initial_cursor(self) -> int:
-        cursor = applied_seq(self.derived)
-        if cursor == 0 and self.derived is self.store:  # a data dir from before cursors
-            cursor = int(self.store.max_processed_seq())
-        return cursor
+    def passages_pending(self) -> int:
+        """Memories written whose chunks' vectors are not yet (``/v1/stats``)."""
+        lane = self._lane
+        return lane.pending if lane is not None else 0
+
+    def _attach_lane(self) -> PassageLane | None:
+        """Give the current generation's service a passage lane (resuming a crashed one)."""
+        if not self.two_speeds or not hasattr(self.service, "passage_lane"):
+            return None
+        lane = PassageLane(self.derived, self.service)
+        lane.recover()
+        self.service.passage_lane = lane
+        return lane
+
+    def _passages(self, log_busy: bool) -> int:
+        """A slice of the passage lane when the log is idle, or once a second under load
+        (memories first, the passages still follow)."""
+        lane = self._lane
+        if lane is None or not lane.pending:
+            return 0
+        now = self.monotonic()
+        if log_busy and now - self._lane_at < 1.0:
+            return 0
+        self._lane_at = now
+        return lane.work()
+
+    def _schedule(self) -> FairSchedule:
+        """The schedule of the current generation, from its marks (crash-exact resume)."""
+        counters = self.derived.get_counters()
+        low = int(counters.get(CURSOR, 0))
+        if CURSOR not in counters and self.derived is self.store:  # from before cursors
+            low = int(self.store.max_processed_seq())
+        sched = FairSchedule(low, thread_marks(counters), self.read_ahead)
+        sched.scan(self.store)
+        return sched
 
     def use_generation(self, derived: Any, service: IngestService) -> None:
         """Switch to another generation between two entries (the replay's last step)."""
         with self._lock:
             self.derived = derived
+            if self._lane is not None:  # the old generation's passages first
+                while self._lane.work():
+                    pass
             self.service = service
-            self._cursor = applied_seq(derived)
+            self._sched = self._schedule()
+            self._single = []
+            self._lane = self._attach_lane()
         self._wake.set()
 
     def paused(self) -> threading.RLock:
@@ -142,6 +195,10 @@ class EmbeddedRunner:
                 raise TimeoutError(f"{left} log entries unprocessed after {timeout} s")
             time.sleep(0.05)
 
+    def freshness(self) -> dict[str, Any]:
+        """Accepted → recallable and accepted → memory, p50 / p95 in ms (``/v1/stats``)."""
+        return self._freshness.summary()
+
     def counters(self) -> dict[str, int]:
         values = dict(self.store.get_counters())
         if self.derived is not self.store:
@@ -153,8 +210,9 @@ class EmbeddedRunner:
 
     # ------------------------------------------------------------------ processing
     def process_available(self, limit: int | None = None) -> int:
-        """Apply up to ``limit`` (default ``batch_entries``) log entries in order; returns
-        how many were handled.
+        """Apply up to ``limit`` (default ``batch_entries``) log entries picked fairly
+        (:class:`~breadcrumb.streams.fair_schedule.FairSchedule`: round-robin by tenant,
+        each thread's entries in log order); returns how many were handled.
 
         They go as one batch (:func:`~breadcrumb.streams.replay.apply_batch`) when the
         service can batch. A batch that fails is rolled back and its entries are then taken
@@ -163,61 +221,96 @@ class EmbeddedRunner:
         the next call (after ``retry_delay``); a permanent one then becomes a dead letter
         keyed by its log position and the log moves on."""
         with self._lock:
-            entries = self.store.read_log_all(self._cursor, limit or self.batch_entries)
-            if not entries:
-                return 0
-            if entries[0][0] > self._single_until:
-                if not self._can_batch(entries):
-                    return self._apply_singly(entries)
+            if self._single:
+                return self._apply_singly()
+            self._sched.scan(self.store)
+            picked = self._sched.pick(limit or self.batch_entries)
+            if not picked:
+                return self._passages(log_busy=False)
+            payloads = self.store.read_log_entries([seq for seq, _key in picked])
+            entries = [(seq, key, payloads[seq]) for seq, key in picked]
+            if self._can_batch(entries):
                 handled = self._apply_batch(entries)
                 if handled:
-                    return handled
-            return self._apply_singly([e for e in entries if e[0] <= self._single_until])
+                    return handled + self._passages(log_busy=True)
+            self._single = entries
+            return self._apply_singly()
 
-    def _can_batch(self, entries: Sequence[tuple[int, str]]) -> bool:
+    def _can_batch(self, entries: Sequence[Entry]) -> bool:
         return len(entries) > 1 and callable(getattr(self.service, "batched", None))
 
-    def _apply_batch(self, entries: list[tuple[int, str]]) -> int:
+    def _apply_batch(self, entries: list[Entry]) -> int:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
+        picked = [(seq, key) for seq, key, _payload in entries]
+        written: list[Marks] = []
+        results: list[HandleResult] = []
 
         def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
             return self._intake.count > 0 or self.monotonic() >= deadline
 
+        def mark(applied: int) -> None:  # inside the batch's transaction
+            marks = self._sched.marks_for(picked[:applied])
+            marks.write(self.derived)
+            written.append(marks)
+
         try:
-            handled = apply_batch(self.derived, self.service, entries, enough)
+            handled = apply_batch(self.derived, self.service,
+                                  [(seq, payload) for seq, _key, payload in entries],
+                                  enough, mark, results)
         except Exception as exc:  # redo these entries one by one under the failure policy
+            self._discard()
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
-                        len(entries), self._cursor, exc)
-            self._single_until = entries[-1][0]
+                        len(entries), self._sched.low, exc)
             return 0
-        done = entries[:handled]
-        with self.store.transaction():
-            for seq, _payload in done:
-                self.store.mark_processed(seq)
-        self._cursor = done[-1][0]
-        for _seq, payload in done:
-            self._touch(orjson.loads(payload))
+        self._done(entries[:handled], written[-1], results)
         return handled
 
-    def _apply_singly(self, entries: list[tuple[int, str]]) -> int:
+    def _apply_singly(self) -> int:
         handled = 0
-        for seq, payload in entries:
+        while self._single:
+            seq, key, payload = self._single[0]
+            marks = self._sched.marks_for([(seq, key)])
+            write = functools.partial(marks.write, self.derived)
             retries = self._attempts.counts.get(seq, 0)
+            result: HandleResult | None = None
             try:
-                apply_entry(self.derived, self.service, seq, payload, retries)
+                result = apply_entry(self.derived, self.service, seq, payload, retries, write)
             except Exception as exc:
+                self._discard()
                 decision = self.policy.decide(exc, self._attempts.failed(seq))
                 if decision.retry:
                     self._retry_delay = decision.delay
                     raise
                 dead_letter_entry(self.derived, seq, payload, decision.reason,
-                                  self._attempts.counts[seq], self.clock())
-            self.store.mark_processed(seq)
-            self._cursor = seq
+                                  self._attempts.counts[seq], self.clock(),
+                                  write)
+            self._single.pop(0)
             self._attempts.done(seq)
-            self._touch(orjson.loads(payload))
+            self._done([(seq, key, payload)], marks, [result])
             handled += 1
         return handled
+
+    def _done(self, done: Sequence[Entry], marks: Marks,
+              results: Sequence[HandleResult | None]) -> None:
+        """The entries' transaction committed: out of the schedule, flagged in the log,
+        their freshness (accepted → recallable; → memory for those closing a range)."""
+        accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
+        if self._lane is not None:
+            self._lane.committed()
+        now = time.time()
+        self._freshness.record(
+            (now - at for at in accepted if at is not None),
+            (now - at for at, result in zip(accepted, results, strict=False)
+             if at is not None and result is not None and result.observations))
+        with self.store.transaction():
+            for seq, _key, _payload in done:
+                self.store.mark_processed(seq)
+        for _seq, _key, payload in done:
+            self._touch(orjson.loads(payload))
+
+    def _discard(self) -> None:
+        if self._lane is not None:
+            self._lane.discard()
 
     @property
     def retry_delay(self) -> float:

@@ -32,37 +32,46 @@ def applied_seq(derived: Any) -> int:
 
 
 def apply_entry(derived: Any, service: IngestService, seq: int, payload: str,
-                retries: int = 0) -> HandleResult:
-    """Apply one log entry to a generation and advance its cursor, atomically."""
+                retries: int = 0, mark: Callable[[], None] | None = None) -> HandleResult:
+    """Apply one log entry to a generation and advance its cursor, atomically (``mark``
+    writes the cursor instead when given: the fair runner's per-thread marks)."""
     with derived.transaction():
         result = service.handle(orjson.loads(payload), payload)
-        derived.set_counter(CURSOR, seq)
+        _mark(derived, seq, mark)
         count_outcome(derived, result.outcome, retries)
     return result
 
 
 def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[int, str]],
-                enough: Callable[[], bool] | None = None) -> int:
+                enough: Callable[[], bool] | None = None,
+                mark: Callable[[int], None] | None = None,
+                results: list[HandleResult] | None = None) -> int:
     """Apply log entries in order as ONE transaction: one commit, one embedding call and
     one vector upsert (``IngestService.batched``), the cursor moved to the last applied
     entry with them. ``enough`` is asked after each entry and ends the batch early when it
     says so (at least one entry is applied). Returns how many entries were applied; an
-    exception rolls all of them back (the caller then goes one entry at a time)."""
+    exception rolls all of them back (the caller then goes one entry at a time). ``mark``,
+    when given, writes the cursor instead, told how many entries were applied; ``results``
+    collects each applied entry's :class:`HandleResult`."""
     applied = 0
     with derived.transaction(), service.batched():
         for _seq, payload in entries:
             result = service.handle(orjson.loads(payload), payload)
             count_outcome(derived, result.outcome)
+            if results is not None:
+                results.append(result)
             applied += 1
             if enough is not None and enough():
                 break
-        if applied:
+        if applied and mark is not None:
+            mark(applied)
+        elif applied:
             derived.set_counter(CURSOR, entries[applied - 1][0])
     return applied
 
 
 def dead_letter_entry(derived: Any, seq: int, payload: str, reason: str, attempts: int,
-                      received_at: str) -> None:
+                      received_at: str, mark: Callable[[], None] | None = None) -> None:
     """Give up on one log entry: a dead letter keyed by its position, the cursor past it."""
     position = log_position(seq)
     log.error("giving up on log entry %s: %s", seq, reason)
@@ -70,8 +79,15 @@ def dead_letter_entry(derived: Any, seq: int, payload: str, reason: str, attempt
                         received_at=received_at, source="processor")
     with derived.transaction():
         derived.put_dead_letter(letter, key=position)
-        derived.set_counter(CURSOR, seq)
+        _mark(derived, seq, mark)
         count_dead_letter(derived, attempts - 1)
+
+
+def _mark(derived: Any, seq: int, mark: Callable[[], None] | None) -> None:
+    if mark is None:
+        derived.set_counter(CURSOR, seq)
+    else:
+        mark()
 
 
 def apply_with_policy(derived: Any, service: IngestService, seq: int, payload: str,

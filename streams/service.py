@@ -92,6 +92,7 @@ class IngestService:
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
         self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
+        self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
     def batched(self) -> Iterator[None]:
@@ -177,18 +178,22 @@ class IngestService:
     def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
         """Embed, index and store built memories: one embedding call, one upsert each for
         memories and chunks (vectors first: an upsert by id is idempotent, so a crash before
-        the SQL commit is repaired by re-applying the entries)."""
+        the SQL commit is repaired by re-applying the entries). With a ``passage_lane`` the
+        chunks' rows are written here and their vectors handed to the lane (two speeds)."""
         if not built:
             return
         observations = [obs for obs, _ in built]
-        chunks = [c for _, cs in built for c in cs]
+        lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
+        chunks = [] if lane is not None else [c for _, cs in built for c in cs]
         texts = [o.embedding_text for o in observations] + [c.text for c in chunks]
         vectors = self.embedder.embed_passages(texts)
         count = len(observations)
         self.index.upsert_memories(
             observations, vectors[:count], [sparse_vector(_lexical_text(o)) for o in observations]
         )
-        if chunks:
+        if lane is not None:
+            lane.defer(built)
+        elif chunks:
             self.index.upsert_chunks(
                 chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
             )

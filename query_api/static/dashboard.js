@@ -8,6 +8,9 @@ const CHART_SLOTS = 90;  // samples shown (~1 per second)
 const $ = (id) => document.getElementById(id);
 const fmt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
 const fmtRate = (n) => Number(n || 0).toLocaleString("en-US", { maximumFractionDigits: 1 });
+const fmtMs = (ms) => (ms === null || ms === undefined ? "–"
+  : ms >= 1000 ? `${(ms / 1000).toLocaleString("en-US", { maximumFractionDigits: 1 })} s`
+  : `${Math.round(ms)} ms`);
 let lastRecallTotal = null;
 
 function setText(id, value) {
@@ -35,6 +38,11 @@ function renderCards(snap) {
   setText("unprocessed", fmt(s.unprocessed));
   setText("consumer-lag", fmt(s.consumer_lag));
   setText("dead-letters", fmt(s.dead_letters));
+  const fresh = s.freshness || {};
+  setText("fresh-p50", fmtMs((fresh.recallable_ms || {}).p50));
+  setText("fresh-p95", fmtMs((fresh.recallable_ms || {}).p95));
+  setText("fresh-memory-p50", fmtMs((fresh.memory_ms || {}).p50));
+  setText("fresh-memory-p95", fmtMs((fresh.memory_ms || {}).p95));
   $("card-dead").dataset.nonzero = String((s.dead_letters || 0) > 0);
   setText("updated", `updated ${snap.at.slice(11, 19)} UTC`);
 }

@@ -39,7 +39,10 @@ def _events(count: int) -> list[dict[str, Any]]:
 
 
 def _runtime(data_dir: Path, batch: int, embedder: HashEmbedder) -> Runtime:
-    settings = Settings(data_dir=data_dir, embedder="hash", derive_batch_entries=batch)
+    # one speed: every vector inside its batch (two speeds: tests/e2e/test_two_speeds.py)
+    settings = Settings(data_dir=data_dir, embedder="hash", derive_batch_entries=batch,
+                        derive_two_speeds=False,
+                        derive_batch_max_ms=600_000)  # full batches on a loaded machine
     return build_runtime(settings, embedder=embedder)
 
 
@@ -120,11 +123,12 @@ def test_a_bad_entry_in_a_batch_is_dead_lettered_without_losing_the_others(tmp_p
         runner: Any = faulty.gateway
         assert runner.unprocessed() == 0
         # the event closing the range, then the thread's flush marker (the window stayed
-        # open) fail: each in its batch once, then max_attempts times alone
+        # open) fail: in a batch once (the fair pick may put both in the same batch), then
+        # each max_attempts times alone
         letters = faulty.store.list_dead_letters(10)
         assert len(letters) == 2
         assert all("observer bug" in x.reason and poison_thread in x.payload for x in letters)
-        assert len(failed) == 2 * (1 + runner.max_attempts)
+        assert 2 * runner.max_attempts + 1 <= len(failed) <= 2 * (1 + runner.max_attempts)
         others = [row for row in _snapshot(clean, _users(events)) if row[2] != poison_thread]
         got = [row for row in _snapshot(faulty, _users(events)) if row[2] != poison_thread]
         assert got == others and len(others) > 0
