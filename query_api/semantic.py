@@ -19,6 +19,7 @@ lines already chosen. Text stays verbatim: every line is a slice of stored conte
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
@@ -227,7 +228,7 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
 
     Greedy: each pick maximises ``score + COVER_BONUS * share of question weight not yet
     covered - REPEAT_PENALTY * overlap with the most similar chosen line``; the overlap
-    of every candidate is updated once per pick (cost O(picks x pool)).
+    of a candidate is brought up to date when it is looked at (lazy greedy).
     """
     if not ranked:
         return []
@@ -238,22 +239,35 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
     costs = [max(1, count(s.line.text)) for _sc, s in pool]
     # the question terms each line holds, in ``terms`` order (same sums as _new_weight)
     asked = [[(t, w) for t, w in terms.items() if t in s.terms] for _sc, s in pool]
-    # a line that does not fit now never will (``used`` only grows): never a candidate
-    alive = [i for i in range(len(pool)) if costs[i] <= budget]
     covered: set[str] = set()
     chosen: list[Scored] = []
+    folded = [0] * len(pool)  # chosen lines already folded into repeat[i]
+
+    def key(i: int) -> float:
+        for c in chosen[folded[i]:]:
+            repeat[i] = max(repeat[i], _overlap(pool[i][1].terms, c.terms))
+        folded[i] = len(chosen)
+        return (pool[i][0] - REPEAT_PENALTY * repeat[i]
+                + COVER_BONUS * sum(w for t, w in asked[i] if t not in covered) / total)
+
+    # Lazy greedy, same picks as a full max() over the pool each time (ties: lowest
+    # index): a line's key only falls (repeat grows, coverage shrinks), so a stale key
+    # is a bound; a popped line whose fresh key still heads the heap is the best.
+    heap = [(-key(i), i) for i in range(len(pool)) if costs[i] <= budget]
+    heapq.heapify(heap)
     used = 0
-    while alive and len(chosen) < max_lines:
-        pick = max(alive, key=lambda i: (pool[i][0] - REPEAT_PENALTY * repeat[i]
-                   + COVER_BONUS * sum(w for t, w in asked[i] if t not in covered) / total))
-        alive.remove(pick)
-        cand = pool[pick][1]
+    while heap and len(chosen) < max_lines:
+        _stale, i = heapq.heappop(heap)
+        if used + costs[i] > budget:  # ``used`` only grows: it never fits again
+            continue
+        fresh = (-key(i), i)
+        if heap and fresh > heap[0]:
+            heapq.heappush(heap, fresh)
+            continue
+        cand = pool[i][1]
         chosen.append(cand)
         covered |= cand.terms & terms.keys()
-        used += costs[pick]
-        alive = [i for i in alive if used + costs[i] <= budget]
-        for i in alive:
-            repeat[i] = max(repeat[i], _overlap(pool[i][1].terms, cand.terms))
+        used += costs[i]
     return chosen
 
 
