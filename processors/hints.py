@@ -309,9 +309,9 @@ def _nth_newline_back(text: str, n: int) -> int:
     return pos + 1
 
 
-def _rule_values(piece: str) -> Iterator[tuple[int, str, str]]:
+def _rule_values(piece: str, rules: tuple[_Rule, ...] = _RULES) -> Iterator[tuple[int, str, str]]:
     lowered: str | None = None
-    for rule in _RULES:
+    for rule in rules:
         needs = rule.needs
         if needs:
             text = piece
@@ -370,6 +370,28 @@ def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
     for _pos, _neg_len, kind, value in found:
         seen.setdefault(value, kind)
     return [(kind, value) for value, kind in seen.items()]
+
+
+_SQL_KINDS = frozenset({"sql", "sql_table", "sql_column"})
+
+
+@lru_cache(maxsize=64)
+def _rules_of(kinds: frozenset[str]) -> tuple[_Rule, ...]:
+    return tuple(rule for rule in _RULES if kinds.intersection(rule.kinds))
+
+
+def holds_kind(text: str, kinds: frozenset[str], max_lines: int = MAX_SCAN_LINES) -> bool:
+    """Whether :func:`extract_typed_values` finds a value of one of ``kinds`` in ``text``.
+
+    Same answer, cheaper: when no rule that can emit those kinds matches (most lines),
+    the other rules never run; otherwise the full (cached) extraction decides.
+    """
+    if not kinds & _SQL_KINDS:
+        rules = _rules_of(kinds)
+        if not any(True for _o, piece in scan_segments(text, max_lines)
+                   for _v in _rule_values(piece, rules)):
+            return False
+    return any(kind in kinds for kind, _v in extract_typed_values(text, max_lines))
 
 
 def extract_exact_values(text: str, max_lines: int = MAX_SCAN_LINES) -> list[str]:

@@ -19,16 +19,18 @@ lines already chosen. Text stays verbatim: every line is a slice of stored conte
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from breadcrumb.processors.decide import QueryIntent
 from breadcrumb.processors.extract import Extract, Line, Passage, split_lines
-from breadcrumb.processors.hints import extract_typed_values
+from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
 from breadcrumb.query_api.evidence import drop_superseded, evidence_record
 from breadcrumb.query_api.scoring import Candidate, Query
@@ -147,8 +149,7 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
             if (f.passage.event_id, start) in seen or (diff and _removed(text)):
                 continue
             seen.add((f.passage.event_id, start))
-            line_terms = frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS])
-                                   if t not in EN_STOPWORDS)
+            line_terms = _line_terms(text)
             line = Line(f.passage.event_id, f.passage.event_index, start, end, text, 0.0)
             rows.append((f, dense, line, line_terms))
     weights = pool_weights(terms, [r[3] for r in rows])
@@ -165,14 +166,22 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         out.append((score, Scored(line, f.memory_id, line_terms)))
     if NEIGHBOR_SHARE > 0:  # a turn next to a strong one (question → answer) shares in it
         out = _with_neighbors(out)
-    shapes = Counter(_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out)
-    out = [(sc / (1.0 + max(0, shapes[_SHAPE_NOISE.sub("", s.line.text)] - 3)), s)
-           for sc, s in out]  # 40 lines of one shape: one of them is enough
+    shape = [_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out]
+    shapes = Counter(shape)
+    out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3)), s)
+           for i, (sc, s) in enumerate(out)]  # 40 lines of one shape: one of them is enough
     out.sort(key=lambda p: (-p[0], p[1].line.event_index, p[1].line.start))
     return out
 
 
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
+
+
+@lru_cache(maxsize=8192)
+def _line_terms(text: str) -> frozenset[str]:
+    """A line's question-comparable terms (cached: the lead and the packing both score a
+    pool, and the same lines recur across questions)."""
+    return frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS]) if t not in EN_STOPWORDS)
 
 
 def _removed(line: str) -> bool:
@@ -208,10 +217,8 @@ def _boosts(text: str, intent: QueryIntent) -> float:
     boost = 0.0
     if intent.failure and _FAILURE.search(text):
         boost += FAILURE_BOOST
-    if intent.kinds:
-        kinds = {k for k, _v in extract_typed_values(text[:MAX_LINE_CHARS])}
-        if kinds & intent.kinds:
-            boost += KIND_BOOST
+    if intent.kinds and text_holds_kind(text[:MAX_LINE_CHARS], intent.kinds):
+        boost += KIND_BOOST
     return boost
 
 
@@ -221,7 +228,7 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
 
     Greedy: each pick maximises ``score + COVER_BONUS * share of question weight not yet
     covered - REPEAT_PENALTY * overlap with the most similar chosen line``; the overlap
-    of every candidate is updated once per pick (cost O(picks x pool)).
+    of a candidate is brought up to date when it is looked at (lazy greedy).
     """
     if not ranked:
         return []
@@ -230,23 +237,37 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
     total = sum(terms.values()) or 1.0
     repeat = [0.0] * len(pool)
     costs = [max(1, count(s.line.text)) for _sc, s in pool]
-    alive = list(range(len(pool)))
+    # the question terms each line holds, in ``terms`` order (same sums as _new_weight)
+    asked = [[(t, w) for t, w in terms.items() if t in s.terms] for _sc, s in pool]
     covered: set[str] = set()
     chosen: list[Scored] = []
+    folded = [0] * len(pool)  # chosen lines already folded into repeat[i]
+
+    def key(i: int) -> float:
+        for c in chosen[folded[i]:]:
+            repeat[i] = max(repeat[i], _overlap(pool[i][1].terms, c.terms))
+        folded[i] = len(chosen)
+        return (pool[i][0] - REPEAT_PENALTY * repeat[i]
+                + COVER_BONUS * sum(w for t, w in asked[i] if t not in covered) / total)
+
+    # Lazy greedy, same picks as a full max() over the pool each time (ties: lowest
+    # index): a line's key only falls (repeat grows, coverage shrinks), so a stale key
+    # is a bound; a popped line whose fresh key still heads the heap is the best.
+    heap = [(-key(i), i) for i in range(len(pool)) if costs[i] <= budget]
+    heapq.heapify(heap)
     used = 0
-    while alive and len(chosen) < max_lines:
-        pick = max(alive, key=lambda i: (pool[i][0] - REPEAT_PENALTY * repeat[i]
-                   + COVER_BONUS * _new_weight(pool[i][1].terms, terms, covered) / total))
-        alive.remove(pick)
-        cand = pool[pick][1]
-        cost = costs[pick]
-        if used + cost > budget:
+    while heap and len(chosen) < max_lines:
+        _stale, i = heapq.heappop(heap)
+        if used + costs[i] > budget:  # ``used`` only grows: it never fits again
             continue
+        fresh = (-key(i), i)
+        if heap and fresh > heap[0]:
+            heapq.heappush(heap, fresh)
+            continue
+        cand = pool[i][1]
         chosen.append(cand)
         covered |= cand.terms & terms.keys()
-        used += cost
-        for i in alive:
-            repeat[i] = max(repeat[i], _overlap(pool[i][1].terms, cand.terms))
+        used += costs[i]
     return chosen
 
 
@@ -324,8 +345,8 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     the question asks for no kind): a word-exact cut without one missed the value."""
     if not intent.kinds:
         return True
-    return any({k for k, _v in extract_typed_values(str(ln["text"])[:MAX_LINE_CHARS])}
-               & intent.kinds for item in evidence for ln in item["lines"])
+    return any(text_holds_kind(str(ln["text"])[:MAX_LINE_CHARS], intent.kinds)
+               for item in evidence for ln in item["lines"])
 
 
 def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:
