@@ -343,6 +343,29 @@ class QdrantEdgeIndex:
                 )
                 self._write(CHUNKS, operation)
 
+    def set_memory_payloads(
+        self, updates: Sequence[tuple[Sequence[str], dict[str, Any]]]
+    ) -> list[str]:
+        """Many :meth:`set_memory_payload` calls at once: ``(memory ids, values)`` pairs, one
+        shard update per pair (and one per distinct ``status`` for the chunks). Ids not in
+        the index are skipped and returned (in order), where the single call raises."""
+        with self._gate, self._lock:
+            wanted = list(dict.fromkeys(m for ids, _ in updates for m in ids))
+            found = self._memory_payloads(set(wanted))
+            by_status: dict[Any, list[str]] = {}
+            for ids, values in updates:
+                present: list[Any] = [m for m in ids if m in found]
+                if not present:
+                    continue
+                self._write(MEMORIES, qe.UpdateOperation.set_payload(present, dict(values)))
+                if "status" in values:
+                    by_status.setdefault(values["status"], []).extend(present)
+            for status, ids in by_status.items():
+                by_memory = _edge_filter([Condition("memory_id", tuple(ids))])
+                operation = qe.UpdateOperation.set_payload_by_filter(by_memory, {"status": status})
+                self._write(CHUNKS, operation)
+            return [m for m in wanted if m not in found]
+
     # --- reads ---------------------------------------------------------------------
     def _request(
         self, name: str, flt: SearchFilter, k: int,

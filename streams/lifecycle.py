@@ -14,7 +14,8 @@ import json
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -97,6 +98,24 @@ class LifecycleService:
         self.configs: ConfigFor = configs or (lambda _p: lc.LifecycleConfig())
         self.archiver = archiver
         self.errors: Counter[str] = Counter()  # visible in tests and stats
+        self._local = threading.local()  # .payloads: this thread's deferred payloads (batch)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Defer this thread's vector payload updates to the end of the block (a derivation
+        batch): each memory's payload is set once with its final status and tier, memories
+        (and chunks) sharing the same values in one update. SQL is written as before; on
+        an exception no payload is written (the caller's transaction rolls back)."""
+        if getattr(self._local, "payloads", None) is not None:  # the outer block writes
+            yield
+            return
+        self._local.payloads = {}
+        try:
+            yield
+            pending: dict[str, dict[str, Any]] = self._local.payloads
+        finally:
+            self._local.payloads = None
+        self._write_payloads(pending)
 
     # ------------------------------------------------------------------ ingest hook
     def on_observation(self, obs: Observation) -> None:
@@ -259,9 +278,29 @@ class LifecycleService:
         return self.tables.delete_memory(user_id, memory_id)
 
     def _payload(self, memory_id: str, values: dict[str, Any]) -> None:
+        deferred: dict[str, dict[str, Any]] | None = getattr(self._local, "payloads", None)
+        if deferred is not None:
+            deferred.setdefault(memory_id, {}).update(values)
+            return
         try:
             self.index.set_memory_payload(memory_id, values)
         except PointNotFoundError:
+            self.errors["missing_point"] += 1
+            log.warning("memory %s has no vector point; payload not updated", memory_id)
+
+    def _write_payloads(self, pending: dict[str, dict[str, Any]]) -> None:
+        if not pending:
+            return
+        many = getattr(self.index, "set_memory_payloads", None)
+        if many is None:  # an index without the batch call: one update per memory
+            for memory_id, values in pending.items():
+                self._payload(memory_id, values)
+            return
+        groups: dict[tuple[tuple[str, Any], ...], list[str]] = {}
+        for memory_id, values in pending.items():
+            groups.setdefault(tuple(sorted(values.items())), []).append(memory_id)
+        missing = many([(ids, dict(values)) for values, ids in groups.items()])
+        for memory_id in missing:
             self.errors["missing_point"] += 1
             log.warning("memory %s has no vector point; payload not updated", memory_id)
 

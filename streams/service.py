@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,11 +197,17 @@ class IngestService:
             self.index.upsert_chunks(
                 chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
             )
-        for observation, own in built:
-            self.memories.upsert_memory(observation)
-            self.memories.put_chunks(own)
-            if self.on_observation is not None:
-                self.on_observation(observation)
+        with self._hooks_batched():
+            for observation, own in built:
+                self.memories.upsert_memory(observation)
+                self.memories.put_chunks(own)
+                if self.on_observation is not None:
+                    self.on_observation(observation)
+
+    def _hooks_batched(self) -> AbstractContextManager[None]:
+        """The hook owner's batching (``LifecycleService.batch``) around a batch's hooks."""
+        batch = getattr(getattr(self.on_observation, "__self__", None), "batch", None)
+        return batch() if callable(batch) else nullcontext()
 
     # ------------------------------------------------------------------ helpers
     def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:
