@@ -59,6 +59,8 @@ POOL_IDF = True
 NEIGHBOR_SHARE = 0.5  # share of an adjacent turn's lead a line takes (question -> answer)
 MAX_LINE_CHARS = 4000
 _FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー)")
+#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
+_DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 _LITERAL = re.compile(r"\w+_\w+|\w[\w-]*\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*|`[^`]+`")
 
@@ -345,8 +347,15 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     the question asks for no kind): a word-exact cut without one missed the value."""
     if not intent.kinds:
         return True
-    return any(text_holds_kind(str(ln["text"])[:MAX_LINE_CHARS], intent.kinds)
-               for item in evidence for ln in item["lines"])
+    failure = intent.failure or "error" in intent.kinds
+    for item in evidence:
+        for ln in item["lines"]:
+            text = str(ln["text"])[:MAX_LINE_CHARS]
+            if failure and (_FAILURE.search(text) or _DIAGNOSTIC.match(text)):
+                return True  # a failure line the typed-value rules do not name (Go, tsc ...)
+            if text_holds_kind(text, intent.kinds):
+                return True
+    return False
 
 
 def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:

@@ -163,3 +163,10 @@ def test_a_cut_without_the_asked_value_kind_needs_meaning() -> None:
     with_value = [{"lines": [{"text": "+export const EMAIL_RE = /^[A-Za-z0-9._%+-]+@[a-z]+$/;"}]}]
     assert not s.holds_kind(words_only, intent) and s.holds_kind(with_value, intent)
     assert s.holds_kind(words_only, analyze_query("What did Caroline research?"))  # no kind
+
+
+def test_a_failure_question_is_held_by_a_diagnostic_line_the_value_rules_do_not_name() -> None:
+    intent = analyze_query("what was the go test build failure in the CSV export?")
+    go_error = [{"lines": [{"text": "internal/export/csv.go:9:2: undefined: csv"}]}]
+    request = [{"lines": [{"text": "Fix ExportCSV so product names with commas stay one column"}]}]
+    assert s.holds_kind(go_error, intent) and not s.holds_kind(request, intent)
