@@ -373,6 +373,8 @@ def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
 
 
 _SQL_KINDS = frozenset({"sql", "sql_table", "sql_column"})
+#: Every kind some rule can name (a question may ask for others, e.g. "command").
+VALUE_KINDS = frozenset(k for rule in _RULES for k in rule.kinds) | _SQL_KINDS
 
 
 @lru_cache(maxsize=64)

@@ -30,6 +30,7 @@ from typing import Any
 
 from breadcrumb.processors.decide import QueryIntent
 from breadcrumb.processors.extract import Extract, Line, Passage, split_lines
+from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
 from breadcrumb.query_api.evidence import drop_superseded, evidence_record
@@ -345,15 +346,16 @@ def _roles(raw: RawEventStore, user_id: str, found: Iterable[Found]) -> dict[str
 def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     """Whether some evidence line holds a value of a kind the question asks for (or
     the question asks for no kind): a word-exact cut without one missed the value."""
-    if not intent.kinds:
-        return True
+    kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
     failure = intent.failure or "error" in intent.kinds
+    if not kinds and not failure:
+        return True
     for item in evidence:
         for ln in item["lines"]:
             text = str(ln["text"])[:MAX_LINE_CHARS]
             if failure and (_FAILURE.search(text) or _DIAGNOSTIC.match(text)):
                 return True  # a failure line the typed-value rules do not name (Go, tsc ...)
-            if text_holds_kind(text, intent.kinds):
+            if kinds and text_holds_kind(text, kinds):
                 return True
     return False
 

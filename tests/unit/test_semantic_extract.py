@@ -170,3 +170,9 @@ def test_a_failure_question_is_held_by_a_diagnostic_line_the_value_rules_do_not_
     go_error = [{"lines": [{"text": "internal/export/csv.go:9:2: undefined: csv"}]}]
     request = [{"lines": [{"text": "Fix ExportCSV so product names with commas stay one column"}]}]
     assert s.holds_kind(go_error, intent) and not s.holds_kind(request, intent)
+
+
+def test_a_kind_no_rule_names_does_not_discard_the_word_exact_cut() -> None:
+    intent = analyze_query("what command ran the email validation tests?")  # kind "command"
+    cut = [{"lines": [{"text": "npx vitest run tests/auth/validate-email.test.ts"}]}]
+    assert s.holds_kind(cut, intent)
