@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from breadcrumb.infra.settings import Settings
@@ -10,6 +11,8 @@ from breadcrumb.stores.mysql_store import mysql_store
 __all__ = ["build_cold_store", "build_qdrant_index", "build_sql_store", "build_vector_index",
            "declare_topics", "group_members", "mysql_store", "split_store_reason"]
 
+
+log = logging.getLogger(__name__)
 
 def build_sql_store(settings: Settings) -> Any:
     """:func:`mysql_store`, opened (its tables created if missing)."""
@@ -51,10 +54,10 @@ def build_qdrant_index(settings: Settings, dim: int) -> Any:
     return index
 
 
-def split_store_reason(settings: Settings, members: int) -> str | None:
-    """Why a worker joining a group of ``members`` live workers would split the vector
-    store (None: it would not)."""
-    if settings.vector_store == "topic" or settings.qdrant_url or members == 0:
+def split_store_reason(settings: Settings, members: int | None) -> str | None:
+    """Why a worker joining a group of ``members`` live workers with other vector folders
+    would split the vector store (None: it would not, or the broker could not tell)."""
+    if settings.vector_store == "topic" or settings.qdrant_url or not members:
         return None
     return (f"refusing to start: consumer group {settings.worker_id!r} already has {members} "
             "worker(s) and this one would keep its vectors in qdrant-client local mode "
@@ -63,24 +66,53 @@ def split_store_reason(settings: Settings, members: int) -> str | None:
             "QDRANT_URL (a Qdrant server) or VECTOR_STORE=topic (one sink writes them).")
 
 
-async def group_members(settings: Settings) -> int:
-    """How many workers are in this worker's consumer group right now."""
+def store_client_id(settings: Settings) -> str:
+    """The Kafka client id of a worker: names its local vector folder (host + path), so a
+    restarted worker (same folder) is not taken for a second one that would split it."""
+    import hashlib
+    import socket
+
+    where = f"{socket.gethostname()}:{(settings.data_dir / 'qdrant').resolve()}"
+    return "breadcrumb-" + hashlib.sha256(where.encode()).hexdigest()[:16]
+
+
+async def group_members(settings: Settings, attempts: int = 10,
+                        delay: float = 1.0) -> int | None:
+    """How many workers with ANOTHER vector folder are in this worker's consumer group
+    (members under its own client id — itself before a ``kill -9``, still in the group until
+    the session times out — do not count). None when the broker cannot tell (no group
+    coordinator yet on a fresh broker, a restart): retried ``attempts`` times first."""
+    import asyncio
+
     from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import KafkaError
 
     from breadcrumb.topics.kafka_security import aiokafka_kwargs
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
-                                **aiokafka_kwargs(settings))
-    await admin.start()
-    try:
-        described = await admin.describe_consumer_groups([settings.worker_id])
-    finally:
-        await admin.close()
-    members = 0
-    for response in described:
-        for group in getattr(response, "groups", []):
-            members += len(group[-1]) if group else 0  # (error, id, state, ..., members)
-    return members
+    mine = store_client_id(settings)
+    for attempt in range(attempts):
+        admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
+                                    **aiokafka_kwargs(settings))
+        try:
+            await admin.start()
+            described = await admin.describe_consumer_groups([settings.worker_id])
+        except (TimeoutError, KafkaError, OSError) as exc:
+            log.info("consumer group %s not described yet (%r); retrying", settings.worker_id,
+                     exc)
+            await asyncio.sleep(delay * min(attempt + 1, 3))
+            continue
+        finally:
+            await admin.close()
+        members = 0
+        for response in described:
+            for group in getattr(response, "groups", []):
+                # (error, id, state, protocol type, protocol, members); a member is
+                # (member id, client id, client host, metadata, assignment)
+                for member in (group[-1] if group else []):
+                    if len(member) < 2 or member[1] != mine:
+                        members += 1
+        return members
+    return None
 
 
 async def declare_topics(settings: Settings) -> None:

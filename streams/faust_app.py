@@ -51,15 +51,20 @@ def failure_policy(settings: Any) -> FailurePolicy:
                          max_delay=settings.failure_backoff_max_seconds)
 
 
-def create_app(settings: Any, parts: Any, web: bool = True) -> faust.App:
+def create_app(settings: Any, parts: Any, web: bool = True,
+               client_id: str | None = None) -> faust.App:
     """Build the Faust app around the cluster ports (``parts`` from infra.cluster).
 
     Only the worker of the *current* generation publishes (observations, memory-status,
     dead letters, idle flush markers) and sweeps; a generation being built by a replay
     only fills its own stores (``parts.publishing`` follows the alias).
     """
+    extra: dict[str, Any] = {}
+    if client_id:  # names the worker's vector folder: a restarted worker is known as itself
+        extra["broker_client_id"] = client_id
     app = faust.App(
         settings.worker_id,
+        **extra,
         broker=f"kafka://{settings.kafka_bootstrap}",
         broker_credentials=faust_credentials(settings),
         store="memory://",

@@ -52,7 +52,11 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     import faust
 
     from breadcrumb.infra.cluster import build_worker_parts, declare_topics
-    from breadcrumb.infra.cluster_stores import group_members, split_store_reason
+    from breadcrumb.infra.cluster_stores import (
+        group_members,
+        split_store_reason,
+        store_client_id,
+    )
     from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
     from breadcrumb.streams.cluster_replay import fail_abandoned
     from breadcrumb.streams.faust_app import create_app
@@ -63,12 +67,16 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     name = catalog.current()  # the alias: which generation this worker fills
     gen = generation_settings(settings, name)
     log.info("worker fills generation %s (consumer group %s)", name, gen.worker_id)
-    refusal = split_store_reason(gen, asyncio.run(group_members(gen)))  # issue 14
+    members = asyncio.run(group_members(gen))  # issue 14: no second local vector folder
+    if members is None:
+        log.warning("consumer group %s could not be described; starting without the "
+                    "split-vector-store check", gen.worker_id)
+    refusal = split_store_reason(gen, members)
     if refusal:
         raise SystemExit(refusal)
     parts = build_worker_parts(gen)
     parts.generation, parts.catalog = name, catalog
-    app = create_app(gen, parts)
+    app = create_app(gen, parts, client_id=store_client_id(gen))
     if serve_api:
         attach_api(app, settings, parts)
     worker = faust.Worker(app, loglevel=loglevel)

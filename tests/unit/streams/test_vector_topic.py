@@ -81,3 +81,11 @@ def test_only_a_local_mode_worker_joining_a_live_group_is_refused(tmp_path: Path
     assert "already has 2 worker(s)" in reason and "split the vectors" in reason
     assert split_store_reason(local.with_overrides(vector_store="topic"), 2) is None
     assert split_store_reason(local.with_overrides(qdrant_url="http://q:6333"), 2) is None
+
+
+def test_a_restarted_worker_is_known_by_its_vector_folder(tmp_path: Path) -> None:
+    from breadcrumb.infra.cluster_stores import store_client_id
+
+    one = Settings().with_overrides(data_dir=tmp_path / "w1")
+    assert store_client_id(one) == store_client_id(one.with_overrides(worker_id="other"))
+    assert store_client_id(one) != store_client_id(one.with_overrides(data_dir=tmp_path / "w2"))
