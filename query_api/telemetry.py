@@ -216,7 +216,7 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 # ---------------------------------------------------------------------- metrics
 COUNTERS = {
-    "events_received": "Events received by the gateway (HTTP and CLI).",
+    "events_received": "Events received over HTTP, the CLI or the SDK straight to Kafka (once).",
     "events_accepted": "Events accepted (valid and not duplicates).",
     "events_processed": "Events processed by the pipeline (derived into ranges).",
     "duplicates": "Events dropped as duplicates of an event_id already stored.",

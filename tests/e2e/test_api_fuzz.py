@@ -5,7 +5,6 @@ without being held in memory; a refused body leaves the keep-alive connection us
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, wait_until
+from tests.support.serve import free_port, healthy
 
 ST = Path(sys.executable).with_name("st")
 JSON = {"content-type": "application/json"}
@@ -22,18 +22,6 @@ JSON = {"content-type": "application/json"}
 MAX_EXAMPLES = int(os.environ.get("BREADCRUMB_FUZZ_EXAMPLES", "12"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 class Server:
@@ -50,7 +38,7 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("fuzz")
-    port = _free_port()
+    port = free_port()
     log_path = tmp / "serve.log"
     log = log_path.open("wb")
     proc = subprocess.Popen(
@@ -60,7 +48,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         env={**os.environ, "PYTHONUNBUFFERED": "1", "BREADCRUMB_INDEX_OPTIMIZE_MIN_POINTS": "0"})
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _healthy(url) or proc.poll() is not None, timeout=90)
+        wait_until(lambda: healthy(url) or proc.poll() is not None, timeout=90)
         assert proc.poll() is None, log_path.read_text(errors="replace")
         yield Server(url, proc, log_path)
     finally:
@@ -87,7 +75,7 @@ def test_a_200_mb_body_answers_413_and_is_never_held_in_memory(server: Server) -
     declared = httpx.post(f"{server.url}/v1/events", content=b"{}" + b" " * (40 << 20),
                           headers=JSON, timeout=120)
     assert declared.status_code == 413
-    assert _healthy(server.url)
+    assert healthy(server.url)
 
 
 def test_refused_bodies_keep_the_connection_usable(server: Server) -> None:

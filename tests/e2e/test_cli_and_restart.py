@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import EXAMPLE, wait_until
+from tests.support.serve import free_port, healthy
 
 CLI = [sys.executable, "-m", "breadcrumb.cli"]
 
@@ -43,16 +43,11 @@ def test_cli_ingest_then_recall(tmp_path: Path) -> None:
     assert "source_range auth-refactor" in human.stdout and "| " in human.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture()
 def server_factory(tmp_path: Path) -> Iterator[Any]:
     procs: list[subprocess.Popen[bytes]] = []
-    port = _free_port()
+    port = free_port()
 
     def start() -> tuple[str, subprocess.Popen[bytes]]:
         log = (tmp_path / f"serve-{len(procs)}.log").open("wb")
@@ -61,7 +56,7 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _healthy(url), timeout=60)
+        wait_until(lambda: healthy(url), timeout=60)
         return url, proc
 
     yield start
@@ -70,12 +65,6 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
             proc.terminate()
             proc.wait(10)
 
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def _events(n_threads: int, per_thread: int) -> list[dict[str, Any]]:

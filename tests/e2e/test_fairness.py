@@ -9,8 +9,6 @@ strict log order it would come after every bulk entry.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import wait_until
-from tests.e2e.test_cli_and_restart import CLI, _free_port, _healthy
+from tests.support.serve import serving
 
 BULK_BYTES = 50_000_000
 PER_EVENT = 5_000  # characters of content per bulk event
@@ -29,19 +26,8 @@ PER_REQUEST = 2_000  # events per POST (10 MB bodies)
 
 @pytest.fixture()
 def server(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BREADCRUMB_EMBEDDER": "hash"}
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), "--data-dir",
-                             str(tmp_path / "data")], stdout=log, stderr=subprocess.STDOUT,
-                            env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: _healthy(url), timeout=60)
+    with serving(tmp_path) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def _bulk_events() -> list[dict[str, Any]]:

@@ -10,19 +10,14 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.app import create_app
-from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.streams.freshness import Freshness
-from tests.conftest import example_events, wait_until
+from tests.conftest import example_events
+from tests.support.clients import drain, hash_client
 
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", embedder="hash")
-    runtime = build_runtime(settings, embedder=HashEmbedder())
-    with TestClient(create_app(runtime)) as http:
+    with hash_client(tmp_path) as http:
         yield http
 
 
@@ -31,7 +26,7 @@ def test_freshness_is_on_stats_metrics_and_the_dashboard(client: TestClient) -> 
     assert before["recallable_ms"] == {"p50": None, "p95": None, "samples": 0}
     events = example_events()
     assert client.post("/v1/events", json={"events": events}).status_code == 202
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0, timeout=60)
+    drain(client, timeout=60)
     fresh = client.get("/v1/stats").json()["freshness"]
     recallable, memory = fresh["recallable_ms"], fresh["memory_ms"]
     assert fresh["measured"] == recallable["samples"] >= len(events)  # + flush markers

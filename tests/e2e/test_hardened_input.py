@@ -16,6 +16,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.stores.embedders import HashEmbedder
 from tests.conftest import wait_until
+from tests.support.clients import hash_client
 
 JSON = {"content-type": "application/json"}
 BIG = 2**63
@@ -23,11 +24,9 @@ BIG = 2**63
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", embedder="hash",
-                        limit_body_bytes=256 * 1024, limit_batch_events=50,
-                        limit_content_chars=10_000, limit_page_events=5, limit_tags=8)
-    runtime = build_runtime(settings, embedder=HashEmbedder())
-    with TestClient(create_app(runtime), raise_server_exceptions=False) as http:
+    with hash_client(tmp_path, raise_server_exceptions=False,
+                     limit_body_bytes=256 * 1024, limit_batch_events=50,
+                     limit_content_chars=10_000, limit_page_events=5, limit_tags=8) as http:
         yield http
 
 

@@ -11,19 +11,15 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.app import create_app
-from breadcrumb.stores.embedders import HashEmbedder
-from tests.conftest import example_events, wait_until
+from tests.conftest import example_events
+from tests.support.clients import drain, hash_client
 
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    runtime = build_runtime(Settings(data_dir=tmp_path / "data"), embedder=HashEmbedder())
-    with TestClient(create_app(runtime)) as http:
+    with hash_client(tmp_path) as http:
         http.post("/v1/events", json={"events": example_events()})
-        wait_until(lambda: http.get("/v1/stats").json()["pending"] == 0)
+        drain(http, timeout=60)
         yield http
 
 

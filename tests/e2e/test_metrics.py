@@ -14,27 +14,22 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.telemetry import JsonFormatter, Telemetry
-from breadcrumb.stores.embedders import HashEmbedder
 from tests.conftest import ROOT, example_events, wait_until
+from tests.support.clients import drain, hash_client
 
 SNAPSHOT_KEYS = {"at", "stats", "rates", "history", "recalls", "stats_errors"}
 
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", embedder="hash")
-    runtime = build_runtime(settings, embedder=HashEmbedder())
-    with TestClient(create_app(runtime)) as http:
+    with hash_client(tmp_path) as http:
         yield http
 
 
 def _ingest(client: TestClient) -> None:
     assert client.post("/v1/events", json={"events": example_events()}).status_code == 202
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0, timeout=30)
+    drain(client, timeout=30)
 
 
 def _metrics(client: TestClient) -> dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], float]]:

@@ -19,6 +19,7 @@ from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.routes_health import Readiness
 from breadcrumb.stores.data_dir import MB
 from tests.conftest import example_events, wait_until
+from tests.support.clients import drain
 
 CHECKS = {"sql_write", "sql_integrity", "processor", "vectors", "disk"}
 
@@ -32,7 +33,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         response = http.post("/v1/events", json={"events": example_events()})
         assert response.status_code == 202
         http.post("/v1/flush", json={"user_id": "demo", "thread_id": "auth-refactor"})
-        wait_until(lambda: http.get("/v1/stats").json()["pending"] == 0, timeout=120)
+        drain(http, timeout=120)
         yield http
 
 

@@ -13,16 +13,15 @@ from fastapi.testclient import TestClient
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.embedded import replay
 from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.app import create_app
 from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.stores.generations import GenerationCatalog
 from tests.conftest import example_events, wait_until
+from tests.support.clients import drain, hash_client
 
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    runtime = build_runtime(Settings(data_dir=tmp_path / "data"), embedder=HashEmbedder())
-    with TestClient(create_app(runtime)) as http:
+    with hash_client(tmp_path) as http:
         yield http
 
 
@@ -36,7 +35,7 @@ def _memory_ids(client: TestClient) -> list[tuple[str, str, int, int]]:
 def test_replay_switches_generation_without_failing_queries(client: TestClient) -> None:
     events = example_events()
     client.post("/v1/events", json={"events": events})
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
+    drain(client, timeout=60)
     before = _memory_ids(client)
     failures: list[Any] = []
     answers = 0
@@ -72,7 +71,7 @@ def test_replay_switches_generation_without_failing_queries(client: TestClient) 
             for e in events[:5]]
     client.post("/v1/events", json={"events": more})
     client.post("/v1/flush", json={"user_id": "demo", "thread_id": "after-switch"})
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
+    drain(client, timeout=60)
     assert any(m[1] == "after-switch" for m in _memory_ids(client))
 
     # old generations are removed by command, never the current one

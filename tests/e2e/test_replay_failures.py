@@ -18,6 +18,7 @@ from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.stores.generations import GenerationCatalog
 from breadcrumb.streams.replay import abandoned_builds
 from tests.conftest import example_events, wait_until
+from tests.support.clients import drain
 
 
 @pytest.fixture()
@@ -57,7 +58,7 @@ def test_a_killed_replay_leaves_a_failed_generation_that_can_be_removed(
 def test_one_entry_that_always_fails_does_not_stop_the_replay(client: TestClient) -> None:
     events = example_events()
     client.post("/v1/events", json={"events": events})
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0, timeout=60)
+    drain(client, timeout=60)
     runtime: Any = client.app.state.runtime  # type: ignore[attr-defined]
     poison = events[3]["event_id"]
     real = runtime.embedder.embed_passages

@@ -12,12 +12,9 @@ from fastapi.testclient import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
-from breadcrumb.query_api.app import create_app
-from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.topics.records import split_thread_key, thread_key
 from tests.conftest import wait_until
+from tests.support.clients import drain, hash_client
 
 TENANTS = [("acme/x", "y"), ("acme", "x/y")]  # f"{user}/{thread}" was "acme/x/y" for both
 
@@ -36,9 +33,7 @@ def test_plain_ids_keep_the_historical_key() -> None:
 
 @pytest.fixture()
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    runtime = build_runtime(Settings(data_dir=tmp_path / "data", embedder="hash"),
-                            embedder=HashEmbedder())
-    with TestClient(create_app(runtime), raise_server_exceptions=False) as http:
+    with hash_client(tmp_path, raise_server_exceptions=False) as http:
         yield http
 
 
@@ -54,7 +49,7 @@ def test_two_tenants_whose_old_keys_collide_both_keep_their_events(client: TestC
         assert answer.status_code == 202 and answer.json()["accepted"] == 3, answer.text
         assert client.post("/v1/flush", json={"user_id": user, "thread_id": thread}
                            ).status_code == 202
-    wait_until(lambda: client.get("/v1/stats").json()["pending"] == 0)
+    drain(client, timeout=60)
     stats = client.get("/v1/stats").json()
     assert stats["dead_letters"] == 0 and stats["events_processed"] == 6
     for user, thread in TENANTS:

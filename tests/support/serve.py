@@ -46,5 +46,9 @@ def serving(workdir: Path, *args: str, embedder: str = "hash") -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        proc.wait(15)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:  # a long backlog: do not hang the suite on it
+            proc.kill()
+            proc.wait(10)
         log.close()
