@@ -35,17 +35,29 @@ def _sparse(vector: SparseVector) -> dict[str, list[Any]]:
     return {"indices": list(vector.indices), "values": list(vector.values)}
 
 
+def _key(kind: str, prefix: str | None, ident: str) -> bytes:
+    """``m/<id>``; with a collection prefix ``m/<prefix>/<id>``, so compaction never drops
+    one generation's point for another's (memory ids are the same in every generation)."""
+    return (f"{kind}/{prefix}/{ident}" if prefix else f"{kind}/{ident}").encode()
+
+
+def _with_prefix(record: dict[str, Any], prefix: str | None) -> bytes:
+    if prefix:
+        record["prefix"] = prefix
+    return orjson.dumps(record)
+
+
 def memory_records(observations: Sequence[Observation], dense: Sequence[Sequence[float]],
-                   sparse: Sequence[SparseVector]) -> Records:
-    return [(f"m/{o.id}".encode(), orjson.dumps({
-        "op": "memory", "observation": o.to_dict(), "dense": list(d), "sparse": _sparse(s)}))
-        for o, d, s in zip(observations, dense, sparse, strict=True)]
+                   sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
+    return [(_key("m", prefix, o.id), _with_prefix({
+        "op": "memory", "observation": o.to_dict(), "dense": list(d), "sparse": _sparse(s)},
+        prefix)) for o, d, s in zip(observations, dense, sparse, strict=True)]
 
 
 def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
-                  sparse: Sequence[SparseVector]) -> Records:
-    return [(f"c/{c.id}".encode(), orjson.dumps({
-        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}))
+                  sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
+    return [(_key("c", prefix, c.id), _with_prefix({
+        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}, prefix))
         for c, d, s in zip(chunks, dense, sparse, strict=True)]
 
 
@@ -53,12 +65,15 @@ class TopicVectorIndex:
     """The write side of a VectorIndex for a worker: points go to the ``vectors`` topic.
 
     ``send`` delivers records and returns once Kafka acknowledged them (it raises on a
-    failure, which the failure policy treats like a vector-store error)."""
+    failure, which the failure policy treats like a vector-store error). ``prefix`` is the
+    collection prefix of the worker's generation: the sink writes each record into that
+    generation's collections, so a replay never writes into the live ones."""
 
-    def __init__(self, send: Callable[[Records], None], close: Callable[[], None] | None = None
-                 ) -> None:
+    def __init__(self, send: Callable[[Records], None], close: Callable[[], None] | None = None,
+                 prefix: str | None = None) -> None:
         self._send = send
         self._close = close
+        self.prefix = prefix
         self.sent = 0
 
     def ensure(self) -> None:
@@ -75,15 +90,15 @@ class TopicVectorIndex:
 
     def upsert_memories(self, observations: Sequence[Observation],
                         dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector]) -> None:
-        self._deliver(memory_records(observations, dense, sparse))
+        self._deliver(memory_records(observations, dense, sparse, self.prefix))
 
     def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
                       sparse: Sequence[SparseVector]) -> None:
-        self._deliver(chunk_records(chunks, dense, sparse))
+        self._deliver(chunk_records(chunks, dense, sparse, self.prefix))
 
     def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
-        self._deliver([(f"p/{memory_id}".encode(), orjson.dumps(
-            {"op": "payload", "memory_id": memory_id, "values": values}))])
+        self._deliver([(_key("p", self.prefix, memory_id), _with_prefix(
+            {"op": "payload", "memory_id": memory_id, "values": values}, self.prefix))])
 
     def count(self) -> dict[str, int]:
         raise NotImplementedError("a worker's topic index is write-only; the sink's is read")
@@ -137,22 +152,38 @@ class KafkaRecordSender:
             loop.call_soon_threadsafe(loop.stop)
 
 
-def apply_records(index: Any, values: Sequence[bytes]) -> int:
-    """Replay topic records on a real index in order (runs of memories / chunks as one
-    upsert each); returns how many records were applied."""
+def _target(index: Any, prefix: str | None, siblings: dict[str, Any]) -> Any:
+    """The index of a record's generation: ``index`` itself for its own prefix (or a record
+    without one), else its sibling collections (created once)."""
+    if not prefix or prefix == getattr(index, "prefix", None):
+        return index
+    if prefix not in siblings:
+        sibling = index.sibling(prefix)
+        sibling.ensure()
+        siblings[prefix] = sibling
+    return siblings[prefix]
+
+
+def apply_records(index: Any, values: Sequence[bytes],
+                  siblings: dict[str, Any] | None = None) -> int:
+    """Replay topic records on a real index in order (runs of memories / chunks of one
+    generation as one upsert each); returns how many records were applied. ``siblings``
+    keeps the other generations' indexes between calls."""
     run: list[dict[str, Any]] = []
+    siblings = {} if siblings is None else siblings
 
     def flush() -> None:
         if not run:
             return
+        target = _target(index, run[0].get("prefix"), siblings)
         dense = [r["dense"] for r in run]
         sparse = [SparseVector(tuple(r["sparse"]["indices"]), tuple(r["sparse"]["values"]))
                   for r in run]
         if run[0]["op"] == "memory":
-            index.upsert_memories([Observation.from_dict(r["observation"]) for r in run],
-                                  dense, sparse)
+            target.upsert_memories([Observation.from_dict(r["observation"]) for r in run],
+                                   dense, sparse)
         else:
-            index.upsert_chunks([Chunk.from_dict(r["chunk"]) for r in run], dense, sparse)
+            target.upsert_chunks([Chunk.from_dict(r["chunk"]) for r in run], dense, sparse)
         run.clear()
 
     for value in values:
@@ -160,11 +191,12 @@ def apply_records(index: Any, values: Sequence[bytes]) -> int:
         if record["op"] == "payload":
             flush()
             try:
-                index.set_memory_payload(record["memory_id"], record["values"])
+                _target(index, record.get("prefix"), siblings).set_memory_payload(
+                    record["memory_id"], record["values"])
             except Exception as exc:  # a memory since removed: nothing to update
                 log.warning("vector sink: payload of %s skipped: %s", record["memory_id"], exc)
             continue
-        if run and run[0]["op"] != record["op"]:
+        if run and (run[0]["op"], run[0].get("prefix")) != (record["op"], record.get("prefix")):
             flush()
         run.append(record)
     flush()
@@ -180,6 +212,7 @@ class VectorSink:
         self.topic = topic
         self._kafka = {"bootstrap_servers": bootstrap, "group_id": group, **kafka}
         self.applied = 0
+        self.siblings: dict[str, Any] = {}  # other generations' collections (replays)
 
     async def run(self, stop: asyncio.Event, poll_ms: int = 500) -> None:
         """Apply records until ``stop`` is set (offsets committed after each write)."""
@@ -195,7 +228,7 @@ class VectorSink:
                           if r.value is not None]
                 if values:
                     await asyncio.get_running_loop().run_in_executor(
-                        None, apply_records, self.index, values)
+                        None, apply_records, self.index, values, self.siblings)
                     self.applied += len(values)
                 if batch:
                     await consumer.commit()

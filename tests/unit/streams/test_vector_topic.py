@@ -89,3 +89,37 @@ def test_a_restarted_worker_is_known_by_its_vector_folder(tmp_path: Path) -> Non
     one = Settings().with_overrides(data_dir=tmp_path / "w1")
     assert store_client_id(one) == store_client_id(one.with_overrides(worker_id="other"))
     assert store_client_id(one) != store_client_id(one.with_overrides(data_dir=tmp_path / "w2"))
+
+
+def test_a_replay_generations_records_land_in_its_own_collections(tmp_path: Path) -> None:
+    """A worker of generation ``t__g2`` (a replay) sends its points with its collection
+    prefix; the sink (whose own prefix is ``t``) writes them into ``t__g2_*``, never into the
+    live ``t_*`` collections, and compaction keys keep the two generations apart."""
+    direct = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "d")), "t", 32)
+    direct.ensure()
+    (tmp_path / "a").mkdir()
+    _derive(tmp_path / "a", direct)
+    live: list[tuple[bytes, bytes]] = []
+    replay: list[tuple[bytes, bytes]] = []
+    (tmp_path / "b").mkdir()
+    _derive(tmp_path / "b", TopicVectorIndex(live.extend, prefix="t"))
+    (tmp_path / "c").mkdir()
+    replayed = TopicVectorIndex(replay.extend, prefix="t__g2")
+    _derive(tmp_path / "c", replayed)
+    assert not {k for k, _ in live} & {k for k, _ in replay}  # compaction keeps both
+    sink = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "s")), "t", 32)
+    sink.ensure()
+    mixed = [v for pair in zip(live, replay, strict=True) for _k, v in pair]
+    siblings: dict[str, Any] = {}
+    assert apply_records(sink, mixed, siblings) == len(mixed)
+    expected = _points(direct)
+    assert expected and _points(sink) == expected
+    assert set(siblings) == {"t__g2"} and _points(siblings["t__g2"]) == expected
+    memory = next(k for k in expected if k.startswith("memories:")).split(":", 1)[1]
+    replayed.set_memory_payload(memory, {"status": "superseded"})
+    apply_records(sink, [replay[-1][1]], siblings)
+    status = {name: index.client.retrieve(index.collection("memories"), [memory])[0]
+              .payload["status"] for name, index in (("t", sink), ("t__g2", siblings["t__g2"]))}
+    assert status["t__g2"] == "superseded" and status["t"] != "superseded"
+    direct.close()
+    sink.close()
