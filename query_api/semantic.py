@@ -56,6 +56,9 @@ KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: 
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
 MAX_LINES = 40
+#: what a line costs beyond its own count once joined under another line: a text's
+#: count leaves out its first word's leading space, which a joined line pays
+JOIN_TOKENS = 1
 POOL_IDF = True
 NEIGHBOR_SHARE = 0.5  # share of an adjacent turn's lead a line takes (question -> answer)
 MAX_LINE_CHARS = 4000
@@ -274,6 +277,11 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
     return chosen
 
 
+def joined_cost(count: Callable[[str], int]) -> Callable[[str], int]:
+    """A line's cost inside a newline-joined evidence text (what ``token_cost`` counts)."""
+    return lambda text: count(text) + JOIN_TOKENS
+
+
 def _new_weight(line_terms: frozenset[str], terms: dict[str, float], covered: set[str]) -> float:
     return sum(w for t, w in terms.items() if t in line_terms and t not in covered)
 
@@ -305,7 +313,7 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
     roles = _roles(ports.raw, user_id, pool.values()) if query.intent.role else None
     ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles)
-    chosen = pack(ranked, query.terms, budget, ports.count)
+    chosen = pack(ranked, query.terms, budget, joined_cost(ports.count))
     known = {c.memory.id: c.memory for c in top}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
     known.update({m.id: m for m in ports.memories.get_memories(user_id, missing)})
@@ -317,7 +325,7 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     for mid, lines in groups.items():
         memory = known[mid]
         lines.sort(key=lambda ln: (ln.event_index, ln.start))
-        cut = Extract(tuple(lines), sum(ports.count(ln.text) for ln in lines),
+        cut = Extract(tuple(lines), ports.count("\n".join(ln.text for ln in lines)),
                       max(ln.score for ln in lines))
         cut, stale = drop_superseded(cut, memory, include_superseded, ports.count)
         if not cut.lines:
