@@ -33,6 +33,7 @@ from breadcrumb.processors.extract import Extract, Line, Passage, split_lines
 from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
+from breadcrumb.query_api.dated import dated_events
 from breadcrumb.query_api.evidence import drop_superseded, evidence_record
 from breadcrumb.query_api.scoring import Candidate, Query
 from breadcrumb.stores.ports import (
@@ -52,6 +53,7 @@ W_RANGE = 0.35
 KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
 FAILURE_BOOST = 0.5
 ROLE_BOOST = 1.0  # a line of the speaker the question asks about ("what the user said")
+DATE_BOOST = 0.8  # a line said within the period the question names ("in August 2023")
 KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
@@ -133,13 +135,14 @@ def _passage(payload: dict[str, object]) -> Passage:
 
 
 def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
-                range_score: dict[str, float], roles: dict[str, str] | None = None
-                ) -> list[tuple[float, Scored]]:
+                range_score: dict[str, float], roles: dict[str, str] | None = None,
+                dated: frozenset[str] = frozenset()) -> list[tuple[float, Scored]]:
     """Every line of the candidate passages with its fused score, best first.
 
     A question term's weight is scaled by its rarity among the candidate lines (a
     speaker's name on every line tells nothing), like an IDF over the pool. ``roles``
-    (event id -> role) lifts the lines of the speaker the question asks about.
+    (event id -> role) lifts the lines of the speaker the question asks about; ``dated``
+    (event ids said within the period the question names) lifts those events' lines.
     """
     roles = roles or {}
     found = list(found)
@@ -167,6 +170,8 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line.text, intent)
         if intent.role and roles.get(line.event_id) == intent.role:
             score += ROLE_BOOST
+        if line.event_id in dated:
+            score += DATE_BOOST
         line = Line(line.event_id, line.event_index, line.start, line.end, line.text,
                     round(score, 6))
         out.append((score, Scored(line, f.memory_id, line_terms)))
@@ -312,7 +317,9 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     best = top[0].score if top and top[0].score > 0 else 1.0
     range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
     roles = _roles(ports.raw, user_id, pool.values()) if query.intent.role else None
-    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles)
+    dated = dated_events(ports.raw, user_id, query.text,
+                         (f.passage.event_id for f in pool.values()))
+    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles, dated)
     chosen = pack(ranked, query.terms, budget, joined_cost(ports.count))
     known = {c.memory.id: c.memory for c in top}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
