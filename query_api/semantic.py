@@ -36,6 +36,7 @@ from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_
 from breadcrumb.query_api.dated import dated_events
 from breadcrumb.query_api.evidence import drop_superseded, evidence_record
 from breadcrumb.query_api.scoring import Candidate, Query
+from breadcrumb.query_api.speakers import named_speakers, speaker
 from breadcrumb.stores.ports import (
     Hit,
     MemoryStore,
@@ -54,6 +55,7 @@ KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
 FAILURE_BOOST = 0.5
 ROLE_BOOST = 1.0  # a line of the speaker the question asks about ("what the user said")
 DATE_BOOST = 0.8  # a line said within the period the question names ("in August 2023")
+SPEAKER_BOOST = 0.2  # a transcript line spoken by a person the question names
 KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
@@ -136,13 +138,15 @@ def _passage(payload: dict[str, object]) -> Passage:
 
 def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
                 range_score: dict[str, float], roles: dict[str, str] | None = None,
-                dated: frozenset[str] = frozenset()) -> list[tuple[float, Scored]]:
+                dated: frozenset[str] = frozenset(), question: str = ""
+                ) -> list[tuple[float, Scored]]:
     """Every line of the candidate passages with its fused score, best first.
 
     A question term's weight is scaled by its rarity among the candidate lines (a
     speaker's name on every line tells nothing), like an IDF over the pool. ``roles``
     (event id -> role) lifts the lines of the speaker the question asks about; ``dated``
-    (event ids said within the period the question names) lifts those events' lines.
+    (event ids said within the period the question names) lifts those events' lines;
+    ``question`` lifts the transcript lines of a speaker it names (:mod:`.speakers`).
     """
     roles = roles or {}
     found = list(found)
@@ -162,6 +166,7 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
             line = Line(f.passage.event_id, f.passage.event_index, start, end, text, 0.0)
             rows.append((f, dense, line, line_terms))
     weights = pool_weights(terms, [r[3] for r in rows])
+    named = named_speakers(question, (r[2].text for r in rows)) if question else frozenset()
     total = sum(weights.values()) or 1.0
     out: list[tuple[float, Scored]] = []
     for f, dense, line, line_terms in rows:
@@ -179,7 +184,8 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         out = _with_neighbors(out)
     shape = [_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out]
     shapes = Counter(shape)
-    out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3)), s)
+    out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3))
+            + (SPEAKER_BOOST if named and speaker(s.line.text) in named else 0.0), s)
            for i, (sc, s) in enumerate(out)]  # 40 lines of one shape: one of them is enough
     out.sort(key=lambda p: (-p[0], p[1].line.event_index, p[1].line.start))
     return out
@@ -319,7 +325,8 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     roles = _roles(ports.raw, user_id, pool.values()) if query.intent.role else None
     dated = dated_events(ports.raw, user_id, query.text,
                          (f.passage.event_id for f in pool.values()))
-    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles, dated)
+    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles, dated,
+                         query.text)
     chosen = pack(ranked, query.terms, budget, joined_cost(ports.count))
     known = {c.memory.id: c.memory for c in top}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
