@@ -33,8 +33,10 @@ from breadcrumb.processors.extract import Extract, Line, Passage, split_lines
 from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
+from breadcrumb.query_api.dated import dated_events
 from breadcrumb.query_api.evidence import drop_superseded, evidence_record
 from breadcrumb.query_api.scoring import Candidate, Query
+from breadcrumb.query_api.speakers import named_speakers, speaker
 from breadcrumb.stores.ports import (
     Hit,
     MemoryStore,
@@ -52,10 +54,15 @@ W_RANGE = 0.35
 KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
 FAILURE_BOOST = 0.5
 ROLE_BOOST = 1.0  # a line of the speaker the question asks about ("what the user said")
+DATE_BOOST = 0.8  # a line said within the period the question names ("in August 2023")
+SPEAKER_BOOST = 0.2  # a transcript line spoken by a person the question names
 KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
 MAX_LINES = 40
+#: what a line costs beyond its own count once joined under another line: a text's
+#: count leaves out its first word's leading space, which a joined line pays
+JOIN_TOKENS = 1
 POOL_IDF = True
 NEIGHBOR_SHARE = 0.5  # share of an adjacent turn's lead a line takes (question -> answer)
 MAX_LINE_CHARS = 4000
@@ -130,13 +137,16 @@ def _passage(payload: dict[str, object]) -> Passage:
 
 
 def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
-                range_score: dict[str, float], roles: dict[str, str] | None = None
+                range_score: dict[str, float], roles: dict[str, str] | None = None,
+                dated: frozenset[str] = frozenset(), question: str = ""
                 ) -> list[tuple[float, Scored]]:
     """Every line of the candidate passages with its fused score, best first.
 
     A question term's weight is scaled by its rarity among the candidate lines (a
     speaker's name on every line tells nothing), like an IDF over the pool. ``roles``
-    (event id -> role) lifts the lines of the speaker the question asks about.
+    (event id -> role) lifts the lines of the speaker the question asks about; ``dated``
+    (event ids said within the period the question names) lifts those events' lines;
+    ``question`` lifts the transcript lines of a speaker it names (:mod:`.speakers`).
     """
     roles = roles or {}
     found = list(found)
@@ -156,6 +166,7 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
             line = Line(f.passage.event_id, f.passage.event_index, start, end, text, 0.0)
             rows.append((f, dense, line, line_terms))
     weights = pool_weights(terms, [r[3] for r in rows])
+    named = named_speakers(question, (r[2].text for r in rows)) if question else frozenset()
     total = sum(weights.values()) or 1.0
     out: list[tuple[float, Scored]] = []
     for f, dense, line, line_terms in rows:
@@ -164,6 +175,8 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line.text, intent)
         if intent.role and roles.get(line.event_id) == intent.role:
             score += ROLE_BOOST
+        if line.event_id in dated:
+            score += DATE_BOOST
         line = Line(line.event_id, line.event_index, line.start, line.end, line.text,
                     round(score, 6))
         out.append((score, Scored(line, f.memory_id, line_terms)))
@@ -171,7 +184,8 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
         out = _with_neighbors(out)
     shape = [_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out]
     shapes = Counter(shape)
-    out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3)), s)
+    out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3))
+            + (SPEAKER_BOOST if named and speaker(s.line.text) in named else 0.0), s)
            for i, (sc, s) in enumerate(out)]  # 40 lines of one shape: one of them is enough
     out.sort(key=lambda p: (-p[0], p[1].line.event_index, p[1].line.start))
     return out
@@ -274,6 +288,11 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
     return chosen
 
 
+def joined_cost(count: Callable[[str], int]) -> Callable[[str], int]:
+    """A line's cost inside a newline-joined evidence text (what ``token_cost`` counts)."""
+    return lambda text: count(text) + JOIN_TOKENS
+
+
 def _new_weight(line_terms: frozenset[str], terms: dict[str, float], covered: set[str]) -> float:
     return sum(w for t, w in terms.items() if t in line_terms and t not in covered)
 
@@ -304,8 +323,11 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     best = top[0].score if top and top[0].score > 0 else 1.0
     range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
     roles = _roles(ports.raw, user_id, pool.values()) if query.intent.role else None
-    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles)
-    chosen = pack(ranked, query.terms, budget, ports.count)
+    dated = dated_events(ports.raw, user_id, query.text,
+                         (f.passage.event_id for f in pool.values()))
+    ranked = score_lines(pool.values(), query.terms, query.intent, range_score, roles, dated,
+                         query.text)
+    chosen = pack(ranked, query.terms, budget, joined_cost(ports.count))
     known = {c.memory.id: c.memory for c in top}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
     known.update({m.id: m for m in ports.memories.get_memories(user_id, missing)})
@@ -317,7 +339,7 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     for mid, lines in groups.items():
         memory = known[mid]
         lines.sort(key=lambda ln: (ln.event_index, ln.start))
-        cut = Extract(tuple(lines), sum(ports.count(ln.text) for ln in lines),
+        cut = Extract(tuple(lines), ports.count("\n".join(ln.text for ln in lines)),
                       max(ln.score for ln in lines))
         cut, stale = drop_superseded(cut, memory, include_superseded, ports.count)
         if not cut.lines:
