@@ -6,8 +6,9 @@ in arrival order (so each thread — one key, one partition — keeps its order)
 
 * one SQL transaction: the raw events (looked up with one statement and inserted with
   one ``executemany``, ``stores.raw_batch``), the thread states (read from SQL inside the
-  transaction and written once per thread, not once per event), the counters (one ``incr``
-  per counter, each message counted once by its Kafka position), the memories and chunks;
+  transaction with one statement and written with one, not once per event), the counters
+  (one statement for all, each message counted once by its Kafka position), the memories
+  and chunks;
 * one embedding call for the texts of every range closed in the batch, across threads,
   and one vector upsert (``IngestService.batched``, as the embedded runner does);
 * the output topics and the acknowledgements only after the commit.
@@ -81,7 +82,8 @@ class BatchResult:
 
 
 class _Tally:
-    """Counter increments collected during a batch, written as one ``incr`` per name."""
+    """Counter increments collected during a batch (the outcomes and each partition's
+    consumed-through mark), written with one statement at its end."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -90,8 +92,7 @@ class _Tally:
         self.counts[name] += n
 
     def flush(self, store: Any) -> None:
-        for name, n in sorted(self.counts.items()):
-            store.incr(name, n)
+        store.incr_many(self.counts)
 
 
 class _PositionedLetters:
@@ -173,11 +174,9 @@ class BatchIngest:
                          if d.poison is None and isinstance(d.entry, dict)
                          and isinstance(d.entry.get("user_id"), str)
                          and isinstance(d.entry.get("event_id"), str))
-            for key in keys:
-                committed = store.get_state(key)
-                if committed is not None:
-                    local.put_state(key, committed)
-            seen = ConsumedThrough(store)
+            for key, committed in store.get_states(keys).items():
+                local.put_state(key, committed)
+            seen = ConsumedThrough(store, writes=tally)
             with service.batched():
                 for d, m in zip(decoded, messages, strict=True):
                     letters.position = d.position
@@ -190,8 +189,7 @@ class BatchIngest:
                     out.outcomes.append(result.outcome)
                     out.observations.extend(result.observations)
             raw.flush()
-            for key, state in mirror.data.items():
-                store.put_state(key, state)
+            store.put_states(sorted(mirror.data.items()))
             tally.flush(store)
         out.letters = letters.captured
         return out
