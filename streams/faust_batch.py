@@ -23,6 +23,7 @@ commit and the acknowledgement only redelivers messages that then change nothing
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -34,6 +35,7 @@ import orjson
 from breadcrumb.stores.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import kafka_position
 from breadcrumb.streams.faust_agent import IngestAgent, poison_reason
+from breadcrumb.streams.freshness import bucket_counter
 from breadcrumb.streams.state import DictStateStore
 from breadcrumb.streams.tracking import ConsumedThrough, count_message, is_direct
 from breadcrumb.topics.records import DeadLetter, Observation
@@ -49,6 +51,7 @@ class Message:
     value: bytes | None
     position: str  # topic/partition/offset (also its dead letter's key)
     direct: bool = False  # published straight to Kafka (header breadcrumb-direct)
+    accepted: float | None = None  # the message's Kafka timestamp, epoch s (freshness)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,7 @@ class BatchIngest:
         service = parts.service_for(local, letters, mirror=mirror, raw=raw)
         tally = _Tally()
         out = BatchResult()
+        fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed a range)
         with store.transaction():
             raw.prefetch((d.entry["user_id"], d.entry["event_id"]) for d in decoded
                          if d.poison is None and isinstance(d.entry, dict)
@@ -185,14 +189,32 @@ class BatchIngest:
                                                 d.entry if isinstance(d.entry, dict) else None)
                     else:
                         result = service.handle(d.entry, d.text)
-                    count_message(tally, result.outcome, 0, seen.first(d.position), m.direct)
+                    first = seen.first(d.position)
+                    count_message(tally, result.outcome, 0, first, m.direct)
                     out.outcomes.append(result.outcome)
                     out.observations.extend(result.observations)
+                    if first and m.accepted is not None:
+                        fresh.append((m.accepted, result.outcome, bool(result.observations)))
             raw.flush()
             store.put_states(sorted(mirror.data.items()))
+            count_freshness(tally, fresh, time.time())
             tally.flush(store)
         out.letters = letters.captured
         return out
+
+
+def count_freshness(tally: Any, fresh: Sequence[tuple[float, str, bool]], now: float) -> None:
+    """Freshness (issue 14) of a batch's first-consumed messages, into its counters: an
+    event is recallable from its batch's commit (accepted = its Kafka timestamp, set when
+    the gateway produced it); a message whose handling closed a range also counts as
+    accepted → memory (memory and chunk rows committed, vectors written or acked on the
+    vectors topic; a ``VectorSink``'s lag is not in it). ``now``: the batch's last
+    statement before its commit."""
+    for accepted, outcome, closed in fresh:
+        if outcome == "processed":
+            tally.incr(bucket_counter("recallable", now - accepted))
+        if closed and outcome in ("processed", "flushed"):
+            tally.incr(bucket_counter("memory", now - accepted))
 
 
 async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings: Any) -> None:
@@ -206,7 +228,7 @@ async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings:
             await batch.handle_batch([
                 Message(e.key, e.value, kafka_position(e.message.topic, e.message.partition,
                                                        e.message.offset),
-                        is_direct(e.message.headers)) for e in events])
+                        is_direct(e.message.headers), e.message.timestamp) for e in events])
             for event in events:
                 await stream.ack(event)
                 parts.positions[event.message.partition] = event.message.offset
