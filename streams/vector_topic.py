@@ -5,13 +5,15 @@ Workers of one consumer group must not keep vectors apart (qdrant-client local m
 process per folder: two workers would split them and recall through one would miss the
 other's memories). With ``VECTOR_STORE=topic`` a worker's index is a
 :class:`TopicVectorIndex`: each point write becomes a record of the ``vectors`` topic (one
-partition, compacted, keyed ``m/<memory id>``, ``c/<chunk id>``, ``p/<memory id>`` for a
-payload change), sent and acknowledged by Kafka *before* the batch's SQL commit — the same
-order as a vector upsert, so a crash in between is repaired by the redelivery. A
-:class:`VectorSink` (one per deployment, in the process that owns the vector store, e.g.
-the query API) consumes the topic in order and replays each record on a real index; it
-commits its offsets after the writes, and every write is an idempotent upsert by id, so
-the store converges to the same points whichever worker derived them.
+partition, compacted, keyed ``<prefix>/m/<memory id>``, ``<prefix>/c/<chunk id>``,
+``<prefix>/p/<memory id>`` for a payload change; the generation's collection prefix rides
+in each record, so a replay's generation fills its own collections, not main's), sent and
+acknowledged by Kafka *before* the batch's SQL commit — the same order as a vector
+upsert, so a crash in between is repaired by the redelivery. A :class:`VectorSink` (one
+per deployment, in the process that owns the vector store, e.g. the query API) consumes
+the topic in order and replays each record on a real index; it commits its offsets after
+the writes, and every write is an idempotent upsert by id, so the store converges to the
+same points whichever worker derived them.
 """
 
 from __future__ import annotations
@@ -35,17 +37,27 @@ def _sparse(vector: SparseVector) -> dict[str, list[Any]]:
     return {"indices": list(vector.indices), "values": list(vector.values)}
 
 
+def _key(kind: str, point: str, prefix: str | None) -> bytes:
+    """The compaction key: a generation's records (same ids as main's after a replay) must
+    not replace main's, so the collection prefix is part of it when known."""
+    return (f"{kind}/{point}" if prefix is None else f"{prefix}/{kind}/{point}").encode()
+
+
+def _body(record: dict[str, Any], prefix: str | None) -> bytes:
+    return orjson.dumps(record if prefix is None else {**record, "prefix": prefix})
+
+
 def memory_records(observations: Sequence[Observation], dense: Sequence[Sequence[float]],
-                   sparse: Sequence[SparseVector]) -> Records:
-    return [(f"m/{o.id}".encode(), orjson.dumps({
-        "op": "memory", "observation": o.to_dict(), "dense": list(d), "sparse": _sparse(s)}))
-        for o, d, s in zip(observations, dense, sparse, strict=True)]
+                   sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
+    return [(_key("m", o.id, prefix), _body({
+        "op": "memory", "observation": o.to_dict(), "dense": list(d), "sparse": _sparse(s)},
+        prefix)) for o, d, s in zip(observations, dense, sparse, strict=True)]
 
 
 def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
-                  sparse: Sequence[SparseVector]) -> Records:
-    return [(f"c/{c.id}".encode(), orjson.dumps({
-        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}))
+                  sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
+    return [(_key("c", c.id, prefix), _body({
+        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}, prefix))
         for c, d, s in zip(chunks, dense, sparse, strict=True)]
 
 
@@ -55,10 +67,11 @@ class TopicVectorIndex:
     ``send`` delivers records and returns once Kafka acknowledged them (it raises on a
     failure, which the failure policy treats like a vector-store error)."""
 
-    def __init__(self, send: Callable[[Records], None], close: Callable[[], None] | None = None
-                 ) -> None:
+    def __init__(self, send: Callable[[Records], None], close: Callable[[], None] | None = None,
+                 prefix: str | None = None) -> None:
         self._send = send
         self._close = close
+        self.prefix = prefix  # the generation's collection prefix, carried by each record
         self.sent = 0
 
     def ensure(self) -> None:
@@ -75,15 +88,15 @@ class TopicVectorIndex:
 
     def upsert_memories(self, observations: Sequence[Observation],
                         dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector]) -> None:
-        self._deliver(memory_records(observations, dense, sparse))
+        self._deliver(memory_records(observations, dense, sparse, self.prefix))
 
     def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
                       sparse: Sequence[SparseVector]) -> None:
-        self._deliver(chunk_records(chunks, dense, sparse))
+        self._deliver(chunk_records(chunks, dense, sparse, self.prefix))
 
     def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
-        self._deliver([(f"p/{memory_id}".encode(), orjson.dumps(
-            {"op": "payload", "memory_id": memory_id, "values": values}))])
+        self._deliver([(_key("p", memory_id, self.prefix), _body(
+            {"op": "payload", "memory_id": memory_id, "values": values}, self.prefix))])
 
     def count(self) -> dict[str, int]:
         raise NotImplementedError("a worker's topic index is write-only; the sink's is read")
@@ -139,8 +152,20 @@ class KafkaRecordSender:
 
 def apply_records(index: Any, values: Sequence[bytes]) -> int:
     """Replay topic records on a real index in order (runs of memories / chunks as one
-    upsert each); returns how many records were applied."""
+    upsert each); returns how many records were applied. A record of another collection
+    prefix (a generation being built by a replay) goes to ``index.sibling(prefix)``: the
+    same store, that generation's collections, never main's."""
     run: list[dict[str, Any]] = []
+    targets: dict[str, Any] = {}
+    target = index
+
+    def route(prefix: str | None) -> Any:
+        if prefix is None or prefix == getattr(index, "prefix", None):
+            return index
+        if prefix not in targets:
+            targets[prefix] = index.sibling(prefix)
+            targets[prefix].ensure()
+        return targets[prefix]
 
     def flush() -> None:
         if not run:
@@ -149,18 +174,22 @@ def apply_records(index: Any, values: Sequence[bytes]) -> int:
         sparse = [SparseVector(tuple(r["sparse"]["indices"]), tuple(r["sparse"]["values"]))
                   for r in run]
         if run[0]["op"] == "memory":
-            index.upsert_memories([Observation.from_dict(r["observation"]) for r in run],
-                                  dense, sparse)
+            target.upsert_memories([Observation.from_dict(r["observation"]) for r in run],
+                                   dense, sparse)
         else:
-            index.upsert_chunks([Chunk.from_dict(r["chunk"]) for r in run], dense, sparse)
+            target.upsert_chunks([Chunk.from_dict(r["chunk"]) for r in run], dense, sparse)
         run.clear()
 
     for value in values:
         record = orjson.loads(value)
+        where = route(record.get("prefix"))
+        if where is not target:
+            flush()
+            target = where
         if record["op"] == "payload":
             flush()
             try:
-                index.set_memory_payload(record["memory_id"], record["values"])
+                target.set_memory_payload(record["memory_id"], record["values"])
             except Exception as exc:  # a memory since removed: nothing to update
                 log.warning("vector sink: payload of %s skipped: %s", record["memory_id"], exc)
             continue

@@ -53,7 +53,8 @@ def _one_of_group(settings: Settings, n: int) -> Settings:
 
 def sink_vectors(settings: Settings, folder: Path) -> dict[str, list[float]]:
     """Run the one sink until the topic is applied; the points it wrote."""
-    index = QdrantServerIndex(lambda: QdrantClient(path=str(folder)), "sink", HashEmbedder().dim)
+    index = QdrantServerIndex(lambda: QdrantClient(path=str(folder)),
+                              settings.qdrant_collection_prefix, HashEmbedder().dim)
     index.ensure()
     sink = VectorSink(index, settings.kafka_bootstrap, settings.topic(VECTORS),
                       f"{settings.worker_id}-vector-sink")

@@ -74,6 +74,36 @@ def test_records_replayed_by_the_sink_give_the_points_of_a_direct_upsert(
     sink.close()
 
 
+def test_a_generations_records_fill_its_own_collections_never_mains(tmp_path: Path) -> None:
+    """A replay's generation derives the same memory ids as main: its records carry its
+    collection prefix (and keys that compaction keeps apart), the sink writes them to
+    that generation's collections of the same store."""
+    main: list[tuple[bytes, bytes]] = []
+    gen: list[tuple[bytes, bytes]] = []
+    for name, sent, prefix in (("a", main, "t"), ("b", gen, "t__G")):
+        (tmp_path / name).mkdir()
+        _derive(tmp_path / name, TopicVectorIndex(sent.extend, prefix=prefix))
+    assert main and len(gen) == len(main)
+    assert not {k for k, _v in main} & {k for k, _v in gen}  # compaction keeps both
+    sink = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "s")), "t", 32)
+    sink.ensure()
+    apply_records(sink, [v for _k, v in main])
+    only_main = _points(sink)
+    interleaved = [v for pair in zip(gen, main, strict=True) for _k, v in pair]
+    assert apply_records(sink, interleaved) == len(interleaved)
+    assert _points(sink) == only_main  # main's collections: unchanged by the generation
+    sibling = sink.sibling("t__G")
+    assert _points(sibling) == only_main  # same ids and vectors, its own collections
+    memory = next(k for k in only_main if k.startswith("memories:")).split(":", 1)[1]
+    TopicVectorIndex(gen.extend, prefix="t__G").set_memory_payload(memory, {"status": "x"})
+    apply_records(sink, [gen[-1][1]])
+    assert sibling.client.retrieve(sibling.collection("memories"), [memory])[0].payload[
+        "status"] == "x"
+    assert sink.client.retrieve(sink.collection("memories"), [memory])[0].payload[
+        "status"] != "x"
+    sink.close()
+
+
 def test_only_a_local_mode_worker_joining_a_live_group_is_refused(tmp_path: Path) -> None:
     local = Settings(mode="cluster", data_dir=tmp_path)
     assert split_store_reason(local, 0) is None
