@@ -105,7 +105,8 @@ def run_group(workers: int, events: list[dict[str, Any]], tmp: Path,
     from tests.integration.test_faust_batch import messages_of, publish
 
     settings = cluster_settings(tmp / f"g{workers}" / "base", kafka_partitions=6,
-                                embedder="hash", vector_store="topic")
+                                embedder="hash", vector_store="topic",
+                                idle_flush_seconds=300.0)  # the default, not the tests' 3 s
     messages = [m for m in messages_of(events) if m[1] != b"{oops"]
     procs: list[tuple[subprocess.Popen[bytes], Path]] = []
     store = None
