@@ -13,7 +13,12 @@ hash embedder so the figures measure the pipeline and the stores, not the model:
 
 Needs the services (``infra/services.sh up``).
 
-    python -m bench.cluster_derive [--copies 10] [--batch 256] [--profile]
+    python -m bench.cluster_derive [--copies 10] [--batch 256] [--rounds 3] [--statements]
+        [--only local1 --only null] [--profile]
+
+Each line prints events/s (wall clock, the database's round trips included), CPU ms per
+event of this process (the worker's own cost; MariaDB's CPU is not in it) and SQL
+statements per event (``--statements``), with ratios to the first line of the same run.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ import asyncio
 import cProfile
 import io
 import pstats
+import statistics
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,12 +91,26 @@ def _index(kind: str, settings: Settings, dim: int) -> Any:
     return None  # build_worker_parts: qdrant-client local mode under data_dir/qdrant
 
 
-async def _drive(parts: Any, messages: Sequence[Message], batch: int) -> None:
+class InlineExecutor(Executor):
+    """Runs the agent's executor work on the calling thread (so cProfile sees it)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
+            future.set_exception(exc)
+        return future
+
+
+async def _drive(parts: Any, messages: Sequence[Message], batch: int,
+                 inline: bool = False) -> None:
     from breadcrumb.streams.faust_agent import IngestAgent
     from breadcrumb.streams.faust_batch import BatchIngest
     from breadcrumb.streams.tracking import IdleTracker
 
-    agent = IngestAgent(parts, NullSink(), {}, IdleTracker(3600))
+    agent = IngestAgent(parts, NullSink(), IdleTracker(3600),
+                        executor=InlineExecutor() if inline else None)
     if batch <= 1:
         for m in messages:
             await agent.handle(m.key, m.value, m.position)
@@ -99,9 +121,41 @@ async def _drive(parts: Any, messages: Sequence[Message], batch: int) -> None:
     assert batcher.fallbacks == 0, "a batch fell back to one message at a time"
 
 
+class StatementCount:
+    """SQL round trips of a store, by the statement's first words (``--statements``)."""
+
+    def __init__(self, store: Any) -> None:
+        from collections import Counter
+
+        self.by_kind: Counter[str] = Counter()
+        self.seconds: dict[str, float] = {}
+        for name in ("_execute", "_execute_many", "_fetch"):
+            setattr(store, name, self._wrap(getattr(store, name), name))
+
+    def _wrap(self, fn: Any, name: str) -> Any:
+        def counted(sql: str, *args: Any) -> Any:
+            kind = f"{name[1:]:12} {' '.join(sql.split()[:4])[:60]}"
+            self.by_kind[kind] += 1
+            started = time.perf_counter()
+            try:
+                return fn(sql, *args)
+            finally:
+                self.seconds[kind] = self.seconds.get(kind, 0.0) + time.perf_counter() - started
+        return counted
+
+
+@dataclass
+class Figure:
+    """One variant's run: wall-clock rate, CPU time of this process, SQL round trips."""
+
+    rate: float  # events per second (wall clock)
+    cpu_ms: float  # CPU ms per event of this process (all threads; the database not incl.)
+    statements: float  # SQL statements per event (0 unless counted)
+
+
 def run(kind: str, batch: int, messages: Sequence[Message], events: int,
-        profile: bool = False) -> float:
-    """Events per second for one variant (fresh database and index)."""
+        profile: bool = False, statements: bool = False) -> Figure:
+    """One variant on a fresh database and index."""
     from breadcrumb.infra.worker_parts import build_worker_parts
     from tests.integration.conftest import drop_database, fresh_database
 
@@ -112,44 +166,73 @@ def run(kind: str, batch: int, messages: Sequence[Message], events: int,
                             qdrant_collection_prefix=f"d{tag}")
         embedder = HashEmbedder()
         parts = build_worker_parts(settings, embedder, _index(kind, settings, embedder.dim))
+        counter = StatementCount(parts.store) if statements else None
         prof = cProfile.Profile() if profile else None
         try:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             if prof:
                 prof.enable()
-            asyncio.run(_drive(parts, messages, batch))
+            asyncio.run(_drive(parts, messages, batch, inline=profile))
             if prof:
                 prof.disable()
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
             assert parts.store.count_events() == events, "not every event was derived"
         finally:
             parts.close()
             drop_database(settings.mysql_database)
+    total = sum(counter.by_kind.values()) if counter else 0
+    if counter:
+        out(f"{kind} batch {batch}: {total} SQL statements, {total / events:.2f} per event")
+        for name, n in counter.by_kind.most_common(25):
+            out(f"  {n:7d} {1000 * counter.seconds.get(name, 0.0):9.1f} ms  {name}")
     if prof:
         text = io.StringIO()
-        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(40)
         out(text.getvalue())
-    return events / elapsed
+    return Figure(events / elapsed, 1000 * cpu / events, total / events)
+
+
+VARIANTS = (("local", 1, "one-at-a-time + qdrant-client local"),
+            ("local", 0, "batched + qdrant-client local"),
+            ("edge", 0, "batched + Qdrant Edge"),
+            ("null", 0, "batched + null index"))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--profile", action="store_true", help="cProfile the Edge run")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run every variant this many times, interleaved; medians")
+    parser.add_argument("--only", choices=("local1", "local", "edge", "null"), action="append",
+                        help="run only these variants (local1: one at a time)")
+    parser.add_argument("--statements", action="store_true",
+                        help="count SQL statements (adds a little CPU per statement)")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile each batched run (executor work run inline)")
     args = parser.parse_args()
     events = copies(args.copies)
     messages = messages_for(events)
     n = len(events)
     out(f"{n} events of {len({e['thread_id'] for e in events})} threads + flush markers, "
-        f"hash embedder, MariaDB; batch {args.batch}")
-    base = run("local", 1, messages, n)
-    out(f"one-at-a-time + qdrant-client local  {base:8.1f} ev/s   1.00x (baseline)")
-    for kind, label in (("local", "batched + qdrant-client local"),
-                        ("edge", "batched + Qdrant Edge        "),
-                        ("null", "batched + null index         ")):
-        rate = run(kind, args.batch, messages, n, profile=args.profile and kind == "edge")
-        out(f"{label}  {rate:8.1f} ev/s   {rate / base:.2f}x")
+        f"hash embedder, MariaDB; batch {args.batch}; {args.rounds} round(s)")
+    chosen = [v for v in VARIANTS if not args.only
+              or (v[0] + ("1" if v[1] == 1 else "")) in args.only]
+    figures: dict[str, list[Figure]] = {label: [] for _k, _b, label in chosen}
+    for _ in range(args.rounds):
+        for kind, size, label in chosen:
+            figures[label].append(run(kind, size or args.batch, messages, n,
+                                      profile=args.profile and size != 1,
+                                      statements=args.statements))
+    medians = {label: Figure(*(statistics.median(getattr(f, a) for f in runs)
+                               for a in ("rate", "cpu_ms", "statements")))
+               for label, runs in figures.items()}
+    base = next(iter(medians.values()))
+    out(f"{'variant':36} {'ev/s':>8} {'ratio':>6} {'CPU ms/ev':>10} {'ratio':>6} "
+        f"{'SQL/ev':>7}  (first line = baseline; CPU = this process, not the database)")
+    for label, f in medians.items():
+        out(f"{label:36} {f.rate:8.1f} {f.rate / base.rate:5.2f}x {f.cpu_ms:10.3f} "
+            f"{base.cpu_ms / f.cpu_ms:5.2f}x {f.statements:7.2f}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def build_cluster_runtime(
     from breadcrumb.infra.cluster_generations import ClusterGenerations
     from breadcrumb.stores.cluster_generations import generation_settings
     from breadcrumb.streams.kafka_gateway import KafkaGateway
-    from breadcrumb.streams.lifecycle import KafkaChangelog
+    from breadcrumb.streams.lifecycle_runners import KafkaChangelog
     from breadcrumb.topics.names import MEMORY_STATUS
 
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3

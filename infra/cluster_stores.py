@@ -32,7 +32,7 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
         settings.data_dir.mkdir(parents=True, exist_ok=True)  # Faust's files go there
         sender = KafkaRecordSender(settings.kafka_bootstrap, settings.topic(VECTORS),
                                    **aiokafka_kwargs(settings))
-        return TopicVectorIndex(sender, sender.close, settings.qdrant_collection_prefix)
+        return TopicVectorIndex(sender, sender.close, prefix=settings.qdrant_collection_prefix)
     return build_qdrant_index(settings, dim)
 
 

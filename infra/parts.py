@@ -116,7 +116,7 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
 
 def sweeper_for(settings: Settings, lifecycle: Any) -> Any:
     """Issue 5: the periodic sweeper thread (a no-op starter when lifecycle is off)."""
-    from breadcrumb.streams.lifecycle import Sweeper
+    from breadcrumb.streams.lifecycle_runners import Sweeper
 
     sweeper = Sweeper(lifecycle, settings.lifecycle_sweep_seconds)
     if not settings.lifecycle_enabled:

@@ -133,13 +133,14 @@ class LifecycleTables:
 
     # --- lifecycle rows ----------------------------------------------------------------
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
-        """Create the memory's lifecycle row if missing."""
+        """Create the memory's lifecycle row if missing (one statement: an existing row
+        is left as it is)."""
+        sql = ("INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
+               "window_start) VALUES (?, ?, ?, ?, ?)")
+        sql += (" ON DUPLICATE KEY UPDATE memory_id = memory_id" if self.store.dialect.mysql
+                else " ON CONFLICT (memory_id) DO NOTHING")
         with self.store.transaction():
-            if not self.store._fetch("SELECT 1 FROM memory_lifecycle WHERE memory_id = ?",
-                                     (memory_id,)):
-                self.store._execute(
-                    "INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
-                    "window_start) VALUES (?, ?, ?, 0, ?)", (memory_id, user_id, since, since))
+            self.store._execute(sql, (memory_id, user_id, since, 0, since))
 
     def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
                  window_start: str | None) -> None:
@@ -205,6 +206,11 @@ class LifecycleTables:
         with self.store.transaction():
             self.store._execute("DELETE FROM archived_ranges WHERE user_id = ? AND thread_id = ? "
                                 "AND start_idx = ?", (user_id, thread_id, start))
+
+    def has_archived(self, user_id: str) -> bool:
+        """Whether any range of the user lives in cold storage."""
+        return bool(self.store._read("SELECT 1 FROM archived_ranges WHERE user_id = ? LIMIT 1",
+                                     (user_id,)))
 
     def archived_overlapping(self, user_id: str, thread_id: str | None, start: int,
                              end: int) -> list[tuple[str, int, int, str]]:

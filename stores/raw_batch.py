@@ -2,8 +2,10 @@
 
 A batch first looks up all its event ids at once (:meth:`BatchedRawEvents.prefetch`, one
 ``SELECT ... IN`` per user), then buffers the new events and writes them with one
-``executemany`` — before any range read (a closing range reads its events back) and at the
-end of the batch, always inside the batch's transaction. Everything else goes to the store.
+``executemany`` at the end of the batch, inside the batch's transaction. A closing range
+whose every index is held here (looked up or new in this batch) is answered from memory:
+``(user_id, thread_id, index)`` is unique, so SQL would return exactly those events. Any
+other range flushes the buffer and reads SQL. Everything else goes to the store.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ class BatchedRawEvents:
         self.store = store
         self._known: dict[tuple[str, str], Event | None] = {}
         self._pending: list[Event] = []
+        self._by_index: dict[tuple[str, str], dict[int, Event]] = {}  # held here, by index
+        self.range_reads = 0  # ranges read back from SQL (the rest were answered here)
+
+    def _hold(self, event: Event) -> None:
+        if event.index is not None:
+            self._by_index.setdefault((event.user_id, event.thread_id), {})[event.index] = event
 
     def prefetch(self, ids: Iterable[tuple[str, str]]) -> None:
         """Look up ``(user_id, event_id)`` pairs at once (missing ones are remembered)."""
@@ -33,7 +41,10 @@ class BatchedRawEvents:
                 part = event_ids[start:start + 500]
                 found = self.store.get_events(user_id, part)
                 for event_id in part:
-                    self._known[(user_id, event_id)] = found.get(event_id)
+                    event = found.get(event_id)
+                    self._known[(user_id, event_id)] = event
+                    if event is not None:
+                        self._hold(event)
 
     def get_event(self, user_id: str, event_id: str) -> Event | None:
         key = (user_id, event_id)
@@ -47,9 +58,14 @@ class BatchedRawEvents:
             return False
         self._known[key] = event
         self._pending.append(event)
+        self._hold(event)
         return True
 
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        held = self._by_index.get((user_id, thread_id), {})
+        if end >= start and all(i in held for i in range(start, end + 1)):
+            return [held[i] for i in range(start, end + 1)]
+        self.range_reads += 1
         self.flush()
         return list(self.store.get_range(user_id, thread_id, start, end))
 

@@ -283,6 +283,25 @@ class SqlStore(LogStateMixin, ABC):
                 raise TenantMismatchError(f"memory {observation.id!r} belongs to another user")
             self._execute(sql, row)
 
+    def upsert_memories(self, observations: Sequence[Observation]) -> None:
+        """Issue 14: :meth:`upsert_memory` for many (a derivation batch): one owner check
+        and one statement. Raises :class:`TenantMismatchError` before writing anything."""
+        if not observations:
+            return
+        sql = self.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
+        with self.transaction():
+            ids = list(dict.fromkeys(o.id for o in observations))
+            owners: dict[str, str] = {}
+            for start in range(0, len(ids), 500):
+                part = ids[start:start + 500]
+                owners.update((_text(i), _text(u)) for i, u in self._fetch(
+                    f"SELECT id, user_id FROM agent_memories WHERE id IN ({s.marks(len(part))})",
+                    part))
+            for o in observations:
+                if owners.setdefault(o.id, o.user_id) != o.user_id:
+                    raise TenantMismatchError(f"memory {o.id!r} belongs to another user")
+            self._execute_many(sql, [s.observation_to_row(o, o.created_at) for o in observations])
+
     def get_memory(self, user_id: str, memory_id: str) -> Observation | None:
         """The memory if it belongs to ``user_id``."""
         found = self.get_memories(user_id, [memory_id])
@@ -298,6 +317,15 @@ class SqlStore(LogStateMixin, ABC):
         ``superseded_by`` and ``updated_at`` (JSON columns decoded)."""
         rows = self._memory_rows(user_id, [memory_id])
         return s.memory_row_dict(rows[0]) if rows else None
+
+    def get_memory_rows(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Issue 14: :meth:`get_memory_row` for many ids (one read per 500), by id."""
+        ids = list(dict.fromkeys(memory_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), 500):
+            for r in self._memory_rows(user_id, ids[start:start + 500]):
+                out[_text(r[0])] = s.memory_row_dict(r)
+        return out
 
     def _memory_rows(self, user_id: str, memory_ids: Sequence[str]) -> list[Row]:
         ids = list(dict.fromkeys(memory_ids))

@@ -7,7 +7,7 @@ Mixed into :class:`stores.sql_base.SqlStore`, which supplies ``_read``, ``_execu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +32,9 @@ class LogStateMixin:
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
         raise NotImplementedError
 
+    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
     def _insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
         raise NotImplementedError
 
@@ -54,6 +57,29 @@ class LogStateMixin:
                                   ("state", "pending_count", "updated_at"))
         with self.transaction():
             self._execute(sql, (key, s.dumps(state), pending, now))
+
+    def get_states(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Issue 14: the states of many thread keys in one statement (absent keys left out)."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start:start + 500]
+            rows = self._read("SELECT state_key, state FROM thread_state WHERE state_key IN "
+                              f"({s.marks(len(part))})", part)
+            out.update((str(k), json.loads(v)) for k, v in rows)
+        return out
+
+    def put_states(self, states: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Issue 14: :meth:`put_state` for many keys in one statement."""
+        if not states:
+            return
+        now = datetime.now(UTC).isoformat()
+        sql = self.dialect.upsert("thread_state", ("state_key", "state", "pending_count",
+                                  "updated_at"), ("state_key",),
+                                  ("state", "pending_count", "updated_at"))
+        with self.transaction():
+            self._execute_many(sql, [(key, s.dumps(state), len(state.get("pending") or ()), now)
+                                     for key, state in states])
 
     def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
         """(key, state) of every thread, or only those with pending events; by key."""
@@ -141,6 +167,15 @@ class LogStateMixin:
         sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), add=("value",))
         with self.transaction():
             self._execute(sql, (name, n))
+
+    def incr_many(self, counts: Mapping[str, int]) -> None:
+        """Issue 14: :meth:`incr` for many counters in one statement (in name order, so two
+        writers lock the rows in the same order)."""
+        rows = [(name, n) for name, n in sorted(counts.items()) if n]
+        if rows:
+            sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), add=("value",))
+            with self.transaction():
+                self._execute_many(sql, rows)
 
     def set_counter(self, name: str, value: int) -> None:
         """Set a named counter (e.g. a generation's ``applied_seq`` cursor into the log)."""

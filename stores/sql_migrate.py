@@ -47,8 +47,11 @@ def upgrade(store: _Sql) -> int:
         moved = _escape_thread_keys(store)
         log.info("schema 1 -> 2: %s thread keys rewritten", moved)
     if found == 1 and not store._fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
-        store._execute("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
-                       ("version", SCHEMA_VERSION))
+        # Workers started together open a fresh database at once: the INSERT of the one
+        # that loses the race hits the winner's row (the steps are idempotent): no crash.
+        insert = getattr(store, "_insert_unique", store._execute)
+        insert("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
+               ("version", SCHEMA_VERSION))
     else:
         store._execute("UPDATE schema_meta SET value = ? WHERE name = ?",
                        (SCHEMA_VERSION, "version"))

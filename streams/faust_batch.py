@@ -6,8 +6,9 @@ in arrival order (so each thread — one key, one partition — keeps its order)
 
 * one SQL transaction: the raw events (looked up with one statement and inserted with
   one ``executemany``, ``stores.raw_batch``), the thread states (read from SQL inside the
-  transaction and written once per thread, not once per event), the counters (one ``incr``
-  per counter, each message counted once by its Kafka position), the memories and chunks;
+  transaction with one statement and written with one, not once per event), the counters
+  (one statement for all, each message counted once by its Kafka position), the memories
+  and chunks;
 * one embedding call for the texts of every range closed in the batch, across threads,
   and one vector upsert (``IngestService.batched``, as the embedded runner does);
 * the output topics and the acknowledgements only after the commit.
@@ -22,6 +23,7 @@ commit and the acknowledgement only redelivers messages that then change nothing
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
@@ -33,6 +35,7 @@ import orjson
 from breadcrumb.stores.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import kafka_position
 from breadcrumb.streams.faust_agent import IngestAgent, poison_reason
+from breadcrumb.streams.freshness import bucket_counter
 from breadcrumb.streams.state import DictStateStore
 from breadcrumb.streams.tracking import ConsumedThrough, count_message, is_direct
 from breadcrumb.topics.records import DeadLetter, Observation
@@ -48,6 +51,7 @@ class Message:
     value: bytes | None
     position: str  # topic/partition/offset (also its dead letter's key)
     direct: bool = False  # published straight to Kafka (header breadcrumb-direct)
+    accepted: float | None = None  # the message's Kafka timestamp, epoch s (freshness)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +85,8 @@ class BatchResult:
 
 
 class _Tally:
-    """Counter increments collected during a batch, written as one ``incr`` per name."""
+    """Counter increments collected during a batch (the outcomes and each partition's
+    consumed-through mark), written with one statement at its end."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -90,8 +95,7 @@ class _Tally:
         self.counts[name] += n
 
     def flush(self, store: Any) -> None:
-        for name, n in sorted(self.counts.items()):
-            store.incr(name, n)
+        store.incr_many(self.counts)
 
 
 class _PositionedLetters:
@@ -168,16 +172,15 @@ class BatchIngest:
         service = parts.service_for(local, letters, mirror=mirror, raw=raw)
         tally = _Tally()
         out = BatchResult()
+        fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed a range)
         with store.transaction():
             raw.prefetch((d.entry["user_id"], d.entry["event_id"]) for d in decoded
                          if d.poison is None and isinstance(d.entry, dict)
                          and isinstance(d.entry.get("user_id"), str)
                          and isinstance(d.entry.get("event_id"), str))
-            for key in keys:
-                committed = store.get_state(key)
-                if committed is not None:
-                    local.put_state(key, committed)
-            seen = ConsumedThrough(store)
+            for key, committed in store.get_states(keys).items():
+                local.put_state(key, committed)
+            seen = ConsumedThrough(store, writes=tally)
             with service.batched():
                 for d, m in zip(decoded, messages, strict=True):
                     letters.position = d.position
@@ -186,15 +189,32 @@ class BatchIngest:
                                                 d.entry if isinstance(d.entry, dict) else None)
                     else:
                         result = service.handle(d.entry, d.text)
-                    count_message(tally, result.outcome, 0, seen.first(d.position), m.direct)
+                    first = seen.first(d.position)
+                    count_message(tally, result.outcome, 0, first, m.direct)
                     out.outcomes.append(result.outcome)
                     out.observations.extend(result.observations)
+                    if first and m.accepted is not None:
+                        fresh.append((m.accepted, result.outcome, bool(result.observations)))
             raw.flush()
-            for key, state in mirror.data.items():
-                store.put_state(key, state)
+            store.put_states(sorted(mirror.data.items()))
+            count_freshness(tally, fresh, time.time())
             tally.flush(store)
         out.letters = letters.captured
         return out
+
+
+def count_freshness(tally: Any, fresh: Sequence[tuple[float, str, bool]], now: float) -> None:
+    """Freshness (issue 14) of a batch's first-consumed messages, into its counters: an
+    event is recallable from its batch's commit (accepted = its Kafka timestamp, set when
+    the gateway produced it); a message whose handling closed a range also counts as
+    accepted → memory (memory and chunk rows committed, vectors written or acked on the
+    vectors topic; a ``VectorSink``'s lag is not in it). ``now``: the batch's last
+    statement before its commit."""
+    for accepted, outcome, closed in fresh:
+        if outcome == "processed":
+            tally.incr(bucket_counter("recallable", now - accepted))
+        if closed and outcome in ("processed", "flushed"):
+            tally.incr(bucket_counter("memory", now - accepted))
 
 
 async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings: Any) -> None:
@@ -208,7 +228,7 @@ async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings:
             await batch.handle_batch([
                 Message(e.key, e.value, kafka_position(e.message.topic, e.message.partition,
                                                        e.message.offset),
-                        is_direct(e.message.headers)) for e in events])
+                        is_direct(e.message.headers), e.message.timestamp) for e in events])
             for event in events:
                 await stream.ack(event)
                 parts.positions[event.message.partition] = event.message.offset

@@ -62,3 +62,55 @@ def _ms(ordered: list[float], q: float) -> float | None:
     if not ordered:
         return None
     return round(1000.0 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+
+# --- cluster mode: a histogram in the SQL counters (issue 14) ----------------------------
+# Workers are separate processes; /v1/stats is served by another. Each worker adds its
+# batch's latencies to counters ``freshness_<stage>_le_<ms>`` (log-spaced buckets, the
+# upper bound in ms) in the batch's own transaction: summed over every worker, exact under
+# redelivery (a message is counted once, by its Kafka position, like the other counters).
+#: Bucket upper bounds in ms: 10 ms × 1.25^k up to ~30 min, then one open bucket.
+BUCKETS_MS: tuple[int, ...] = tuple(sorted({round(10 * 1.25 ** k) for k in range(54)}))
+_PREFIX = "freshness_"
+
+
+def bucket_counter(stage: str, seconds: float) -> str:
+    """The counter that one latency of ``stage`` (recallable | memory) adds to."""
+    ms = max(0.0, seconds) * 1000.0
+    for bound in BUCKETS_MS:
+        if ms <= bound:
+            return f"{_PREFIX}{stage}_le_{bound}"
+    return f"{_PREFIX}{stage}_le_inf"
+
+
+def summary_from_counters(counters: dict[str, int]) -> dict[str, Any]:
+    """:meth:`Freshness.summary` from the histogram counters (every event since the
+    database was created, all workers): p50 / p95 are bucket upper bounds (≤ 25 % above
+    the true value), ``measured`` the events counted."""
+    out: dict[str, Any] = {}
+    for stage in ("recallable", "memory"):
+        counts: list[tuple[float, int]] = []
+        for bound in BUCKETS_MS:
+            n = counters.get(f"{_PREFIX}{stage}_le_{bound}", 0)
+            if n:
+                counts.append((float(bound), n))
+        n_inf = counters.get(f"{_PREFIX}{stage}_le_inf", 0)
+        if n_inf:
+            counts.append((float("inf"), n_inf))
+        total = sum(n for _b, n in counts)
+        out[f"{stage}_ms"] = {"p50": _bucket(counts, total, 0.5),
+                              "p95": _bucket(counts, total, 0.95), "samples": total}
+    out["measured"] = out["recallable_ms"]["samples"]
+    out["histogram"] = "bucket upper bounds, all workers, since the database was created"
+    return out
+
+
+def _bucket(counts: list[tuple[float, int]], total: int, q: float) -> float | None:
+    if not total:
+        return None
+    seen, rank = 0, min(total - 1, int(q * total))
+    for bound, n in counts:
+        seen += n
+        if seen > rank:
+            return None if bound == float("inf") else bound
+    return None

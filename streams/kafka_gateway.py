@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
@@ -157,6 +158,11 @@ class KafkaGateway:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"events still pending after {timeout} s")
             time.sleep(0.25)
+
+    def freshness(self) -> dict[str, Any]:
+        """Issue 14: accepted → recallable / memory p50 / p95 of every worker (the
+        histogram counters the workers' batches write, ``streams.freshness``)."""
+        return summary_from_counters(self.store.get_counters())
 
     def counters(self) -> dict[str, int]:
         values: dict[str, int] = self.store.get_counters()

@@ -24,6 +24,7 @@ from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
+from breadcrumb.streams.lifecycle_reads import BatchReads
 from breadcrumb.topics.records import Event, MemoryStatusChange, Observation
 
 log = logging.getLogger(__name__)
@@ -101,27 +102,59 @@ class LifecycleService:
         self._local = threading.local()  # .payloads: this thread's deferred payloads (batch)
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, raw: Any = None,
+              memories: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
         """Defer this thread's vector payload updates to the end of the block (a derivation
         batch): each memory's payload is set once with its final status and tier, memories
         (and chunks) sharing the same values in one update. SQL is written as before; on
-        an exception no payload is written (the caller's transaction rolls back)."""
+        an exception no payload is written (the caller's transaction rolls back).
+
+        Issue 14: ``raw`` (the batch's raw events) and ``memories`` ((user_id, id) of its
+        memories, already written: their rows are read at once and memory rows are kept
+        until the hooks write them; None: no memory row is kept) feed
+        :class:`~streams.lifecycle_reads.BatchReads`."""
         if getattr(self._local, "payloads", None) is not None:  # the outer block writes
             yield
             return
         self._local.payloads = {}
+        self._local.reads = BatchReads(self.store, self.tables, self.raw, raw,
+                                       keep_rows=memories is not None)
         try:
+            self._local.reads.prefetch(memories or ())
             yield
             pending: dict[str, dict[str, Any]] = self._local.payloads
         finally:
-            self._local.payloads = None
+            self._local.payloads = self._local.reads = None
         self._write_payloads(pending)
+
+    def _events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            return reads.events(user_id, thread_id, start, end)
+        return list(self.raw.get_range(user_id, thread_id, start, end))
+
+    def _row(self, user_id: str, mid: str) -> dict[str, Any] | None:
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            return reads.row(user_id, mid)
+        row: dict[str, Any] | None = self.store.get_memory_row(user_id, mid)
+        return row
+
+    def _changed(self, user_id: str, mid: str, values: dict[str, Any]) -> None:
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            reads.update(user_id, mid, values)
+
+    def _forget(self, user_id: str, mid: str) -> None:
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            reads.forget(user_id, mid)
 
     # ------------------------------------------------------------------ ingest hook
     def on_observation(self, obs: Observation) -> None:
         """Index the new memory's facts, then supersede / conflict / verify / dedupe."""
         rng = obs.source_range
-        events = self.raw.get_range(obs.user_id, rng.thread_id, rng.start_index, rng.end_index)
+        events = self._events(obs.user_id, rng.thread_id, rng.start_index, rng.end_index)
         ts = {e.event_id: e.ts for e in events}
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
@@ -162,12 +195,13 @@ class LifecycleService:
                              v.new_value, f"superseded by {v.newer}")
 
     def _note(self, user_id: str, mid: str, name: str, key: str, value: Any) -> None:
-        row = self.store.get_memory_row(user_id, mid)
+        row = self._row(user_id, mid)
         if row is None:
             return
         meta = dict(row["metadata"])
         meta[name] = {**meta.get(name, {}), key: value}
         self.tables.set_metadata(user_id, mid, meta)
+        self._changed(user_id, mid, {"metadata": meta})
 
     def _verify(self, obs: Observation, rows: list[sp.FactRow],
                 existing: list[sp.FactRow], events: list[Event]) -> None:
@@ -208,7 +242,7 @@ class LifecycleService:
     def _snapshot(self, user_id: str, mid: str) -> None:
         """Publish the new memory's current state last, so the compacted topic's latest
         value for it is right even after the pipeline's ``created`` record."""
-        row = self.store.get_memory_row(user_id, mid)
+        row = self._row(user_id, mid)
         if row is not None:
             self.publisher.publish(mid, user_id, _change(row, row["created_at"], "pipeline",
                                                          "created").to_dict())
@@ -217,7 +251,7 @@ class LifecycleService:
     def _set(self, user_id: str, mid: str, actor: str, reason: str, at: str,
              status: str | None = None, tier: str | None = None,
              superseded_by: str | None = None, supersedes: str | None = None) -> bool:
-        row = self.store.get_memory_row(user_id, mid)
+        row = self._row(user_id, mid)
         if row is None:
             self.errors["missing_memory"] += 1
             return False
@@ -236,7 +270,7 @@ class LifecycleService:
 
     def delete(self, user_id: str, mid: str, at: str, actor: str, reason: str) -> bool:
         """Delete a memory with a tombstone (audit kept)."""
-        row = self.store.get_memory_row(user_id, mid)
+        row = self._row(user_id, mid)
         if row is None:
             return False
         self.store.add_audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
@@ -249,7 +283,7 @@ class LifecycleService:
         if value is None:
             return self._apply_tombstone(memory_id)
         change = MemoryStatusChange(**value)
-        row = self.store.get_memory_row(change.user_id, memory_id)
+        row = self._row(change.user_id, memory_id)
         if row is None:
             self.errors["missing_memory"] += 1
             return False
@@ -260,6 +294,11 @@ class LifecycleService:
         if not fields and not links:
             return False
         self.store.apply_status_change(change)
+        self._changed(change.user_id, memory_id, {  # as apply_status_change's UPDATE
+            "status": change.status, "tier": change.tier, "updated_at": change.at,
+            "superseded_by": _coalesce(change.superseded_by, row["superseded_by"]),
+            "supersedes_memory_id": _coalesce(change.supersedes_memory_id,
+                                              row["supersedes_memory_id"])})
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
             self.store.add_audit(memory_id, change.user_id, change.at, change.actor, name,
@@ -274,6 +313,7 @@ class LifecycleService:
         user_id = self.tables.owner_of(memory_id)
         if user_id is None:
             return False
+        self._forget(user_id, memory_id)
         self._payload(memory_id, {"status": lc.DELETE, "tier": lc.DELETE})
         return self.tables.delete_memory(user_id, memory_id)
 
@@ -307,6 +347,10 @@ class LifecycleService:
     def _move_evidence(self, change: MemoryStatusChange, before: str) -> None:
         if self.archiver is None or (change.status == "archived") == (before == "archived"):
             return
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:  # its archived ranges and the memory's row change
+            reads.forget_archive(change.user_id)
+            reads.forget(change.user_id, change.memory_id)
         memory = self.store.get_memory(change.user_id, change.memory_id)
         if memory is None:
             return
@@ -373,6 +417,10 @@ class LifecycleService:
                 for rel, other, key in links if other]
 
 
+def _coalesce(value: Any, kept: Any) -> Any:
+    return kept if value is None else value
+
+
 def _link(row: dict[str, Any] | None, relation: str, key: str | None) -> dict[str, Any]:
     base = {"relation": relation, "fact_key": key}
     if row is None:
@@ -387,77 +435,3 @@ def _change(row: dict[str, Any], at: str, actor: str, reason: str, status: str |
         memory_id=row["id"], user_id=row["user_id"], status=status or row["status"],
         tier=tier or row["tier"], at=at, actor=actor, reason=reason,
         supersedes_memory_id=row["supersedes_memory_id"], superseded_by=row["superseded_by"])
-
-
-class KafkaChangelog:
-    """Publishes to the compacted ``memory-status`` topic (acks=all, idempotent) from sync
-    code: aiokafka runs on a private event-loop thread. ``start()`` before use."""
-
-    def __init__(self, bootstrap: str, topic: str,
-                 security: dict[str, Any] | None = None) -> None:
-        self.bootstrap = bootstrap
-        self.topic = topic
-        self.security = security or {}  # topics/kafka_security.aiokafka_kwargs
-        self._loop: Any = None
-        self._producer: Any = None
-
-    def start(self) -> None:
-        import asyncio
-
-        from aiokafka import AIOKafkaProducer
-
-        self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, name="memory-status", daemon=True).start()
-
-        async def make() -> Any:
-            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
-                                        enable_idempotence=True, **self.security)
-            await producer.start()
-            return producer
-
-        self._producer = self._call(make())
-
-    def _call(self, coro: Any) -> Any:
-        import asyncio
-
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        data = None if value is None else json.dumps(value, ensure_ascii=False).encode()
-        self._call(self._producer.send_and_wait(self.topic, key=memory_id.encode(), value=data))
-
-    def stop(self) -> None:
-        if self._loop is None:
-            return
-        self._call(self._producer.stop())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._loop = None
-
-
-class Sweeper:
-    """Runs ``LifecycleService.sweep`` every ``interval`` seconds on a daemon thread."""
-
-    def __init__(self, service: LifecycleService, interval: float) -> None:
-        self.service = service
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.runs = 0
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="lifecycle-sweeper", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.service.sweep()
-                self.runs += 1
-            except Exception:  # keep sweeping, but loudly and counted
-                self.service.errors["sweep_failed"] += 1
-                log.exception("lifecycle sweep failed")

@@ -197,17 +197,28 @@ class IngestService:
             self.index.upsert_chunks(
                 chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
             )
-        with self._hooks_batched():
+        many = getattr(self.memories, "upsert_memories", None)
+        if many is not None:  # issue 14: the rows in two statements, then the hooks
+            many(observations)
+            self.memories.put_chunks([c for _, own in built for c in own])
+        with self._hooks_batched(observations if many is not None else None):
             for observation, own in built:
-                self.memories.upsert_memory(observation)
-                self.memories.put_chunks(own)
+                if many is None:
+                    self.memories.upsert_memory(observation)
+                    self.memories.put_chunks(own)
                 if self.on_observation is not None:
                     self.on_observation(observation)
 
-    def _hooks_batched(self) -> AbstractContextManager[None]:
-        """The hook owner's batching (``LifecycleService.batch``) around a batch's hooks."""
+    def _hooks_batched(self, written: Sequence[Observation] | None
+                       ) -> AbstractContextManager[None]:
+        """The hook owner's batching (``LifecycleService.batch``) around a batch's hooks,
+        with this batch's raw events and its memories when already ``written`` (issue 14:
+        fewer reads)."""
         batch = getattr(getattr(self.on_observation, "__self__", None), "batch", None)
-        return batch() if callable(batch) else nullcontext()
+        if not callable(batch):
+            return nullcontext()
+        return batch(raw=self.raw, memories=None if written is None else
+                     [(o.user_id, o.id) for o in written])
 
     # ------------------------------------------------------------------ helpers
     def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:

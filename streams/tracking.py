@@ -62,10 +62,12 @@ def first_consumption(store: Any, position: str) -> bool:
 
 class ConsumedThrough:
     """:func:`first_consumption` for the many messages of one transaction (a batch): the
-    counters are read once, each partition's high-water kept here and moved in the store."""
+    counters are read once, each partition's high-water kept here and moved in the store
+    (or in ``writes``, e.g. a batch's tally written once per counter at its end)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, writes: Any = None) -> None:
         self.store = store
+        self.writes = store if writes is None else writes  # where ``incr`` goes (a tally)
         self._through: dict[str, int] | None = None
 
     def first(self, position: str) -> bool:
@@ -81,7 +83,7 @@ class ConsumedThrough:
         through = self._through.get(name, 0)
         if offset < through:
             return False
-        self.store.incr(name, offset + 1 - through)
+        self.writes.incr(name, offset + 1 - through)
         self._through[name] = offset + 1
         return True
 

@@ -5,13 +5,15 @@ Workers of one consumer group must not keep vectors apart (qdrant-client local m
 process per folder: two workers would split them and recall through one would miss the
 other's memories). With ``VECTOR_STORE=topic`` a worker's index is a
 :class:`TopicVectorIndex`: each point write becomes a record of the ``vectors`` topic (one
-partition, compacted, keyed ``m/<memory id>``, ``c/<chunk id>``, ``p/<memory id>`` for a
-payload change), sent and acknowledged by Kafka *before* the batch's SQL commit — the same
-order as a vector upsert, so a crash in between is repaired by the redelivery. A
-:class:`VectorSink` (one per deployment, in the process that owns the vector store, e.g.
-the query API) consumes the topic in order and replays each record on a real index; it
-commits its offsets after the writes, and every write is an idempotent upsert by id, so
-the store converges to the same points whichever worker derived them.
+partition, compacted, keyed ``<prefix>/m/<memory id>``, ``<prefix>/c/<chunk id>``,
+``<prefix>/p/<memory id>`` for a payload change; the generation's collection prefix rides
+in each record, so a replay's generation fills its own collections, not main's), sent and
+acknowledged by Kafka *before* the batch's SQL commit — the same order as a vector
+upsert, so a crash in between is repaired by the redelivery. A :class:`VectorSink` (one
+per deployment, in the process that owns the vector store, e.g. the query API) consumes
+the topic in order and replays each record on a real index; it commits its offsets after
+the writes, and every write is an idempotent upsert by id, so the store converges to the
+same points whichever worker derived them.
 """
 
 from __future__ import annotations
@@ -35,28 +37,26 @@ def _sparse(vector: SparseVector) -> dict[str, list[Any]]:
     return {"indices": list(vector.indices), "values": list(vector.values)}
 
 
-def _key(kind: str, prefix: str | None, ident: str) -> bytes:
-    """``m/<id>``; with a collection prefix ``m/<prefix>/<id>``, so compaction never drops
-    one generation's point for another's (memory ids are the same in every generation)."""
-    return (f"{kind}/{prefix}/{ident}" if prefix else f"{kind}/{ident}").encode()
+def _key(kind: str, point: str, prefix: str | None) -> bytes:
+    """The compaction key: a generation's records (same ids as main's after a replay) must
+    not replace main's, so the collection prefix is part of it when known."""
+    return (f"{kind}/{point}" if prefix is None else f"{prefix}/{kind}/{point}").encode()
 
 
-def _with_prefix(record: dict[str, Any], prefix: str | None) -> bytes:
-    if prefix:
-        record["prefix"] = prefix
-    return orjson.dumps(record)
+def _body(record: dict[str, Any], prefix: str | None) -> bytes:
+    return orjson.dumps(record if prefix is None else {**record, "prefix": prefix})
 
 
 def memory_records(observations: Sequence[Observation], dense: Sequence[Sequence[float]],
                    sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
-    return [(_key("m", prefix, o.id), _with_prefix({
+    return [(_key("m", o.id, prefix), _body({
         "op": "memory", "observation": o.to_dict(), "dense": list(d), "sparse": _sparse(s)},
         prefix)) for o, d, s in zip(observations, dense, sparse, strict=True)]
 
 
 def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
                   sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
-    return [(_key("c", prefix, c.id), _with_prefix({
+    return [(_key("c", c.id, prefix), _body({
         "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}, prefix))
         for c, d, s in zip(chunks, dense, sparse, strict=True)]
 
@@ -65,15 +65,13 @@ class TopicVectorIndex:
     """The write side of a VectorIndex for a worker: points go to the ``vectors`` topic.
 
     ``send`` delivers records and returns once Kafka acknowledged them (it raises on a
-    failure, which the failure policy treats like a vector-store error). ``prefix`` is the
-    collection prefix of the worker's generation: the sink writes each record into that
-    generation's collections, so a replay never writes into the live ones."""
+    failure, which the failure policy treats like a vector-store error)."""
 
     def __init__(self, send: Callable[[Records], None], close: Callable[[], None] | None = None,
                  prefix: str | None = None) -> None:
         self._send = send
         self._close = close
-        self.prefix = prefix
+        self.prefix = prefix  # the generation's collection prefix, carried by each record
         self.sent = 0
 
     def ensure(self) -> None:
@@ -97,7 +95,7 @@ class TopicVectorIndex:
         self._deliver(chunk_records(chunks, dense, sparse, self.prefix))
 
     def set_memory_payload(self, memory_id: str, values: dict[str, Any]) -> None:
-        self._deliver([(_key("p", self.prefix, memory_id), _with_prefix(
+        self._deliver([(_key("p", memory_id, self.prefix), _body(
             {"op": "payload", "memory_id": memory_id, "values": values}, self.prefix))])
 
     def count(self) -> dict[str, int]:
@@ -152,30 +150,26 @@ class KafkaRecordSender:
             loop.call_soon_threadsafe(loop.stop)
 
 
-def _target(index: Any, prefix: str | None, siblings: dict[str, Any]) -> Any:
-    """The index of a record's generation: ``index`` itself for its own prefix (or a record
-    without one), else its sibling collections (created once)."""
-    if not prefix or prefix == getattr(index, "prefix", None):
-        return index
-    if prefix not in siblings:
-        sibling = index.sibling(prefix)
-        sibling.ensure()
-        siblings[prefix] = sibling
-    return siblings[prefix]
-
-
-def apply_records(index: Any, values: Sequence[bytes],
-                  siblings: dict[str, Any] | None = None) -> int:
-    """Replay topic records on a real index in order (runs of memories / chunks of one
-    generation as one upsert each); returns how many records were applied. ``siblings``
-    keeps the other generations' indexes between calls."""
+def apply_records(index: Any, values: Sequence[bytes]) -> int:
+    """Replay topic records on a real index in order (runs of memories / chunks as one
+    upsert each); returns how many records were applied. A record of another collection
+    prefix (a generation being built by a replay) goes to ``index.sibling(prefix)``: the
+    same store, that generation's collections, never main's."""
     run: list[dict[str, Any]] = []
-    siblings = {} if siblings is None else siblings
+    targets: dict[str, Any] = {}
+    target = index
+
+    def route(prefix: str | None) -> Any:
+        if prefix is None or prefix == getattr(index, "prefix", None):
+            return index
+        if prefix not in targets:
+            targets[prefix] = index.sibling(prefix)
+            targets[prefix].ensure()
+        return targets[prefix]
 
     def flush() -> None:
         if not run:
             return
-        target = _target(index, run[0].get("prefix"), siblings)
         dense = [r["dense"] for r in run]
         sparse = [SparseVector(tuple(r["sparse"]["indices"]), tuple(r["sparse"]["values"]))
                   for r in run]
@@ -188,15 +182,18 @@ def apply_records(index: Any, values: Sequence[bytes],
 
     for value in values:
         record = orjson.loads(value)
+        where = route(record.get("prefix"))
+        if where is not target:
+            flush()
+            target = where
         if record["op"] == "payload":
             flush()
             try:
-                _target(index, record.get("prefix"), siblings).set_memory_payload(
-                    record["memory_id"], record["values"])
+                target.set_memory_payload(record["memory_id"], record["values"])
             except Exception as exc:  # a memory since removed: nothing to update
                 log.warning("vector sink: payload of %s skipped: %s", record["memory_id"], exc)
             continue
-        if run and (run[0]["op"], run[0].get("prefix")) != (record["op"], record.get("prefix")):
+        if run and run[0]["op"] != record["op"]:
             flush()
         run.append(record)
     flush()
@@ -212,7 +209,6 @@ class VectorSink:
         self.topic = topic
         self._kafka = {"bootstrap_servers": bootstrap, "group_id": group, **kafka}
         self.applied = 0
-        self.siblings: dict[str, Any] = {}  # other generations' collections (replays)
 
     async def run(self, stop: asyncio.Event, poll_ms: int = 500) -> None:
         """Apply records until ``stop`` is set (offsets committed after each write)."""
@@ -228,7 +224,7 @@ class VectorSink:
                           if r.value is not None]
                 if values:
                     await asyncio.get_running_loop().run_in_executor(
-                        None, apply_records, self.index, values, self.siblings)
+                        None, apply_records, self.index, values)
                     self.applied += len(values)
                 if batch:
                     await consumer.commit()

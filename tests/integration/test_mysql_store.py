@@ -101,3 +101,34 @@ def _kill(store: SqlStore) -> None:
             cur.execute("KILL %s", (thread_id,))
     finally:
         conn.close()
+
+
+
+def test_a_worker_losing_the_schema_version_race_still_opens() -> None:
+    """Workers started at once open a fresh database together (seen: 1 of 3 ``breadcrumb
+    worker`` processes died on "Duplicate entry 'version'"). Made deterministic: another
+    opener records the version right after this one found none (DDL commits implicitly,
+    so the check and the INSERT are not one transaction); this one must still open."""
+    params = {**_params(), "database": fresh_database(uuid.uuid4().hex[:8])}
+    store = MySqlStore(**params)
+    real = store._fetch
+
+    def racing(sql: str, args: Any = ()) -> Any:
+        rows = real(sql, args)
+        if sql.startswith("SELECT 1 FROM schema_meta") and not rows:
+            other = pymysql.connect(**params, autocommit=True)  # the other worker wins
+            try:
+                with other.cursor() as cur:
+                    cur.execute("INSERT INTO schema_meta (name, value) VALUES ('version', 2)")
+            finally:
+                other.close()
+        return rows
+    store._fetch = racing  # type: ignore[method-assign]
+    try:
+        store.open()
+        assert store._conn is not None
+        (version,), = real("SELECT value FROM schema_meta WHERE name = 'version'")
+        assert int(version) == 2
+    finally:
+        store.close()
+        drop_database(params["database"])

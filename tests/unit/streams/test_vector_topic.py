@@ -74,6 +74,36 @@ def test_records_replayed_by_the_sink_give_the_points_of_a_direct_upsert(
     sink.close()
 
 
+def test_a_generations_records_fill_its_own_collections_never_mains(tmp_path: Path) -> None:
+    """A replay's generation derives the same memory ids as main: its records carry its
+    collection prefix (and keys that compaction keeps apart), the sink writes them to
+    that generation's collections of the same store."""
+    main: list[tuple[bytes, bytes]] = []
+    gen: list[tuple[bytes, bytes]] = []
+    for name, sent, prefix in (("a", main, "t"), ("b", gen, "t__G")):
+        (tmp_path / name).mkdir()
+        _derive(tmp_path / name, TopicVectorIndex(sent.extend, prefix=prefix))
+    assert main and len(gen) == len(main)
+    assert not {k for k, _v in main} & {k for k, _v in gen}  # compaction keeps both
+    sink = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "s")), "t", 32)
+    sink.ensure()
+    apply_records(sink, [v for _k, v in main])
+    only_main = _points(sink)
+    interleaved = [v for pair in zip(gen, main, strict=True) for _k, v in pair]
+    assert apply_records(sink, interleaved) == len(interleaved)
+    assert _points(sink) == only_main  # main's collections: unchanged by the generation
+    sibling = sink.sibling("t__G")
+    assert _points(sibling) == only_main  # same ids and vectors, its own collections
+    memory = next(k for k in only_main if k.startswith("memories:")).split(":", 1)[1]
+    TopicVectorIndex(gen.extend, prefix="t__G").set_memory_payload(memory, {"status": "x"})
+    apply_records(sink, [gen[-1][1]])
+    assert sibling.client.retrieve(sibling.collection("memories"), [memory])[0].payload[
+        "status"] == "x"
+    assert sink.client.retrieve(sink.collection("memories"), [memory])[0].payload[
+        "status"] != "x"
+    sink.close()
+
+
 def test_only_a_local_mode_worker_joining_a_live_group_is_refused(tmp_path: Path) -> None:
     local = Settings(mode="cluster", data_dir=tmp_path)
     assert split_store_reason(local, 0) is None
@@ -90,36 +120,3 @@ def test_a_restarted_worker_is_known_by_its_vector_folder(tmp_path: Path) -> Non
     assert store_client_id(one) == store_client_id(one.with_overrides(worker_id="other"))
     assert store_client_id(one) != store_client_id(one.with_overrides(data_dir=tmp_path / "w2"))
 
-
-def test_a_replay_generations_records_land_in_its_own_collections(tmp_path: Path) -> None:
-    """A worker of generation ``t__g2`` (a replay) sends its points with its collection
-    prefix; the sink (whose own prefix is ``t``) writes them into ``t__g2_*``, never into the
-    live ``t_*`` collections, and compaction keys keep the two generations apart."""
-    direct = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "d")), "t", 32)
-    direct.ensure()
-    (tmp_path / "a").mkdir()
-    _derive(tmp_path / "a", direct)
-    live: list[tuple[bytes, bytes]] = []
-    replay: list[tuple[bytes, bytes]] = []
-    (tmp_path / "b").mkdir()
-    _derive(tmp_path / "b", TopicVectorIndex(live.extend, prefix="t"))
-    (tmp_path / "c").mkdir()
-    replayed = TopicVectorIndex(replay.extend, prefix="t__g2")
-    _derive(tmp_path / "c", replayed)
-    assert not {k for k, _ in live} & {k for k, _ in replay}  # compaction keeps both
-    sink = QdrantServerIndex(lambda: QdrantClient(path=str(tmp_path / "s")), "t", 32)
-    sink.ensure()
-    mixed = [v for pair in zip(live, replay, strict=True) for _k, v in pair]
-    siblings: dict[str, Any] = {}
-    assert apply_records(sink, mixed, siblings) == len(mixed)
-    expected = _points(direct)
-    assert expected and _points(sink) == expected
-    assert set(siblings) == {"t__g2"} and _points(siblings["t__g2"]) == expected
-    memory = next(k for k in expected if k.startswith("memories:")).split(":", 1)[1]
-    replayed.set_memory_payload(memory, {"status": "superseded"})
-    apply_records(sink, [replay[-1][1]], siblings)
-    status = {name: index.client.retrieve(index.collection("memories"), [memory])[0]
-              .payload["status"] for name, index in (("t", sink), ("t__g2", siblings["t__g2"]))}
-    assert status["t__g2"] == "superseded" and status["t"] != "superseded"
-    direct.close()
-    sink.close()
