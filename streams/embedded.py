@@ -356,8 +356,21 @@ class EmbeddedRunner:
                 busy = 0
                 self._stop.wait(self._retry_delay)
             if not busy:
+                self._flush_index()
                 self._wake.wait(0.2)
                 self._wake.clear()
+
+    def _flush_index(self) -> None:
+        """Idle: persist the vector shards written a while ago (writes themselves do not
+        flush; their WAL already makes them survive a crash)."""
+        flush_due = getattr(getattr(self.service, "index", None), "flush_due", None)
+        if not callable(flush_due):
+            return
+        try:
+            with self._lock:  # between batches: a flush never splits one
+                flush_due()
+        except Exception:  # the next idle tick tries again; the WAL keeps the writes
+            log.exception("vector index flush failed")
 
     def _touch(self, entry: dict[str, Any]) -> None:
         if not isinstance(entry.get("user_id"), str):
