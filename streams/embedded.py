@@ -252,6 +252,8 @@ class EmbeddedRunner:
             marks = self._sched.marks_for(picked[:applied])
             marks.write(self.derived)
             written.append(marks)
+            if self.derived is self.store:  # the log's flags commit with the batch
+                self.store.mark_processed_many([seq for seq, _key in picked[:applied]])
 
         try:
             handled = apply_batch(self.derived, self.service,
@@ -262,7 +264,7 @@ class EmbeddedRunner:
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
                         len(entries), self._sched.low, exc)
             return 0
-        self._done(entries[:handled], written[-1], results)
+        self._done(entries[:handled], written[-1], results, flagged=self.derived is self.store)
         return handled
 
     def _apply_singly(self) -> int:
@@ -291,9 +293,10 @@ class EmbeddedRunner:
         return handled
 
     def _done(self, done: Sequence[Entry], marks: Marks,
-              results: Sequence[HandleResult | None]) -> None:
-        """The entries' transaction committed: out of the schedule, flagged in the log,
-        their freshness (accepted → recallable; → memory for those closing a range)."""
+              results: Sequence[HandleResult | None], flagged: bool = False) -> None:
+        """The entries' transaction committed: out of the schedule, flagged in the log
+        (unless ``flagged`` in that transaction), their freshness (accepted → recallable;
+        → memory for those closing a range)."""
         accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
         if self._lane is not None:
             self._lane.committed()
@@ -302,9 +305,8 @@ class EmbeddedRunner:
             (now - at for at in accepted if at is not None),
             (now - at for at, result in zip(accepted, results, strict=False)
              if at is not None and result is not None and result.observations))
-        with self.store.transaction():
-            for seq, _key, _payload in done:
-                self.store.mark_processed(seq)
+        if not flagged:
+            self.store.mark_processed_many([seq for seq, _key, _payload in done])
         for _seq, _key, payload in done:
             self._touch(orjson.loads(payload))
 

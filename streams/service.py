@@ -8,7 +8,7 @@ rules live in ``processors``; this class only moves data between them and the po
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +29,8 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
+from breadcrumb.stores.raw_batch import BatchedRawEvents
+from breadcrumb.streams.state import WriteBackStates
 from breadcrumb.topics.records import (
     Chunk,
     ClosedRange,
@@ -95,23 +97,39 @@ class IngestService:
         self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
-    def batched(self) -> Iterator[None]:
+    def batched(self, events: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
         """Defer the embedding and writes of every range closed inside this block to its
         end: ONE ``embed_passages`` call for the texts of all those ranges (many threads
         embedded together; the embedder splits at its best batch size), one vector upsert
         for their memories and one for their chunks, then the SQL rows and lifecycle hooks
         in closing order. Call it inside the caller's transaction: on an exception nothing
-        is written here and the transaction rolls the block back."""
+        is written here and the transaction rolls the block back.
+
+        With ``events`` (the batch's ``(user_id, event_id)`` pairs) and a SQL store, the
+        raw events are also looked up in one statement and inserted with one
+        ``executemany``, and each thread's state is read and written once per block
+        (:class:`~breadcrumb.streams.state.WriteBackStates`)."""
         if self._pending is not None:  # already batching: the outer block writes
             yield
             return
+        raw, states = self.raw, self.states
+        batch_raw = batch_states = None
+        if events is not None and callable(getattr(raw, "get_events", None)):
+            batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
+            batch_raw.prefetch(events)
+            self.raw, self.states = batch_raw, batch_states
         self._pending = []
         try:
             yield
             pending, self._pending = self._pending, None
+            if batch_raw is not None and batch_states is not None:
+                batch_raw.flush()  # before the hooks: the lifecycle reads these events
+                batch_states.flush()
+                self.raw, self.states = raw, states
             self._write_memories(pending)
         finally:
             self._pending = None
+            self.raw, self.states = raw, states
 
     # ------------------------------------------------------------------ entries
     def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
