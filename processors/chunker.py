@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from breadcrumb.processors.ids import chunk_id
-from breadcrumb.processors.tokens import TokenCounter, estimate_fits, estimate_tokens
+from breadcrumb.processors.tokens import TokenCounter
 from breadcrumb.topics.records import Chunk, Event
 
 # A word with its surrounding whitespace, or a whitespace-only run: matches tile a line.
@@ -96,10 +96,6 @@ class _Counter:
 
     def spans(self, text: str) -> list[tuple[int, int, int]]:
         """Packed, verified spans tiling ``text``."""
-        if self.count is estimate_tokens:  # one count when the lines surely fit together
-            whole = estimate_fits(text, self.max)
-            if whole is not None:
-                return [(0, len(text), whole)]
         out: list[tuple[int, int, int]] = []
         for group in self._pack(self._units(text)):
             self._verify(text, group, out)

@@ -47,10 +47,6 @@ _TO_W_OR_SPACE = bytes(ord("w") if c in _ASCII_WORD else ord(" ") for c in range
 _W_PIECE = b"w" * _CHARS_PER_WORD_TOKEN
 _RUN_END = b"w "
 _RUN_END_PADDED = b"w" * _CHARS_PER_WORD_TOKEN + b" "  # the end of a run, 3 more bytes
-# ASCII characters str.splitlines breaks at (\n \r \v \f \x1c \x1d \x1e), deleted to count
-_LINE_BREAKS = bytes(c for c in range(128) if len(f"a{chr(c)}b".splitlines()) == 2)
-_NOT_LINE_BREAK = bytes(c for c in range(256) if c not in _LINE_BREAKS)
-_FITS_MAX_CHARS_PER_TOKEN = 16
 
 
 def estimate_tokens(text: str) -> int:
@@ -85,23 +81,3 @@ def estimate_tokens(text: str) -> int:
     symbols = len(_SYMBOL_RE.findall(text))
     words = len(_WORD_PIECE_RE.findall(text))
     return max(1, cjk + symbols + words)
-
-
-def estimate_fits(text: str, limit: int) -> int | None:
-    """``estimate_tokens(text)`` when the estimates of the lines of ``text``
-    (``splitlines(keepends=True)``) surely sum to at most ``limit``; else None.
-
-    A chunker that packs lines under a budget then needs no per-line count: the whole text
-    is one chunk. Exact, not a guess: word runs and symbols never cross a line break (line
-    breaks are whitespace), so the lines' raw counts sum to the text's, and each line adds
-    at most 1 more (the minimum of 1); the text has at most one line more than line-break
-    characters. ASCII text of at most 16 characters a token of ``limit`` only (else None)."""
-    if not text or len(text) > _FITS_MAX_CHARS_PER_TOKEN * limit or not text.isascii():
-        return None  # long texts (logs) hardly ever fit: not worth the passes
-    data = text.encode("ascii")
-    mapped = data.translate(_TO_W_OR_SPACE)
-    padded = (mapped + b" ").replace(_RUN_END, _RUN_END_PADDED)
-    raw = len(data.translate(None, _ASCII_WORD_OR_SPACE)) + padded.count(_W_PIECE)
-    if raw + len(data.translate(None, _NOT_LINE_BREAK)) + 1 > limit:
-        return None
-    return max(1, raw)

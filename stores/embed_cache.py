@@ -17,7 +17,7 @@ import hashlib
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from breadcrumb.stores.ports import Embedder
@@ -46,8 +46,6 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.inner = inner
         self.name = inner.name
-        # the wrapped embedder's token count, itself (the chunker knows estimate_tokens)
-        self.count_tokens: Callable[[str], int] = inner.count_tokens
         self.max_entries = max(0, max_entries)
         self.stats = EmbedStats()
         self._cache: OrderedDict[bytes, array[float]] = OrderedDict()
@@ -106,6 +104,9 @@ class CachedEmbedder:
         """Queries are not cached here (another prefix, another vector)."""
         return self.inner.embed_query(text)
 
+    def count_tokens(self, text: str) -> int:
+        """The wrapped embedder's token count."""
+        return self.inner.count_tokens(text)
 
     def __len__(self) -> int:
         return len(self._cache)
