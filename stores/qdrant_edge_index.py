@@ -6,11 +6,16 @@ bindings are not documented as safe for concurrent use from several Python threa
 
 Durability: every update goes to the shard's write-ahead log first, and the WAL is
 replayed on load, so a killed process loses nothing (tested with ``os._exit``).
-``flush()`` additionally persists segments; it dominates small writes (measured,
-single-point upsert at dim 384: 17 ms with a flush vs 0.2 ms without on an idle
-2-core machine, 176 ms under load), so it runs at most every
-``flush_interval_seconds`` after a write, and always on :meth:`close`.
-``flush_interval_seconds=0`` flushes after every write.
+``flush()`` additionally persists segments (and shortens the WAL a load replays); it
+dominates writes (single-point upsert at dim 384: 17 ms with a flush vs 0.2 ms without
+on an idle 2-core machine, 176 ms under load; 0.3-0.5 s per flush in a loaded
+``bench.derive`` drain, 1.8 s of an 11.8 s drain when it ran every 5 s of writing). So
+writes do not flush: the writer calls :meth:`flush_due` when it is idle (a shard with
+writes older than ``flush_interval_seconds`` is flushed), and a write flushes only when
+its shard has held unflushed writes for ``max_unflushed_seconds`` (bounds the replay
+after a crash under a never-idle load); always on :meth:`close`.
+``flush_interval_seconds=0`` flushes after every write. Crash safety does not depend on
+the flush: an update is in the WAL before it returns and the WAL is replayed on load.
 
 HNSW builds never run on the live shard (the binding keeps the GIL while it
 optimizes): :meth:`QdrantEdgeIndex.optimize` builds a copy in a child process and
@@ -89,7 +94,8 @@ class QdrantEdgeIndex:
     """Dense + sparse tenant-filtered search over two Qdrant Edge shards."""
 
     def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
-                 indexing_threshold_kb: int | None = None) -> None:
+                 indexing_threshold_kb: int | None = None,
+                 max_unflushed_seconds: float = 60.0) -> None:
         """Nothing is opened here; :meth:`ensure` (or first use) opens the shards.
 
         ``indexing_threshold_kb``: segment size above which :meth:`optimize` builds
@@ -99,6 +105,7 @@ class QdrantEdgeIndex:
         self._dim = dim
         self._threshold = indexing_threshold_kb
         self._flush_interval = flush_interval_seconds
+        self._max_unflushed = max(max_unflushed_seconds, flush_interval_seconds)
         self._lock = threading.RLock()  # every shard call
         self._gate = threading.RLock()  # writers; a build holds it to copy and to swap
         self._build_lock = threading.Lock()  # one build at a time
@@ -107,7 +114,7 @@ class QdrantEdgeIndex:
         self._recorded: dict[str, list[qe.UpdateOperation]] | None = None  # during a build
         self._epoch = 0  # bumped by close(): a build started before it is discarded
         self._child: subprocess.Popen[bytes] | None = None
-        self._last_flush: dict[str, float] = {}
+        self._dirty: dict[str, float] = {}  # collection -> time of its oldest unflushed write
         self._unoptimized = 0  # points written since the last optimize()
         self._last_write = time.monotonic()
         self._last_read = self._last_write
@@ -127,7 +134,6 @@ class QdrantEdgeIndex:
             for name in COLLECTIONS:
                 if name not in self._shards:
                     self._shards[name] = self._open(self._path / self._dirs[name])
-                    self._last_flush[name] = time.monotonic()  # _open flushed
 
     def _open(self, directory: Path) -> qe.EdgeShard:
         config = edge_config(self._dim, self._threshold)
@@ -151,9 +157,29 @@ class QdrantEdgeIndex:
     def flush(self) -> None:
         """Persist both shards' segments now."""
         with self._gate, self._lock:
-            for name, shard in self._shards.items():
-                shard.flush()
-                self._last_flush[name] = time.monotonic()
+            for name in list(self._shards):
+                self._flush_shard(name)
+
+    def flush_due(self) -> int:
+        """Flush the shards whose oldest unflushed write is ``flush_interval_seconds`` old
+        (call it when the writer is idle); returns how many were flushed."""
+        now = time.monotonic()
+        due = [n for n, at in self._dirty.items() if now - at >= self._flush_interval]
+        if not due:
+            return 0
+        with self._gate, self._lock:
+            for name in due:
+                if name in self._shards and name in self._dirty:
+                    self._flush_shard(name)
+        return len(due)
+
+    def unflushed(self) -> list[str]:
+        """Collections with writes not flushed yet (in the WAL only)."""
+        return sorted(self._dirty)
+
+    def _flush_shard(self, name: str) -> None:  # caller holds _gate and _lock
+        self._shards[name].flush()
+        self._dirty.pop(name, None)
 
     def optimize(self) -> bool:
         """Build HNSW (Qdrant's optimizers: index, merge, vacuum) off the service; True if
@@ -180,7 +206,7 @@ class QdrantEdgeIndex:
                     return False
                 with self._lock:
                     for name in todo:
-                        self._shards[name].flush()
+                        self._flush_shard(name)
                     pending = self._unoptimized
                 copies = {name: next_generation(self._path, name) for name in todo}
                 for name in todo:
@@ -231,6 +257,8 @@ class QdrantEdgeIndex:
             write_pointer(self._path, {**self._dirs, **copies})
             with self._lock:
                 old = [self._shards[name] for name in copies]
+                for name in copies:  # the new shards were flushed with every write
+                    self._dirty.pop(name, None)
                 self._shards.update(new)
                 self._dirs.update(copies)
                 self._done(pending)
@@ -272,9 +300,9 @@ class QdrantEdgeIndex:
             if recorded is not None and name in recorded:
                 recorded[name].append(operation)  # replayed into the built copy
             now = time.monotonic()
-            if now - self._last_flush.get(name, 0.0) >= self._flush_interval:
-                shard.flush()
-                self._last_flush[name] = now
+            first = self._dirty.setdefault(name, now)
+            if self._flush_interval <= 0 or now - first >= self._max_unflushed:
+                self._flush_shard(name)
 
     def _point(self, pid: str, dense: Sequence[float], sparse: SparseVector,
                payload: dict[str, Any]) -> qe.Point:
@@ -444,5 +472,4 @@ class QdrantEdgeIndex:
                 shard = self._shard(name)
                 shard.update(qe.UpdateOperation.delete_points([PROBE_POINT_ID]))
                 if flush:
-                    shard.flush()
-                    self._last_flush[name] = time.monotonic()
+                    self._flush_shard(name)

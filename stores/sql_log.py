@@ -29,6 +29,9 @@ class LogStateMixin:
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         raise NotImplementedError
 
+    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
         raise NotImplementedError
 
@@ -151,6 +154,14 @@ class LogStateMixin:
         """Flag one log entry as processed."""
         with self.transaction():
             self._execute("UPDATE event_log SET processed = 1 WHERE seq = ?", (seq,))
+
+    def mark_processed_many(self, seqs: Sequence[int]) -> None:
+        """Flag many log entries as processed, in one statement."""
+        if not seqs:
+            return
+        with self.transaction():
+            self._execute_many("UPDATE event_log SET processed = 1 WHERE seq = ?",
+                               [(seq,) for seq in seqs])
 
     def count_unprocessed(self) -> int:
         """Log entries not yet processed."""

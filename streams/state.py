@@ -55,3 +55,34 @@ class CapturingDeadLetters:
 
     def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]:
         return list(self.inner.list_dead_letters(limit))
+
+
+class WriteBackStates:
+    """A ThreadStateStore for the length of one batch: each thread's state is read from
+    ``inner`` once and written back once (:meth:`flush`, inside the batch's transaction)
+    instead of a read and a write per event."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._cache: dict[str, dict[str, Any] | None] = {}
+        self._dirty: set[str] = set()
+
+    def get_state(self, key: str) -> dict[str, Any] | None:
+        if key not in self._cache:
+            self._cache[key] = self.inner.get_state(key)
+        return self._cache[key]
+
+    def put_state(self, key: str, state: dict[str, Any]) -> None:
+        self._cache[key] = state
+        self._dirty.add(key)
+
+    def flush(self) -> None:
+        """Write the states changed since the last flush."""
+        dirty, self._dirty = self._dirty, set()
+        for key in sorted(dirty):
+            state = self._cache[key]
+            if state is not None:
+                self.inner.put_state(key, state)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the store
+        return getattr(self.inner, name)

@@ -117,6 +117,17 @@ def count_outcome(store: Any, outcome: str, retries: int = 0) -> None:
         store.incr("retries", retries)
 
 
+def count_outcomes(store: Any, outcomes: Mapping[str, int]) -> None:
+    """:func:`count_outcome` for many messages at once: ``outcome -> messages``."""
+    moved: dict[str, int] = {}
+    for outcome, n in outcomes.items():
+        name = _BY_OUTCOME.get(outcome, "events_processed")
+        moved[name] = moved.get(name, 0) + n
+    for name, n in moved.items():
+        if n:
+            store.incr(name, n)
+
+
 def count_dead_letter(store: Any, retries: int) -> None:
     """Counters for a message given up on (call inside the dead letter's transaction)."""
     store.incr("processing_failures", 1)

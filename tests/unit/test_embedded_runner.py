@@ -108,7 +108,7 @@ class _BatchingService(_RecordingService):
         super().__init__()
         self.on_entry: Any = None
 
-    def batched(self) -> contextlib.AbstractContextManager[None]:
+    def batched(self, events: object = None) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:

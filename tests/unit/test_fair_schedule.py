@@ -66,7 +66,7 @@ class _Batching:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    def batched(self) -> contextlib.AbstractContextManager[None]:
+    def batched(self, events: object = None) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
