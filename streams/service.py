@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.embed_select import dense_mask, place
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
@@ -177,15 +178,19 @@ class IngestService:
 
     def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
         """Embed, index and store built memories: one embedding call, one upsert each for
-        memories and chunks (vectors first: an upsert by id is idempotent, so a crash before
-        the SQL commit is repaired by re-applying the entries). With a ``passage_lane`` the
+        memories and chunks (of a long event's chunks only the informative ones get a
+        dense vector: ``processors.embed_select``). Vectors first: an upsert by id is
+        idempotent, so a crash before the SQL commit is repaired by re-applying the
+        entries. With a ``passage_lane`` the
         chunks' rows are written here and their vectors handed to the lane (two speeds)."""
         if not built:
             return
         observations = [obs for obs, _ in built]
         lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
-        texts = [o.embedding_text for o in observations] + [c.text for c in chunks]
+        mask = [m for _, cs in built for m in dense_mask(cs)] if chunks else []
+        texts = [o.embedding_text for o in observations]
+        texts += [c.text for c, chosen in zip(chunks, mask, strict=True) if chosen]
         vectors = self.embedder.embed_passages(texts)
         count = len(observations)
         self.index.upsert_memories(
@@ -195,7 +200,7 @@ class IngestService:
             lane.defer(built)
         elif chunks:
             self.index.upsert_chunks(
-                chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
+                chunks, place(mask, vectors[count:]), [sparse_vector(c.text) for c in chunks]
             )
         with self._hooks_batched():
             for observation, own in built:

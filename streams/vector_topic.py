@@ -42,10 +42,11 @@ def memory_records(observations: Sequence[Observation], dense: Sequence[Sequence
         for o, d, s in zip(observations, dense, sparse, strict=True)]
 
 
-def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
+def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float] | None],
                   sparse: Sequence[SparseVector]) -> Records:
     return [(f"c/{c.id}".encode(), orjson.dumps({
-        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}))
+        "op": "chunk", "chunk": c.to_dict(), "dense": None if d is None else list(d),
+        "sparse": _sparse(s)}))
         for c, d, s in zip(chunks, dense, sparse, strict=True)]
 
 
@@ -77,7 +78,7 @@ class TopicVectorIndex:
                         dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector]) -> None:
         self._deliver(memory_records(observations, dense, sparse))
 
-    def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
+    def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float] | None],
                       sparse: Sequence[SparseVector]) -> None:
         self._deliver(chunk_records(chunks, dense, sparse))
 
