@@ -166,6 +166,9 @@ def compare(base: Path, repeat: int, rounds: int) -> None:
             assert found is not None
             times[label].append((float(found.group(1)), float(found.group(2))))
             out(f"{label:6} {lines[-1]}")
+            for line in done.stdout.splitlines():
+                if line.startswith("embedded"):
+                    out(f"{label:6} {line}")
     for i, kind in enumerate(("wall", "cpu")):
         before = min(t[i] for t in times["before"])
         after = min(t[i] for t in times["after"])
