@@ -120,9 +120,13 @@ class VectorIndex(Protocol):
     def upsert_chunks(
         self,
         chunks: Sequence[Chunk],
-        dense: Sequence[Sequence[float]],
+        dense: Sequence[Sequence[float] | None],
         sparse: Sequence[SparseVector],
-    ) -> None: ...
+    ) -> None:
+        """Insert or replace chunk points. A ``None`` dense vector stores the chunk
+        without one (embed less: the uninformative middle of a long tool output): it is
+        still found by sparse (lexical) search and by id, never by dense search."""
+        ...
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,

@@ -304,10 +304,12 @@ class QdrantEdgeIndex:
             if self._flush_interval <= 0 or now - first >= self._max_unflushed:
                 self._flush_shard(name)
 
-    def _point(self, pid: str, dense: Sequence[float], sparse: SparseVector,
+    def _point(self, pid: str, dense: Sequence[float] | None, sparse: SparseVector,
                payload: dict[str, Any]) -> qe.Point:
-        check_dim(dense, self._dim)
-        vector: dict[str, Any] = {DENSE: list(dense), SPARSE: _sparse(sparse)}
+        vector: dict[str, Any] = {SPARSE: _sparse(sparse)}
+        if dense is not None:  # a chunk may have no dense vector (ports.upsert_chunks)
+            check_dim(dense, self._dim)
+            vector[DENSE] = list(dense)
         return qe.Point(pid, vector, payload)
 
     def upsert_memories(
@@ -330,10 +332,11 @@ class QdrantEdgeIndex:
     def upsert_chunks(
         self,
         chunks: Sequence[Chunk],
-        dense: Sequence[Sequence[float]],
+        dense: Sequence[Sequence[float] | None],
         sparse: Sequence[SparseVector],
     ) -> None:
-        """Insert or replace chunk points; each inherits its memory's current status."""
+        """Insert or replace chunk points; each inherits its memory's current status.
+        A ``None`` dense vector stores the point with its sparse vector only."""
         check_batch("chunks", chunks, dense, sparse)
         if not chunks:
             return

@@ -35,9 +35,6 @@ class LogStateMixin:
     def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
         raise NotImplementedError
 
-    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
-
     def _insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
         raise NotImplementedError
 

@@ -22,11 +22,13 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.processors.embed_select import dense_mask, place
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.topics.records import Chunk, Observation
 
 PENDING = "passages_pending/"
-Deferred = tuple[str, str, list[Chunk]]  # (user_id, memory_id, its chunks)
+# (user_id, memory_id, its chunks, which of them get a dense vector: embed_select)
+Deferred = tuple[str, str, list[Chunk], list[bool]]
 
 
 def pending_name(user_id: str, memory_id: str) -> str:
@@ -54,7 +56,7 @@ class PassageLane:
         for name in sorted(names):
             user_id, memory_id = orjson.loads(name[len(PENDING):])
             chunks = self.service.memories.get_chunks(user_id, memory_id)
-            self.queue.append((user_id, memory_id, chunks))
+            self.queue.append((user_id, memory_id, chunks, dense_mask(chunks)))
         return len(names)
 
     def defer(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
@@ -63,7 +65,8 @@ class PassageLane:
             if chunks:
                 self.derived.set_counter(pending_name(observation.user_id, observation.id),
                                          len(chunks))
-                self._staged.append((observation.user_id, observation.id, list(chunks)))
+                self._staged.append((observation.user_id, observation.id, list(chunks),
+                                     dense_mask(chunks)))
 
     def committed(self) -> None:
         """The transaction that deferred them committed: they are now due."""
@@ -75,13 +78,14 @@ class PassageLane:
         self._staged.clear()
 
     def work(self) -> int:
-        """Write the vectors of the oldest memories' chunks, at most ``texts_per_slice``
+        """Write the vectors of the oldest memories' chunks (dense only for the chunks
+        ``embed_select.dense_mask`` picks), at most ``texts_per_slice``
         texts (a long tool output spans several slices) in ONE embedding call and one
         upsert; a memory's mark is dropped with its last chunk. Returns the chunks written
         plus the memories finished (0: nothing was due)."""
         plan: list[tuple[int, int]] = []  # (queue position, chunks taken from its head)
         budget = self.texts_per_slice
-        for position, (_user, _memory, own) in enumerate(self.queue):
+        for position, (_user, _memory, own, _mask) in enumerate(self.queue):
             if budget <= 0:
                 break
             take = min(len(own), budget)
@@ -90,17 +94,19 @@ class PassageLane:
         if not plan:
             return 0
         chunks = [c for position, take in plan for c in self.queue[position][2][:take]]
+        mask = [m for position, take in plan for m in self.queue[position][3][:take]]
         if chunks:
-            vectors = self.service.embedder.embed_passages([c.text for c in chunks])
-            self.service.index.upsert_chunks(chunks, vectors,
+            texts = [c.text for c, chosen in zip(chunks, mask, strict=True) if chosen]
+            vectors = self.service.embedder.embed_passages(texts) if texts else []
+            self.service.index.upsert_chunks(chunks, place(mask, vectors),
                                              [sparse_vector(c.text) for c in chunks])
         finished = [self.queue[p][:2] for p, take in plan if take == len(self.queue[p][2])]
         if finished:
             self.derived.drop_counters([pending_name(u, m) for u, m in finished])
         last, take = plan[-1]
-        user, memory, own = self.queue[last]
+        user, memory, own, own_mask = self.queue[last]
         if take < len(own):  # only the last memory of a slice can be partly done
-            self.queue[last] = (user, memory, own[take:])
+            self.queue[last] = (user, memory, own[take:], own_mask[take:])
         for _ in range(len(finished)):
             self.queue.popleft()
         return len(chunks) + len(finished)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.embed_select import dense_mask, place
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
@@ -221,14 +222,17 @@ class IngestService:
 
     def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
         """Embed, index and store built memories: one embedding call, one upsert each for
-        memories and chunks (vectors first: an upsert by id is idempotent, so a crash before
-        the SQL commit is repaired by re-applying the entries). With a ``passage_lane`` the
+        memories and chunks (of a long event's chunks only the informative ones get a
+        dense vector: ``processors.embed_select``). Vectors first: an upsert by id is
+        idempotent, so a crash before the SQL commit is repaired by re-applying the
+        entries. With a ``passage_lane`` the
         chunks' rows are written here and their vectors handed to the lane (two speeds)."""
         if not built:
             return
         observations = [obs for obs, _ in built]
         lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
+        mask = [m for _, cs in built for m in dense_mask(cs)] if chunks else []
         vectors = self._embed(self._texts(built))
         count = len(observations)
         self.index.upsert_memories(
@@ -238,7 +242,7 @@ class IngestService:
             lane.defer(built)
         elif chunks:
             self.index.upsert_chunks(
-                chunks, vectors[count:], [sparse_vector(c.text) for c in chunks]
+                chunks, place(mask, vectors[count:]), [sparse_vector(c.text) for c in chunks]
             )
         many = getattr(self.memories, "upsert_memories", None)
         if many is not None:  # issue 14: the rows in two statements, then the hooks
@@ -253,11 +257,12 @@ class IngestService:
                     self.on_observation(observation)
 
     def _texts(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> list[str]:
-        """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
-        (unless the passage lane embeds those later)."""
+        """What :meth:`_write_memories` embeds: the memories' texts, then their chosen
+        chunks' (unless the passage lane embeds those later)."""
         texts = [obs.embedding_text for obs, _ in built]
-        if self.passage_lane is None:
-            texts += [c.text for _, cs in built for c in cs]
+        if self.passage_lane is None:  # embed less: only the chunks dense_mask chooses
+            texts += [c.text for _, cs in built
+                      for c, chosen in zip(cs, dense_mask(cs), strict=True) if chosen]
         return texts
 
     def embeds_slowly(self) -> bool:

@@ -54,10 +54,11 @@ def memory_records(observations: Sequence[Observation], dense: Sequence[Sequence
         prefix)) for o, d, s in zip(observations, dense, sparse, strict=True)]
 
 
-def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
+def chunk_records(chunks: Sequence[Chunk], dense: Sequence[Sequence[float] | None],
                   sparse: Sequence[SparseVector], prefix: str | None = None) -> Records:
     return [(_key("c", c.id, prefix), _body({
-        "op": "chunk", "chunk": c.to_dict(), "dense": list(d), "sparse": _sparse(s)}, prefix))
+        "op": "chunk", "chunk": c.to_dict(), "dense": None if d is None else list(d),
+        "sparse": _sparse(s)}, prefix))
         for c, d, s in zip(chunks, dense, sparse, strict=True)]
 
 
@@ -90,7 +91,7 @@ class TopicVectorIndex:
                         dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector]) -> None:
         self._deliver(memory_records(observations, dense, sparse, self.prefix))
 
-    def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float]],
+    def upsert_chunks(self, chunks: Sequence[Chunk], dense: Sequence[Sequence[float] | None],
                       sparse: Sequence[SparseVector]) -> None:
         self._deliver(chunk_records(chunks, dense, sparse, self.prefix))
 

@@ -73,7 +73,7 @@ def vectors(settings: Settings) -> dict[str, list[float]]:
         for c in client.get_collections().collections:
             points, _ = client.scroll(c.name, limit=100_000, with_vectors=True)
             out.update({f"{c.name.rsplit('_', 1)[-1]}:{p.id}":
-                        [round(x, 5) for x in p.vector["dense"]] for p in points})
+                        [round(x, 5) for x in p.vector.get("dense", [])] for p in points})
         return out
     finally:
         client.close()

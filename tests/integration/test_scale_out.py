@@ -77,7 +77,7 @@ def sink_vectors(settings: Settings, folder: Path) -> dict[str, list[float]]:
         for name in ("memories", "chunks"):
             points, _ = index.client.scroll(index.collection(name), limit=100_000,
                                             with_vectors=True)
-            out.update({f"{name}:{p.id}": [round(x, 5) for x in p.vector["dense"]]
+            out.update({f"{name}:{p.id}": [round(x, 5) for x in p.vector.get("dense", [])]
                         for p in points})
         return out
     finally:

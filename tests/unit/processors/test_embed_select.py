@@ -1,0 +1,70 @@
+"""processors.embed_select: which chunks of a memory get a dense vector."""
+
+from __future__ import annotations
+
+import pytest
+
+from breadcrumb.processors.embed_select import (
+    HEAD_CHUNKS,
+    LONG_EVENT_CHUNKS,
+    MAX_INFORMATIVE_CHUNKS,
+    TAIL_CHUNKS,
+    dense_mask,
+    informative,
+    place,
+)
+from breadcrumb.topics.records import Chunk
+
+
+def chunks(event: str, texts: list[str]) -> list[Chunk]:
+    out, pos = [], 0
+    for text in texts:
+        out.append(Chunk(id=f"{event}-{pos}", memory_id="m", user_id="u", project_id=None,
+                         thread_id="t", event_id=event, event_index=0, char_start=pos,
+                         char_end=pos + len(text), text=text, tokens=len(text.split())))
+        pos += len(text)
+    return out
+
+
+def test_informative_lines() -> None:
+    assert informative("a\nTraceback (most recent call last):\n")
+    assert informative("tests/a.py::t FAILED")
+    assert informative("x\n==== 1 failed, 1999 passed in 41.27s ====")
+    assert informative("Ran 12 tests in 0.3s")
+    assert informative("Summary: 3 files changed")
+    assert not informative("tests/a.py::test_x PASSED    [ 40%]")  # a progress line
+    assert not informative("copying build/lib/x.py")
+
+
+def test_short_events_are_embedded_whole() -> None:
+    items = chunks("e1", ["progress line"] * LONG_EVENT_CHUNKS) + chunks("e2", ["hi"])
+    assert dense_mask(items) == [True] * len(items)
+    assert dense_mask([]) == []
+
+
+def test_long_event_keeps_head_tail_and_informative_chunks() -> None:
+    texts = [f"step {i} ok" for i in range(40)]
+    texts[17] = "step 17\nERROR: disk full"
+    texts[30] = "=== 3 failed, 10 passed ==="
+    items = chunks("short", ["hello"]) + chunks("log", texts)
+    mask = dense_mask(items)
+    assert mask[0]  # the short event
+    log = mask[1:]
+    picked = [i for i, chosen in enumerate(log) if chosen]
+    assert picked == [*range(HEAD_CHUNKS), 17, 30, *range(40 - TAIL_CHUNKS, 40)]
+
+
+def test_many_informative_chunks_are_capped_and_spread() -> None:
+    texts = [f"case {i} FAILED" for i in range(100)]
+    mask = dense_mask(chunks("log", texts))
+    middle = [i for i in range(HEAD_CHUNKS, 100 - TAIL_CHUNKS) if mask[i]]
+    assert len(middle) == MAX_INFORMATIVE_CHUNKS
+    assert middle[0] < 20 and middle[-1] > 70  # spread over the log, not its first lines
+    assert sum(mask) == HEAD_CHUNKS + TAIL_CHUNKS + MAX_INFORMATIVE_CHUNKS
+    assert dense_mask(chunks("log", texts)) == mask  # deterministic
+
+
+def test_place_puts_vectors_at_the_chosen_positions() -> None:
+    assert place([True, False, True], [[1.0], [2.0]]) == [[1.0], None, [2.0]]
+    with pytest.raises(ValueError):
+        place([True, True], [[1.0]])
