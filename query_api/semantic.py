@@ -64,8 +64,8 @@ _FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失�
 _DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
-_shape = lru_cache(maxsize=8192)(partial(_SHAPE_NOISE.sub, ""))
-_holds_kind = lru_cache(maxsize=8192)(text_holds_kind)
+_shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
+_holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 _LITERAL = re.compile(r"\w+_\w+|\w[\w-]*\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*|`[^`]+`")
 
 
@@ -159,8 +159,10 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
     weights = pool_weights(terms, [r[5] for r in rows])
     total = sum(weights.values()) or 1.0
     out: list[tuple[float, Scored]] = []
+    items = tuple(weights.items())
     for f, dense, start, end, text, line_terms in rows:
-        lexical = sum(w for t, w in weights.items() if t in line_terms) / total
+        lexical = (0.0 if line_terms.isdisjoint(weights)
+                   else sum([w for t, w in items if t in line_terms]) / total)
         score = W_DENSE * dense + W_LEXICAL * lexical
         score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(text, intent)
         if intent.role and roles.get(f.passage.event_id) == intent.role:
@@ -181,14 +183,14 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def _line_terms(text: str) -> frozenset[str]:
     """A line's question-comparable terms (cached: the lead and the packing both score a
     pool, and the same lines recur across questions)."""
     return frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS]) if t not in EN_STOPWORDS)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=16384)
 def _lines(text: str, offset: int, keep_removed: bool
            ) -> tuple[tuple[int, int, str, frozenset[str]], ...]:
     """(start, end, text, terms) of a passage's lines, a diff's removed lines left out
@@ -294,7 +296,8 @@ def _new_weight(line_terms: frozenset[str], terms: dict[str, float], covered: se
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    common = len(a & b)  # |a ∪ b| = |a| + |b| - |a ∩ b|: one set built, not two
+    return common / (len(a) + len(b) - common)
 
 
 @dataclass(frozen=True, slots=True)
