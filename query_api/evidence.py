@@ -4,12 +4,12 @@ answer replaced, dropping superseded values, and the RecalledEvidence record."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from breadcrumb.processors.extract import Extract, Passage
 from breadcrumb.query_api.scoring import Candidate
-from breadcrumb.topics.records import Observation
+from breadcrumb.topics.records import Event, Observation
 
 _CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
 _FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
@@ -77,3 +77,16 @@ def evidence_record(
                   for ln in cut.lines],
         "reason": f"{reason}, {cut.tokens} tokens" if "tokens" not in reason else reason,
     }
+
+
+def events_by_id(raw: Any, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+    """The user's events among ``event_ids``: one statement where the store has a batch
+    lookup (``get_events``), then ``get_event`` for the ids it did not find (an archive
+    answers those from its cold objects), so the result is that of one lookup per id."""
+    ids = list(dict.fromkeys(event_ids))
+    batch = getattr(raw, "get_events", None)
+    found: dict[str, Event] = dict(batch(user_id, ids)) if batch is not None and ids else {}
+    for eid in ids:
+        if eid not in found and (event := raw.get_event(user_id, eid)) is not None:
+            found[eid] = event
+    return found

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from breadcrumb.processors.decide import (
@@ -103,6 +104,8 @@ class RecallService:
         self.clock = clock
         self.classifier = classifier
         self.quoter = quoter
+        # token counts of lines and summaries, cached: pure, and a pool's lines recur
+        self.count_tokens = lru_cache(maxsize=8192)(embedder.count_tokens)
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
         # open windows (not yet memories) are searched too, where the store keeps them
         self.fresh_tail = FreshTail.for_store(memories, raw, embedder.count_tokens)
@@ -133,19 +136,15 @@ class RecallService:
         evidence: list[dict[str, Any]] = []
         level = 0
         if decision.classification != SUMMARY_OK and top:
-            evidence, level = self._follow(req, query, top, decision)
-            if needs_meaning(evidence, query):  # meaning and words
-                semantic, used = self._follow_semantic(req, query, top, decision, found)
-                if semantic:
-                    evidence, level = semantic, used
+            evidence, level = self._evidence(req, query, top, decision, found)
         if self.fresh_tail is not None and req.mode != "summary" and (
                 decision.classification != SUMMARY_OK or not top):  # open windows too
             evidence = self.fresh_tail.merge(req, query, evidence)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
         if evidence:
             evidence = with_timestamps(self.raw, req.user_id, evidence)
-        token_cost = sum(self.embedder.count_tokens(c.memory.summary) for c in top)
-        token_cost += sum(self.embedder.count_tokens(e["extracted_text"]) for e in evidence)
+        token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
+        token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
             self._usage.submit(self._record_usage, req.user_id, [c.memory.id for c in top],
                                self.clock().isoformat())
@@ -165,7 +164,7 @@ class RecallService:
         events = self.raw.get_range(
             req.user_id, req.source_thread_id, req.source_start_index, req.source_end_index
         )
-        cut = extract_lines(req.query, events, req.max_tokens, self.embedder.count_tokens)
+        cut = extract_lines(req.query, events, req.max_tokens, self.count_tokens)
         return evidence_record(None, req.source_thread_id, req.source_start_index,
                          req.source_end_index, cut, f"{len(cut.lines)} line(s) matching the query")
 
@@ -309,7 +308,7 @@ class RecallService:
             cut, used = self._extract(req.user_id, query, cand.memory, budget,
                                       passages[cand.memory.id])
             cut, stale = drop_superseded(cut, cand.memory, req.include_superseded,
-                                          self.embedder.count_tokens)
+                                          self.count_tokens)
             if not cut.lines:
                 continue
             level = max(level, used)
@@ -326,6 +325,18 @@ class RecallService:
                 break
         return evidence, level
 
+    def _evidence(self, req: RecallRequest, query: Query, top: list[Candidate],
+                  decision: Decision, found: dict[str, Found]) -> tuple[list[dict[str, Any]], int]:
+        """The word-exact cut, or lines by meaning where it needs meaning (a question not
+        precise always does: the cut only when those are none; a quoter: always cut)."""
+        first = self.quoter is None and not precise(query.intent, query.text)
+        evidence, level = ([], 0) if first else self._follow(req, query, top, decision)
+        if first or needs_meaning(evidence, query):  # meaning and words
+            semantic, used = self._follow_semantic(req, query, top, decision, found)
+            if semantic:
+                return semantic, used
+        return self._follow(req, query, top, decision) if first else (evidence, level)
+
     def _follow_semantic(
         self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
         found: dict[str, Found],
@@ -334,7 +345,7 @@ class RecallService:
         hops = hops_of(top, query.text)
         if req.include_superseded:
             hops += replaced(hops, top)
-        ports = Ports(self.index, self.memories, self.raw, self.embedder.count_tokens)
+        ports = Ports(self.index, self.memories, self.raw, self.count_tokens)
         # the answer's whole cost (summaries + evidence) stays within max_tokens
         budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)
         evidence = semantic_evidence(ports, req.user_id, query, top, hops, found,
@@ -346,7 +357,7 @@ class RecallService:
         passages: list[Passage],
     ) -> tuple[Extract, int]:
         """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
-        count = self.embedder.count_tokens
+        count = self.count_tokens
         cut = extract_lines(query.text, passages, budget, count, intent=query.intent)
         if cut.lines and cut.best_score >= CONFIDENT_LINE:
             return cut, 1
@@ -389,7 +400,7 @@ class RecallService:
         self.errors["quotes_dropped"] += len([q for q in quotes if q.strip()]) - len(lines)
         kept, used = [], 0
         for line in lines:
-            cost = self.embedder.count_tokens(line.text)
+            cost = self.count_tokens(line.text)
             if used + cost <= budget:
                 kept.append(line)
                 used += cost

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 from breadcrumb.processors.decide import QueryIntent
@@ -34,7 +34,7 @@ from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, weighted_query
 from breadcrumb.query_api.dated import dated_events
-from breadcrumb.query_api.evidence import drop_superseded, evidence_record
+from breadcrumb.query_api.evidence import drop_superseded, events_by_id, evidence_record
 from breadcrumb.query_api.scoring import Candidate, Query
 from breadcrumb.query_api.speakers import named_speakers, speaker
 from breadcrumb.stores.ports import (
@@ -70,6 +70,9 @@ _FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失�
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
 _DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
+# pure per-line work, cached: the lead and the packing both score a pool, lines recur
+_shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
+_holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 _LITERAL = re.compile(r"\w+_\w+|\w[\w-]*\.\w{1,5}\b|[\w-]+/[\w./-]+|\b[a-z]+[A-Z]\w*|`[^`]+`")
 
 
@@ -152,37 +155,37 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
     found = list(found)
     cosines = [f.dense for f in found if f.dense is not None]
     hi, lo = (max(cosines), min(cosines)) if cosines else (1.0, 0.0)
-    rows: list[tuple[Found, float, Line, frozenset[str]]] = []
+    rows: list[tuple[Found, float, int, int, str, frozenset[str]]] = []
     seen: set[tuple[str, int]] = set()
     keep_removed = intent.temporal == "oldest"  # a diff's "-" lines are the replaced value
     for f in found:
         dense = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
-        diff = not keep_removed and _DIFF.search(f.passage.text) is not None
-        for start, end, text in split_lines(f.passage):
-            if (f.passage.event_id, start) in seen or (diff and _removed(text)):
+        for start, end, text, line_terms in _lines(f.passage.text, f.passage.offset,
+                                                   keep_removed):
+            if (f.passage.event_id, start) in seen:
                 continue
             seen.add((f.passage.event_id, start))
-            line_terms = _line_terms(text)
-            line = Line(f.passage.event_id, f.passage.event_index, start, end, text, 0.0)
-            rows.append((f, dense, line, line_terms))
-    weights = pool_weights(terms, [r[3] for r in rows])
-    named = named_speakers(question, (r[2].text for r in rows)) if question else frozenset()
+            rows.append((f, dense, start, end, text, line_terms))
+    weights = pool_weights(terms, [r[5] for r in rows])
+    named = named_speakers(question, (r[4] for r in rows)) if question else frozenset()
     total = sum(weights.values()) or 1.0
     out: list[tuple[float, Scored]] = []
-    for f, dense, line, line_terms in rows:
-        lexical = sum(w for t, w in weights.items() if t in line_terms) / total
+    items = tuple(weights.items())
+    for f, dense, start, end, text, line_terms in rows:
+        lexical = (0.0 if line_terms.isdisjoint(weights)
+                   else sum([w for t, w in items if t in line_terms]) / total)
         score = W_DENSE * dense + W_LEXICAL * lexical
-        score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line.text, intent)
-        if intent.role and roles.get(line.event_id) == intent.role:
+        score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(text, intent)
+        if intent.role and roles.get(f.passage.event_id) == intent.role:
             score += ROLE_BOOST
-        if line.event_id in dated:
+        if f.passage.event_id in dated:
             score += DATE_BOOST
-        line = Line(line.event_id, line.event_index, line.start, line.end, line.text,
+        line = Line(f.passage.event_id, f.passage.event_index, start, end, text,
                     round(score, 6))
         out.append((score, Scored(line, f.memory_id, line_terms)))
     if NEIGHBOR_SHARE > 0:  # a turn next to a strong one (question → answer) shares in it
         out = _with_neighbors(out)
-    shape = [_SHAPE_NOISE.sub("", s.line.text) for _sc, s in out]
+    shape = [_shape(s.line.text) for _sc, s in out]
     shapes = Counter(shape)
     out = [(sc / (1.0 + max(0, shapes[shape[i]] - 3))
             + (SPEAKER_BOOST if named and speaker(s.line.text) in named else 0.0), s)
@@ -194,11 +197,22 @@ def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIn
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def _line_terms(text: str) -> frozenset[str]:
     """A line's question-comparable terms (cached: the lead and the packing both score a
     pool, and the same lines recur across questions)."""
     return frozenset(t for t in lexical_terms(text[:MAX_LINE_CHARS]) if t not in EN_STOPWORDS)
+
+
+@lru_cache(maxsize=16384)
+def _lines(text: str, offset: int, keep_removed: bool
+           ) -> tuple[tuple[int, int, str, frozenset[str]], ...]:
+    """(start, end, text, terms) of a passage's lines, a diff's removed lines left out
+    unless kept; pure, so cached (the lead and the packing score the same passages)."""
+    diff = not keep_removed and _DIFF.search(text) is not None
+    return tuple((start, end, line, _line_terms(line))
+                 for start, end, line in split_lines(Passage("", 0, offset, text))
+                 if not (diff and _removed(line)))
 
 
 def _removed(line: str) -> bool:
@@ -212,7 +226,8 @@ def _with_neighbors(out: list[tuple[float, Scored]]) -> list[tuple[float, Scored
         best[key] = max(best.get(key, 0.0), score)
     lifted = []
     for score, s in out:
-        near = max(best.get((s.memory_id, s.line.event_index + d), 0.0) for d in (-1, 1))
+        idx = s.line.event_index
+        near = max(best.get((s.memory_id, idx - 1), 0.0), best.get((s.memory_id, idx + 1), 0.0))
         lifted.append((max(score, score + NEIGHBOR_SHARE * (near - score)), s))
     return lifted
 
@@ -234,7 +249,7 @@ def _boosts(text: str, intent: QueryIntent) -> float:
     boost = 0.0
     if intent.failure and _FAILURE.search(text):
         boost += FAILURE_BOOST
-    if intent.kinds and text_holds_kind(text[:MAX_LINE_CHARS], intent.kinds):
+    if intent.kinds and _holds_kind(text[:MAX_LINE_CHARS], intent.kinds):
         boost += KIND_BOOST
     return boost
 
@@ -300,7 +315,8 @@ def _new_weight(line_terms: frozenset[str], terms: dict[str, float], covered: se
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    common = len(a & b)  # |a ∪ b| = |a| + |b| - |a ∩ b|: one set built, not two
+    return common / (len(a) + len(b) - common)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,12 +373,8 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
 
 def _roles(raw: RawEventStore, user_id: str, found: Iterable[Found]) -> dict[str, str]:
     """Event id -> role of the candidate passages' events (asked only for speaker questions)."""
-    out = {}
-    for eid in dict.fromkeys(f.passage.event_id for f in found):
-        event = raw.get_event(user_id, eid)
-        if event is not None:
-            out[eid] = event.role
-    return out
+    events = events_by_id(raw, user_id, [f.passage.event_id for f in found])
+    return {eid: e.role for eid, e in events.items()}
 
 
 def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
@@ -392,12 +404,9 @@ def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:
 def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
                     ) -> list[dict[str, Any]]:
     """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item."""
+    events = events_by_id(raw, user_id, [i for it in evidence for i in it["matched_event_ids"]])
     for item in evidence:
-        stamps: dict[str, str] = {}
-        for eid in item["matched_event_ids"]:
-            event = raw.get_event(user_id, eid)
-            if event is not None:
-                stamps[eid] = event.ts
+        stamps = {eid: events[eid].ts for eid in item["matched_event_ids"] if eid in events}
         item["ts"] = next(iter(stamps.values()), None)
         item["event_ts"] = stamps
     return evidence

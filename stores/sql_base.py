@@ -310,7 +310,7 @@ class SqlStore(LogStateMixin, ABC):
     def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Observation]:
         """Memories of ``user_id`` in the order of ``memory_ids`` (missing and other users'
         ids are skipped, repeated ids returned once)."""
-        return [s.observation_from_row(r) for r in self._memory_rows(user_id, memory_ids)]
+        return s.observations_from_rows(self._memory_rows(user_id, memory_ids))
 
     def get_memory_row(self, user_id: str, memory_id: str) -> dict[str, Any] | None:
         """The full ``agent_memories`` row incl. ``hit_count``, ``last_used_at``,

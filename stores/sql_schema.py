@@ -247,6 +247,28 @@ def observation_from_row(r: Sequence[Any]) -> Observation:
     )
 
 
+def observations_from_rows(rows: Sequence[Sequence[Any]]) -> list[Observation]:
+    """:func:`observation_from_row` of each row, reusing the memory decoded from an
+    identical row before (recall reads the same memories over and over; the JSON columns
+    cost most). The key is the row's :data:`MEMORY_COLUMNS` part (``updated_at`` included,
+    the usage counters left out), so a changed memory is decoded afresh. The memories
+    are shared: callers derive new ones (``dataclasses.replace``), never mutate them."""
+    out = []
+    n = len(MEMORY_COLUMNS)
+    for r in rows:
+        key = tuple(r[:n])
+        try:
+            out.append(_decoded(key))
+        except TypeError:  # an unhashable value from a driver (bytearray): decode it
+            out.append(observation_from_row(key))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _decoded(key: tuple[Any, ...]) -> Observation:
+    return observation_from_row(key)
+
+
 def memory_row_dict(r: Sequence[Any]) -> dict[str, Any]:
     """A full ``agent_memories`` row (MEMORY_COLUMNS + MEMORY_EXTRA), JSON decoded."""
     out = dict(zip(MEMORY_COLUMNS + MEMORY_EXTRA, r, strict=True))

@@ -103,3 +103,44 @@ def test_failing_classifier_is_counted_and_recall_goes_to_source() -> None:
     service.classifier = broken
     answer = service.recall(RecallRequest(user_id="u", query="problems last week"))
     assert answer["classification"] == "ambiguous" and service.errors["classifier"] == 1
+
+
+class ChunkedStores(FakeStores):
+    """FakeStores with a chunk index (each memory's event as one chunk); counts range reads."""
+
+    def __init__(self, memories: list[Observation], events: dict[str, Event]) -> None:
+        super().__init__(memories, events)
+        self.range_reads = 0
+
+    def search_chunks(self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+                      sparse: SparseVector | None = None) -> list[Hit]:
+        ids = flt.memory_ids or tuple(self.memories)
+        return [Hit(f"c-{mid}", 0.7, {"text": ev.content, "memory_id": mid,
+                                      "event_id": ev.event_id, "event_index": 0,
+                                      "char_start": 0})
+                for mid in ids for ev in [self.events[self.memories[mid].source_range.thread_id]]]
+
+    def get_range(self, user_id: str, thread: str, start: int, end: int) -> list[Event]:
+        self.range_reads += 1
+        return super().get_range(user_id, thread, start, end)
+
+
+def test_a_question_by_meaning_skips_the_word_exact_cut_it_would_replace() -> None:
+    # not a precise lookup: lines by meaning answer it, so the raw range is never read;
+    # a precise one (a literal) still makes the word-exact cut first
+    events = {t: Event(f"{t}-0", "u", t, "2024-05-01T00:00:00Z", "assistant", "message",
+                       f"we moved the database to a bigger host ({t})\nunrelated", index=0)
+              for t in ("a", "b")}
+    stores = ChunkedStores([_memory("m1", "a", "2024-05-01T00:00:00Z", "database move", ()),
+                            _memory("m2", "b", "2024-05-02T00:00:00Z", "database move", ())],
+                           events)
+    fake: Any = stores
+    service = RecallService(fake, fake, fake, HashEmbedder(), ScoreWeights(),
+                            lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    loose = service.recall(RecallRequest(user_id="u", query="tell me about that migration",
+                                         mode="source"))
+    assert loose["level"] == 1 and "semantic" in loose["evidence"][0]["reason"]
+    assert "bigger host" in loose["evidence"][0]["extracted_text"]
+    assert stores.range_reads == 0
+    service.recall(RecallRequest(user_id="u", query="where is DB_HOST set", mode="source"))
+    assert stores.range_reads > 0

@@ -231,6 +231,22 @@ class StoreContract:
         assert not store.apply_status_change(MemoryStatusChange(
             "m1", "bob", "archived", "active", "2025-02-03T00:00:00Z", "x", "not bob's"))
 
+    def test_decoded_memories_follow_every_change(self, store: SqlStore) -> None:
+        # get_memories reuses a memory decoded from an identical row: a change must show
+        store.upsert_memory(obs("m1"))
+        first = store.get_memory("alice", "m1")
+        store.record_usage("alice", ["m1"], "2025-02-02T00:00:00Z")  # not part of a memory
+        assert store.get_memories("alice", ["m1", "m1"]) == [first] == [obs("m1")]
+        store.upsert_memory(obs("m1", summary="re-derived", metadata={"n": 2}))
+        again = store.get_memory("alice", "m1")
+        assert again is not None
+        assert (again.summary, again.metadata) == ("re-derived", {"n": 2})
+        assert store.apply_status_change(MemoryStatusChange(
+            "m1", "alice", "archived", "cold", "2025-02-03T00:00:00Z", "lifecycle", "old"))
+        archived = store.get_memory("alice", "m1")
+        assert archived is not None and (archived.status, archived.tier) == ("archived", "cold")
+        assert store.get_memory("bob", "m1") is None  # the owner check is not cached away
+
     def test_memories_never_cross_users(self, store: SqlStore) -> None:
         store.upsert_memory(obs("m1"))
         store.upsert_memory(obs("m2"))
