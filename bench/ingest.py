@@ -35,6 +35,7 @@ from typing import Any
 from bench.publish import make_events
 from breadcrumb.eval.corpus import big_pytest_log, golden_events
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
+from breadcrumb.processors.embed_select import dense_mask
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
@@ -90,7 +91,8 @@ def run_pipeline(events: Iterable[Event], embedder: Embedder,
             observation = observe(range_events, rng, obs_cfg)
             chunks = chunk_events(range_events, observation.id, chunk_cfg, embedder.count_tokens)
             texts = [observation.embedding_text]
-            texts += [c.text for c in chunks] if passage_vectors else []
+            if passage_vectors:  # the chunks the pipeline embeds (embed less: dense_mask)
+                texts += [c.text for c, on in zip(chunks, dense_mask(chunks), strict=True) if on]
             embedder.embed_passages(texts)
             run.batches.append(texts)
             run.memories += 1

@@ -26,9 +26,9 @@ from tests.e2e.test_dashboard_browser import (  # noqa: F401  (the fixture is us
     CHROME_FLAGS,
     CHROMEDRIVER,
     CHROMIUM,
-    _free_port,
     server,
 )
+from tests.support.serve import free_port
 
 ATTACK = """
 const api = arguments[0], event = arguments[1];
@@ -70,7 +70,7 @@ def foreign_page(tmp_path: Path) -> Iterator[str]:
     root.mkdir()
     (root / "index.html").write_text("<!doctype html><title>attacker</title><p>hi</p>")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", _free_port()), handler)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

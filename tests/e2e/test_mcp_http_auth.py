@@ -16,8 +16,8 @@ from mcp import Client
 
 from breadcrumb.stores.keys import new_key, sqlite_key_store
 from tests.conftest import ROOT, wait_until
-from tests.e2e.test_dashboard_browser import _free_port
 from tests.e2e.test_mcp import REGEX, _ingest
+from tests.support.serve import free_port
 
 QUERY = "the exact email regex we decided for sign-up"
 
@@ -30,7 +30,7 @@ def mcp_http(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     for name, tenant in (("demo", "demo"), ("other", "nobody")):
         record, keys[name] = new_key(tenant, "reader")
         sqlite_key_store(data_dir).add(record)
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "mcp.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "breadcrumb.cli", "mcp", "--transport", "http", "--port",
@@ -97,7 +97,7 @@ def test_mcp_url_mode_forwards_the_callers_key(tmp_path: Path, server: str) -> N
     record, key = new_key("demo", "reader")
     sqlite_key_store(tmp_path / "data").add(record)  # the dashboard fixture's data dir
     wait_until(lambda: httpx.get(f"{server}/v1/stats").status_code == 401, timeout=10)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "BREADCRUMB_API_KEY"}
     with (tmp_path / "mcp-url.log").open("wb") as log:
         proc = subprocess.Popen(

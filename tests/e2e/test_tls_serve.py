@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, wait_until
-from tests.e2e.test_dashboard_browser import _free_port
+from tests.support.serve import free_port
 
 
 def _certificate(folder: Path) -> tuple[Path, Path]:
@@ -29,7 +29,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
 
 def test_serve_https(tmp_path: Path) -> None:
     cert, key = _certificate(tmp_path)
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "serve.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "breadcrumb.cli", "serve", "--port", str(port), "--data-dir",
