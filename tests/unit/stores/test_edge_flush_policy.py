@@ -4,21 +4,18 @@ unflushed writes ``max_unflushed_seconds``; a killed process loses no unflushed 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from breadcrumb.stores.ports import SearchFilter
 from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
 from tests.unit.stores.test_qdrant_indexes import (
     CORPUS,
     EMB,
     add_chunks,
     add_memories,
+    assert_corpus_survives_a_kill,
     chunk,
     obs,
-    sparse_of,
     uid,
 )
 
@@ -80,14 +77,4 @@ os._exit(0)  # killed before any flush: only the WAL has the points
 
 
 def test_unflushed_writes_survive_a_killed_process(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[3]
-    subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(tmp_path / "edge")],
-                   cwd=root, check=True, timeout=60)
-    index = QdrantEdgeIndex(tmp_path / "edge", EMB.dim)
-    index.ensure()
-    try:
-        assert index.count()["memories"] == len(CORPUS)
-        hits = index.search_memories(SearchFilter("u1"), 1, sparse=sparse_of("sqlite"))
-        assert hits[0].id == uid(2)
-    finally:
-        index.close()
+    assert_corpus_survives_a_kill(CRASH_SCRIPT, tmp_path / "edge")

@@ -269,11 +269,13 @@ os._exit(0)  # no flush, no close: only the WAL has the points
 """
 
 
-def test_edge_wal_survives_killed_process(tmp_path: Path) -> None:
+def assert_corpus_survives_a_kill(script: str, folder: Path) -> None:
+    """Run ``script`` (it writes CORPUS to an Edge index in ``folder``, then ``os._exit``);
+    the reopened index must hold every point and answer a sparse search."""
     root = Path(__file__).resolve().parents[3]
-    subprocess.run([sys.executable, "-c", CRASH_SCRIPT, str(tmp_path / "edge")],
-                   cwd=root, check=True, timeout=60)
-    index = QdrantEdgeIndex(tmp_path / "edge", EMB.dim)
+    subprocess.run([sys.executable, "-c", script, str(folder)], cwd=root, check=True,
+                   timeout=60)
+    index = QdrantEdgeIndex(folder, EMB.dim)
     index.ensure()
     try:
         assert index.count()["memories"] == len(CORPUS)
@@ -281,6 +283,10 @@ def test_edge_wal_survives_killed_process(tmp_path: Path) -> None:
         assert hits[0].id == uid(2)
     finally:
         index.close()
+
+
+def test_edge_wal_survives_killed_process(tmp_path: Path) -> None:
+    assert_corpus_survives_a_kill(CRASH_SCRIPT, tmp_path / "edge")
 
 
 def test_concurrent_writes_and_searches(index: Any) -> None:
