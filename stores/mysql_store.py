@@ -16,8 +16,10 @@ connection lost *inside* a transaction raises, since the server has rolled it ba
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,14 @@ _DUP_ENTRY = 1062
 #: Client/server codes meaning "the connection is gone" (0: pymysql's "not connected").
 _DISCONNECTED = frozenset({0, 2006, 2013, 2055, 1927, 4031})
 _SQL_MODE = "STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION"
+
+
+USER_LOCK_SECONDS = 60
+
+
+def user_lock_name(database: str, user_id: str) -> str:
+    """A server-wide lock name (at most 64 characters) for one user of one database."""
+    return "bc:" + hashlib.sha1(f"{database}\x00{user_id}".encode()).hexdigest()
 
 
 def _disconnected(exc: Exception) -> bool:
@@ -79,6 +89,31 @@ class MySqlStore(SqlStore):
 
     def _connect(self) -> pymysql.connections.Connection:
         return pymysql.connect(**self.connect_kwargs())
+
+    @contextmanager
+    def serialized(self, users: Iterable[str]) -> Iterator[None]:
+        """Named server locks (``GET_LOCK``), one per user of this database, taken in sorted
+        order before the caller's transaction begins (so its snapshot is taken after the
+        other worker's commit) and released after it. Sorted order: no two workers wait on
+        each other. A lock not granted in ``USER_LOCK_SECONDS`` raises a ``TimeoutError``,
+        which the failure policy retries."""
+        names = sorted({user_lock_name(self.database, u) for u in users})
+        with self._lock:
+            held: list[str] = []
+            try:
+                for name in names:
+                    rows = self._fetch("SELECT GET_LOCK(?, ?)", (name, USER_LOCK_SECONDS))
+                    if not rows or rows[0][0] != 1:
+                        raise TimeoutError(f"user lock {name} not granted in "
+                                           f"{USER_LOCK_SECONDS} s (another worker holds it)")
+                    held.append(name)
+                yield
+            finally:
+                for name in reversed(held):
+                    try:
+                        self._fetch("SELECT RELEASE_LOCK(?)", (name,))
+                    except pymysql.err.Error:  # connection lost: the server released it
+                        pass
 
     def _begin(self) -> None:
         try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import Any
 
@@ -146,6 +146,16 @@ class SqlStore(LogStateMixin, ABC):
             except BaseException:
                 self._rollback()
                 raise
+
+    @contextmanager
+    def serialized(self, users: Iterable[str]) -> Iterator[None]:
+        """Hold ``users`` against every other writer of this database for the block (take
+        it OUTSIDE ``transaction()``). A lifecycle step reads the user's other memories and
+        facts (duplicates, supersession, verification), so two workers handling two threads
+        of one user at once must not both miss the other's rows. One process per file here
+        (SQLite): nothing to do; the MySQL store takes named server locks."""
+        del users
+        yield
 
     # --- statement helpers (callers hold the lock) ------------------------------------------
 

@@ -142,7 +142,8 @@ class IngestAgent:
         counters. The state is read from SQL inside that transaction, so it is the one
         committed with the previous message of the thread, whatever crashed since."""
         letters = CapturingDeadLetters(self.parts.store, position)
-        with self.parts.store.transaction():  # one commit per message
+        users = [split_thread_key(key)[0]] if key else []  # see SqlStore.serialized
+        with self.parts.store.serialized(users), self.parts.store.transaction():
             committed = self.parts.store.get_state(key) if key else None
             local = DictStateStore({key: committed} if committed is not None else {})
             service: IngestService = self.parts.service_for(local, letters)

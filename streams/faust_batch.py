@@ -38,7 +38,7 @@ from breadcrumb.streams.faust_agent import IngestAgent, poison_reason
 from breadcrumb.streams.freshness import bucket_counter
 from breadcrumb.streams.state import DictStateStore
 from breadcrumb.streams.tracking import ConsumedThrough, count_message, is_direct
-from breadcrumb.topics.records import DeadLetter, Observation
+from breadcrumb.topics.records import DeadLetter, Observation, split_thread_key
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,8 @@ class BatchIngest:
         tally = _Tally()
         out = BatchResult()
         fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed a range)
-        with store.transaction():
+        users = {split_thread_key(k)[0] for k in keys}
+        with store.serialized(users), store.transaction():  # users: see SqlStore.serialized
             raw.prefetch((d.entry["user_id"], d.entry["event_id"]) for d in decoded
                          if d.poison is None and isinstance(d.entry, dict)
                          and isinstance(d.entry.get("user_id"), str)

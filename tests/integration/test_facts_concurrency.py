@@ -77,3 +77,33 @@ def test_two_transactions_rewriting_facts_of_neighbouring_memories_do_not_deadlo
     # rewriting keeps the rows of kept keys and drops the others
     t1.replace_facts("u", "m1", _rows("m1")[1:])
     assert sorted(f.key for f in t1.facts_of("m1")) == ["k1", "k2"]
+
+
+def test_a_users_transactions_in_two_workers_run_one_after_the_other(
+        stores: list[tuple[MySqlStore, LifecycleTables]]) -> None:
+    """``serialized``: the second worker's block for the same user starts only after the
+    first committed, and reads what the first wrote (its snapshot starts after the wait);
+    another user is not held."""
+    (s1, t1), (s2, t2) = stores
+    inside, seen = threading.Event(), []
+
+    def second() -> None:
+        with s2.serialized(["u"]), s2.transaction():
+            seen.append([f.memory_id for f in t2.facts_in_any_state("u", ["k0"])])
+
+    with s1.serialized(["u", "other"]), s1.transaction():
+        t1.replace_facts("u", "m1", _rows("m1"))
+        thread = threading.Thread(target=second)
+        thread.start()
+        third = MySqlStore(port=s1.port, user="breadcrumb", password="breadcrumb",
+                           database=s1.database)
+        third.open()
+        try:
+            with third.serialized(["someone-else"]):
+                inside.set()  # not held by the first worker's users
+        finally:
+            third.close()
+        thread.join(1.5)
+        assert thread.is_alive() and not seen  # waiting for the first worker's commit
+    thread.join(30)
+    assert inside.is_set() and seen == [["m1"]]
