@@ -97,6 +97,16 @@ class LifecycleTables:
             (user_id, *keys))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
 
+    def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
+        """Facts of these keys held by any of the user's memories, whatever the fact's
+        state or the memory's status (duplicates are the same whatever happened since)."""
+        if not keys:
+            return []
+        rows = self.store._read(
+            "SELECT memory_id, fact_key, value, ts FROM memory_facts WHERE user_id = ? "
+            f"AND fact_key IN ({s.marks(len(keys))})", (user_id, *keys))
+        return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
+
     def facts_of(self, memory_id: str, state: str = "current") -> list[FactRow]:
         """One memory's facts in a state."""
         rows = self.store._read("SELECT memory_id, fact_key, value, ts FROM memory_facts "

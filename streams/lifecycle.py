@@ -180,6 +180,9 @@ class LifecycleService:
                 self._set(user_id, mid, "pipeline", f"conflict:{v.key}", at, status="conflicted")
             return
         self.tables.mark_fact(v.older, v.key, "superseded")
+        older = self._row(user_id, v.older)
+        for dup in (older["metadata"].get("merged_ranges", {}) if older else {}):
+            self.tables.mark_fact(dup, v.key, "superseded")  # its duplicates held it too
         held = [f.key for f in self.tables.facts_of(v.older)]
         lost = [f.key for f in self.tables.facts_of(v.older, "superseded")]
         if sp.memory_outcome(held + lost, lost) == sp.SUPERSEDED:
@@ -223,17 +226,32 @@ class LifecycleService:
 
     def _dedupe(self, obs: Observation, rows: list[sp.FactRow],
                 existing: list[sp.FactRow]) -> None:
+        """A memory with the same current facts and a near-equal summary is a duplicate,
+        and so is a replica: the same facts said at the same times (one session imported
+        twice, a forked thread), in whatever state they are now, so that which replica
+        came first does not change the outcome. Of a group the first by (created_at, id)
+        is kept; the others are superseded by it."""
         mine = {(r.key, r.value) for r in rows}
-        others: dict[str, set[tuple[str, str]]] = {}
+        said = {(r.key, r.value, r.ts) for r in rows}
+        current: dict[str, set[tuple[str, str]]] = {}
         for f in existing:
-            if f.memory_id != obs.id:
-                others.setdefault(f.memory_id, set()).add((f.key, f.value))
-        for mid in sorted(m for m, fs in others.items() if fs == mine):
+            current.setdefault(f.memory_id, set()).add((f.key, f.value))
+        anyhow: dict[str, set[tuple[str, str, str]]] = {}
+        for f in self.tables.facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
+            anyhow.setdefault(f.memory_id, set()).add((f.key, f.value, f.ts))
+        candidates = {m for m, fs in current.items() if fs == mine}
+        candidates |= {m for m, fs in anyhow.items() if fs == said}
+        group = [obs]
+        for mid in sorted(candidates - {obs.id}):
             other = self.store.get_memory(obs.user_id, mid)
-            if other is None or not sp.near_duplicate(obs.summary, other.summary, mine,
-                                                      {(f.key, f.value) for f in other.facts}):
+            if other is not None and sp.near_duplicate(
+                    obs.summary, other.summary, mine, {(f.key, f.value) for f in other.facts}):
+                group.append(other)
+        keep = min(group, key=lambda m: (m.created_at, m.id))
+        for drop in sorted(group, key=lambda m: m.id):
+            row = self._row(obs.user_id, drop.id) if drop.id != keep.id else None
+            if row is None or row.get("superseded_by") == keep.id:
                 continue
-            keep, drop = sorted((other, obs), key=lambda m: (m.created_at, m.id))
             self._set(obs.user_id, drop.id, "pipeline", f"duplicate of {keep.id}",
                       self.clock().isoformat(), status="superseded", superseded_by=keep.id)
             self._note(obs.user_id, keep.id, "merged_ranges", drop.id,

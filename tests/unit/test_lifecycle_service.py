@@ -176,3 +176,43 @@ def test_verification_promotes_and_dedupe_merges(tmp_path: Path) -> None:
     assert (again["status"], again["superseded_by"]) == ("superseded", first["id"])
     assert first["metadata"]["merged_ranges"][again["id"]]["thread_id"] == "again"
     rt.stop()
+
+
+def _lifecycle_state(rt: Runtime) -> list[Any]:
+    store: Any = rt.store
+    memories = sorted(store._read("SELECT id, status, superseded_by, supersedes_memory_id "
+                                  "FROM agent_memories"))
+    facts = sorted(store._read("SELECT memory_id, fact_key, value, state FROM memory_facts"))
+    return [memories, facts]
+
+
+def test_replicated_threads_end_the_same_whatever_order_they_came_in(tmp_path: Path) -> None:
+    """Two copies of u1's regex history (a session imported twice: same facts, same times),
+    threads applied in two different orders: the duplicate, the superseded facts and every
+    status and link end the same (a CI run of the scale-out test and a shuffled embedded
+    ingest found a copy 'active' in one order and 'superseded' in another: a replica whose
+    value had been superseded first was no longer recognised as a duplicate)."""
+    threads: dict[str, list[dict[str, Any]]] = {}
+    for k in range(2):
+        for e in golden_events():
+            if e["user_id"] == "u1" and e["thread_id"].startswith("auth-email-regex"):
+                t = f"{e['thread_id']}~{k}"
+                threads.setdefault(t, []).append(
+                    {**e, "event_id": f"{e['event_id']}~{k}", "thread_id": t})
+    orders = (["auth-email-regex~0", "auth-email-regex~1", "auth-email-regex-v2~0",
+               "auth-email-regex-v2~1"],
+              ["auth-email-regex~1", "auth-email-regex-v2~0", "auth-email-regex~0",
+               "auth-email-regex-v2~1"])
+    assert set(orders[0]) == set(threads)
+    states = []
+    for n, order in enumerate(orders):
+        rt = _runtime(tmp_path / str(n))
+        for t in order:
+            rt.gateway.submit(threads[t], "cli")
+            rt.gateway.wait_processed(60)
+        states.append(_lifecycle_state(rt))
+        rt.stop()
+    memories, facts = states[0]
+    assert sum(1 for m in memories if m[1] == "superseded") >= 2  # a duplicate of each
+    assert any(f[3] == "superseded" for f in facts)
+    assert states[1] == states[0]
