@@ -33,7 +33,13 @@ from tests.integration.conftest import (
     start_worker,
     stop_worker,
 )
-from tests.integration.test_faust_batch import corpus, derived, messages_of, publish
+from tests.integration.test_faust_batch import (
+    assert_same_derivation,
+    corpus,
+    derived,
+    messages_of,
+    publish,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -150,41 +156,8 @@ def test_one_and_many_workers_derive_the_same_memories_and_vectors(tmp_path: Pat
     assert sum(1 for k in one_vectors if k.startswith("memories:")) == len(one["memories"])
     for label in ("3", "2+1-1"):
         snap, vectors = runs[label]
-        # A memory's tier depends on which of two threads of one user with the same fact is
-        # applied first: a range with a passing check verifies only memories already stored
-        # (processors/lifecycle.py), which is not symmetric, so even the counts per tier
-        # differ with the order (a CI run: 2 memories 'confirmed' with 3 workers, 'active'
-        # with 1). Threads on different partitions have no order across workers. Tiers must
-        # be valid; every other field of every memory (ids, ranges, facts, chunks, vectors)
-        # must be equal.
-        assert set(_tiers(snap)) <= {"provisional", "confirmed", "active"}, label
-        assert len(_tiers(snap)) == len(_tiers(one)), label
-        base, got = _without_tier(one), _without_tier(snap)
-        assert got["memories"] == base["memories"], (label, _diff(base, got))  # no loss/dup
-        assert (snap["facts"], snap["letters"], snap["events"]) == (
-            one["facts"], one["letters"], one["events"]), label
+        assert_same_derivation(one, snap, label)
         assert vectors == one_vectors, label
-
-
-def _tiers(snap: dict[str, Any]) -> list[str]:
-    return sorted(str(d.get("tier")) for d, _chunks in snap["memories"].values())
-
-
-def _without_tier(snap: dict[str, Any]) -> dict[str, Any]:
-    memories = {k: ({f: v for f, v in d.items() if f != "tier"}, chunks)
-                for k, (d, chunks) in snap["memories"].items()}
-    return {**snap, "memories": memories}
-
-
-def _diff(one: dict[str, Any], other: dict[str, Any]) -> list[Any]:
-    """Which memories differ, and in which fields (for the failure message)."""
-    out: list[Any] = [sorted(set(one["memories"]) ^ set(other["memories"]))]
-    for mid in sorted(set(one["memories"]) & set(other["memories"])):
-        (a, ca), (b, cb) = one["memories"][mid], other["memories"][mid]
-        fields = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
-        if fields or ca != cb:
-            out.append((mid, fields, ca == cb))
-    return out
 
 
 def test_a_worker_that_would_split_the_vectors_refuses_to_start(
