@@ -59,8 +59,11 @@ def test_a_slow_embedder_embeds_outside_the_store_lock_with_the_same_results(
             assert counters.get(name, 0) == expected.get(name, 0), name
         assert slow.gateway.unprocessed() == 0
         fast_service: Any = fast.gateway.service  # type: ignore[attr-defined]
-        assert fast_service.embed_seconds_per_text < fast_service.process_seconds_per_text
-        assert not fast_service.embeds_slowly()  # the hash embedder is never rehearsed
+        # the hash embedder is never rehearsed: it stays far below the slow threshold (a few
+        # microseconds a text against 2 ms), whatever the machine's load does to the ratio of
+        # embedding to processing (CI once saw 0.116 ms vs 0.092 ms a text)
+        assert fast_service.embed_seconds_per_text < SLOW_EMBED_SECONDS_PER_TEXT
+        assert not fast_service.embeds_slowly()
     finally:
         fast.stop()
         slow.stop()
