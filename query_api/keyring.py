@@ -37,19 +37,39 @@ class KeyRing:
         self.store, self.ttl = store, ttl
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Any]] = {}
+        self._loading: dict[str, threading.Lock] = {}  # name -> the lock of its one load
 
-    def _cached(self, name: str, load: Any) -> Any:
-        now = time.monotonic()
+    def _fresh_hit(self, name: str) -> tuple[bool, Any]:
         with self._lock:
             hit = self._cache.get(name)
-        if hit is not None and now - hit[0] < self.ttl:
-            return hit[1]
-        value = load()
+        if hit is not None and time.monotonic() - hit[0] < self.ttl:
+            return True, hit[1]
+        return False, None
+
+    def _cached(self, name: str, load: Any) -> Any:
+        """The cached value of ``name``, else ``load()``'s. Concurrent misses of one name
+        wait for a single load (no stampede on the store when an entry expires under
+        load: 20 agents posting at once each opened a database connection)."""
+        found, value = self._fresh_hit(name)
+        if found:
+            return value
         with self._lock:
-            if len(self._cache) > 10_000:  # unknown ids must not grow memory without bound
-                self._cache.clear()
-            self._cache[name] = (now, value)
-        return value
+            gate = self._loading.setdefault(name, threading.Lock())
+        with gate:
+            found, value = self._fresh_hit(name)  # loaded by the caller we waited for
+            if found:
+                return value
+            started = time.monotonic()  # the value is at least as new as this
+            try:
+                value = load()
+            finally:
+                with self._lock:
+                    self._loading.pop(name, None)
+            with self._lock:
+                if len(self._cache) > 10_000:  # unknown ids must not grow memory without bound
+                    self._cache.clear()
+                self._cache[name] = (started, value)
+            return value
 
     def fresh(self, token: str | None) -> bool:
         """Whether checking ``token`` needs no store read (so no worker thread either)."""

@@ -19,7 +19,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,22 +107,45 @@ class SqlKeyStore:
     """The ``api_keys`` table over a DB-API connection factory (sqlite3 or pymysql)."""
 
     def __init__(self, connect: Callable[[], Any], placeholder: str = "?",
-                 exists: Callable[[], bool] = lambda: True) -> None:
+                 exists: Callable[[], bool] = lambda: True, reuse: bool = False) -> None:
         self._connect = connect
         self._ph = placeholder
         self._exists = exists  # False: nothing stored yet (reading must not create files)
         self._lock = threading.Lock()
         self._ready = False
+        self._reuse = reuse  # keep one connection open (a server; pinged before each use)
+        self._conn: Any = None
+
+    def _connection(self) -> Any:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.ping(reconnect=True)  # a server that closed it (wait_timeout, restart)
+                return conn
+            except Exception:  # noqa: BLE001 - a dead connection is replaced, not fatal
+                with suppress(Exception):
+                    conn.close()
+        return self._connect()
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
-        with self._lock, closing(self._connect()) as conn:
-            cur = conn.cursor()
-            if not self._ready:
-                cur.execute(_DDL)
-                self._ready = True
-            yield cur
-            conn.commit()
+        with self._lock:
+            conn = self._connection() if self._reuse else self._connect()
+            try:
+                cur = conn.cursor()
+                if not self._ready:
+                    cur.execute(_DDL)
+                    self._ready = True
+                yield cur
+                conn.commit()
+            except BaseException:
+                with suppress(Exception):
+                    conn.close()
+                raise
+            if self._reuse:
+                self._conn = conn
+            else:
+                conn.close()
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[ApiKey]:
         if not self._exists():
@@ -184,7 +207,7 @@ def mysql_key_store(settings: Settings) -> SqlKeyStore:
 
     kwargs = mysql_store(settings).connect_kwargs()
     kwargs["autocommit"] = True
-    return SqlKeyStore(lambda: pymysql.connect(**kwargs), "%s")
+    return SqlKeyStore(lambda: pymysql.connect(**kwargs), "%s", reuse=True)
 
 
 def key_store_for(settings: Settings) -> SqlKeyStore:

@@ -85,6 +85,9 @@ class MySqlStore(SqlStore):
         }
         if self.ssl_ca is not None:
             kwargs["ssl"] = {"ca": str(self.ssl_ca), "check_hostname": self.ssl_verify_identity}
+        else:  # TLS only with a CA (README). PyMySQL >= 1.2 otherwise builds a default TLS
+            # context on every connect ("preferred" mode): ~24 ms of CPU each, against 0.3 ms
+            kwargs["ssl_disabled"] = True
         return kwargs
 
     def _connect(self) -> pymysql.connections.Connection:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,13 @@ from breadcrumb.query_api.auth import (
     principal_of,
 )
 from breadcrumb.query_api.errors import install_error_handlers
-from breadcrumb.stores.keys import new_key, parse_key, sqlite_key_store, utc_now_iso
+from breadcrumb.stores.keys import (
+    SqlKeyStore,
+    new_key,
+    parse_key,
+    sqlite_key_store,
+    utc_now_iso,
+)
 
 
 def _app(settings: Settings) -> FastAPI:
@@ -149,3 +157,84 @@ def test_a_key_store_that_fails_answers_503_not_500(tmp_path: Path) -> None:
                        keyring=KeyRing(Broken(), ttl=0))  # type: ignore[arg-type]
     answer = TestClient(app).get("/v1/stats")
     assert answer.status_code == 503 and answer.json()["error"]["code"] == "keys_unavailable"
+
+
+class _SlowCountingStore:
+    """A key store whose count takes a while (a database round trip), counting its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def count(self) -> int:
+        with self.lock:
+            self.calls += 1
+        time.sleep(0.2)
+        return 1
+
+
+def test_concurrent_misses_of_an_expired_entry_load_it_once() -> None:
+    """20 requests arriving together when the cached key count has expired make one store
+    read, not 20 (each was a fresh database connection in cluster mode)."""
+    store = _SlowCountingStore()
+    ring = KeyRing(store, ttl=60.0)  # type: ignore[arg-type]
+    start = threading.Barrier(20)
+    answers: list[bool] = []
+
+    def ask() -> None:
+        start.wait()
+        answers.append(ring.has_keys())
+
+    threads = [threading.Thread(target=ask) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert answers == [True] * 20
+    assert store.calls == 1
+    assert ring.has_keys() and store.calls == 1  # still fresh
+
+
+class _Conn:
+    """A DB-API connection stand-in: counts pings, can be made dead."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log, self.dead = log, False
+
+    def ping(self, reconnect: bool = False) -> None:
+        self.log.append("ping")
+        if self.dead:
+            raise ConnectionError("gone")
+
+    def cursor(self) -> Any:
+        conn = self
+
+        class _Cur:
+            def execute(self, sql: str, params: Any = ()) -> None:
+                conn.log.append(sql.split()[0])
+
+            def fetchone(self) -> tuple[int]:
+                return (3,)
+
+        return _Cur()
+
+    def commit(self) -> None: ...
+
+    def close(self) -> None:
+        self.log.append("close")
+
+
+def test_a_server_key_store_reuses_its_connection_and_replaces_a_dead_one() -> None:
+    log: list[str] = []
+    made: list[_Conn] = []
+
+    def connect() -> _Conn:
+        made.append(_Conn(log))
+        return made[-1]
+
+    store = SqlKeyStore(connect, "%s", reuse=True)
+    assert store.count() == 3 and store.count() == 3
+    assert len(made) == 1 and log.count("ping") == 1
+    made[0].dead = True
+    assert store.count() == 3
+    assert len(made) == 2 and "close" in log  # the dead one closed, a new one made

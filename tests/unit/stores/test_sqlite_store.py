@@ -440,6 +440,10 @@ def test_mysql_store_constructor_does_not_connect() -> None:
                     ssl_ca=Path("/etc/ca.pem"), ssl_verify_identity=True)
     assert "s3cret" not in repr(st)
     assert st.connect_kwargs()["ssl"] == {"ca": "/etc/ca.pem", "check_hostname": True}
-    assert "ssl" not in MySqlStore(password="x").connect_kwargs()
+    assert "ssl_disabled" not in st.connect_kwargs()
+    plain = MySqlStore(password="x").connect_kwargs()
+    # no CA: no TLS, said explicitly (PyMySQL >= 1.2 would otherwise try "preferred" TLS
+    # and build a default TLS context on every connect)
+    assert "ssl" not in plain and plain["ssl_disabled"] is True
     with pytest.raises(StoreClosedError):
         st.get_counters()
