@@ -15,6 +15,7 @@ index is serialised by a lock.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import warnings
@@ -46,6 +47,24 @@ from breadcrumb.stores.qdrant_common import (
 )
 from breadcrumb.stores.search_batch import SearchRequest, batched
 from breadcrumb.topics.records import Chunk, Observation
+
+
+def wal_commits(client: QdrantClient) -> int:
+    """qdrant-client local mode persists every point in its own SQLite transaction, on a
+    rollback journal: an fsync per point (~1.5 ms of wall time a point on this machine's
+    disk, so a batch of 100 points waited ~150 ms). Its collections' SQLite files are
+    switched to WAL with ``synchronous=NORMAL``: each commit still survives a process crash
+    (``kill -9``: tested), only a power cut can lose the last commits. Returns how many
+    collections were switched (each once)."""
+    switched = 0
+    for collection in getattr(getattr(client, "_client", None), "collections", {}).values():
+        conn = getattr(getattr(collection, "storage", None), "storage", None)
+        if isinstance(conn, sqlite3.Connection) and not getattr(collection, "_bc_wal", False):
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            collection._bc_wal = True
+            switched += 1
+    return switched
 
 
 def _client_filter(conditions: Sequence[Condition]) -> models.Filter:
@@ -117,6 +136,8 @@ class QdrantServerIndex:
                 full = self.collection(name)
                 if not client.collection_exists(full):
                     self._create(client, full)
+            if self._is_local:
+                wal_commits(client)
 
     def _create(self, client: QdrantClient, full: str) -> None:
         dense = models.VectorParams(size=self._dim, distance=models.Distance.COSINE)
