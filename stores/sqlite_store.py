@@ -10,6 +10,7 @@ start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from breadcrumb.stores.sql_base import SqlStore
@@ -57,6 +58,22 @@ class SqliteStore(SqlStore):
 
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
+
+    # --- counters, many at once (the fair runner's per-thread marks) ----------------------
+
+    def set_counters(self, values: Sequence[tuple[str, int]]) -> None:
+        """:meth:`set_counter` for many names, in this order, in one statement."""
+        if values:
+            sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), ("value",))
+            with self.transaction():
+                self._execute_many(sql, values)
+
+    def drop_counters(self, names: Sequence[str]) -> None:
+        """Remove named counters (absent names are ignored), in one statement."""
+        if names:
+            with self.transaction():
+                self._execute_many("DELETE FROM kv_counters WHERE name = ?",
+                                   [(name,) for name in names])
 
     # --- readiness probes ---------------------------------------------------------------
 
