@@ -15,6 +15,7 @@ from pathlib import Path
 
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
+from breadcrumb.stores.sqlite_states import CachedStatesMixin
 
 _DUPLICATE_CODES = frozenset({
     2067,  # SQLITE_CONSTRAINT_UNIQUE
@@ -22,7 +23,7 @@ _DUPLICATE_CODES = frozenset({
 })
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(CachedStatesMixin, SqlStore):
     """All SQL-backed ports on one SQLite database file at ``path``."""
 
     dialect = SQLITE
@@ -32,6 +33,7 @@ class SqliteStore(SqlStore):
         super().__init__()
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
+        self._init_state_cache()  # thread states between batches (stores.sqlite_states)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -49,12 +51,25 @@ class SqliteStore(SqlStore):
         self._conn.execute("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
+        self._write_staged_states()
         self._conn.execute("COMMIT")
+        self._states_committed()
 
     def _rollback(self) -> None:
+        self._states_discarded()
         # Some errors (disk full, I/O) make SQLite roll back by itself.
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with self._lock:
+            self._forget_states()
+            super().close()
+
+    def drop_tables(self) -> None:
+        with self._lock:
+            super().drop_tables()
+            self._forget_states()
 
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
