@@ -2,16 +2,23 @@
 
 WAL journal (readers in other processes do not block the writer) and ``synchronous=FULL``
 so a committed transaction -- e.g. an accepted event in the log -- survives a power cut
-before the HTTP 202 goes out. One connection shared across threads
-(``check_same_thread=False``), serialised by the base class's re-entrant lock; transactions
-start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
+before the HTTP 202 goes out. The processor's batches of *derived* writes commit inside
+:func:`derived_commits` with ``synchronous=NORMAL`` (no fsync of their own): a killed
+process loses none of them (WAL mode), a power cut may lose the last few, which the log
+(never relaxed) then replays exactly as after a crash before their commit. One connection
+shared across threads (``check_same_thread=False``), serialised by the base class's
+re-entrant lock; transactions start with ``BEGIN IMMEDIATE`` so the write lock is taken up
+front.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
@@ -34,6 +41,8 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
         self._init_state_cache()  # thread states between batches (stores.sqlite_states)
+        self._relaxed = threading.local()  # see derived_commits()
+        self._relaxed_tx = False  # the open transaction began with synchronous=NORMAL
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -47,12 +56,30 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         conn.execute("PRAGMA synchronous=FULL")
         return conn
 
+    @contextmanager
+    def derived_commits(self) -> Iterator[None]:
+        """Transactions this thread begins inside the block commit with
+        ``synchronous=NORMAL`` (the level may not change inside a transaction, so it is
+        set before ``BEGIN`` and restored after the end). For derived writes only: never
+        around an append to the log."""
+        self._relaxed.on = True
+        try:
+            yield
+        finally:
+            self._relaxed.on = False
+
     def _begin(self) -> None:
+        if getattr(self._relaxed, "on", False):
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._relaxed_tx = True
         self._conn.execute("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
         self._write_staged_states()
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        finally:
+            self._full_sync()
         self._states_committed()
 
     def _rollback(self) -> None:
@@ -60,6 +87,12 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         # Some errors (disk full, I/O) make SQLite roll back by itself.
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
+        self._full_sync()
+
+    def _full_sync(self) -> None:
+        if self._relaxed_tx and not self._conn.in_transaction:
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._relaxed_tx = False
 
     def close(self) -> None:
         with self._lock:
@@ -126,3 +159,9 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         finally:
             conn.close()
         return "ok" if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows)
+
+
+def derived_commits(store: Any) -> AbstractContextManager[None]:
+    """``store.derived_commits()`` for a :class:`SqliteStore`, else nothing (other stores)."""
+    relax = getattr(store, "derived_commits", None)
+    return relax() if callable(relax) else nullcontext()
