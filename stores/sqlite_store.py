@@ -22,6 +22,7 @@ from typing import Any
 
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
+from breadcrumb.stores.sqlite_events import CachedRangesMixin
 from breadcrumb.stores.sqlite_states import CachedStatesMixin
 
 _DUPLICATE_CODES = frozenset({
@@ -30,7 +31,7 @@ _DUPLICATE_CODES = frozenset({
 })
 
 
-class SqliteStore(CachedStatesMixin, SqlStore):
+class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
     """All SQL-backed ports on one SQLite database file at ``path``."""
 
     dialect = SQLITE
@@ -41,6 +42,7 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
         self._init_state_cache()  # thread states between batches (stores.sqlite_states)
+        self._init_event_cache()  # raw events for range reads (stores.sqlite_events)
         self._relaxed = threading.local()  # see derived_commits()
         self._relaxed_tx = False  # the open transaction began with synchronous=NORMAL
 
@@ -81,9 +83,11 @@ class SqliteStore(CachedStatesMixin, SqlStore):
         finally:
             self._full_sync()
         self._states_committed()
+        self._events_committed()
 
     def _rollback(self) -> None:
         self._states_discarded()
+        self._events_discarded()
         # Some errors (disk full, I/O) make SQLite roll back by itself.
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
@@ -97,12 +101,14 @@ class SqliteStore(CachedStatesMixin, SqlStore):
     def close(self) -> None:
         with self._lock:
             self._forget_states()
+            self._forget_events()
             super().close()
 
     def drop_tables(self) -> None:
         with self._lock:
             super().drop_tables()
             self._forget_states()
+            self._forget_events()
 
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
