@@ -2,23 +2,16 @@
 
 WAL journal (readers in other processes do not block the writer) and ``synchronous=FULL``
 so a committed transaction -- e.g. an accepted event in the log -- survives a power cut
-before the HTTP 202 goes out. The processor's batches of *derived* writes commit inside
-:func:`derived_commits` with ``synchronous=NORMAL`` (no fsync of their own): a killed
-process loses none of them (WAL mode), a power cut may lose the last few, which the log
-(never relaxed) then replays exactly as after a crash before their commit. One connection
-shared across threads (``check_same_thread=False``), serialised by the base class's
-re-entrant lock; transactions start with ``BEGIN IMMEDIATE`` so the write lock is taken up
-front.
+before the HTTP 202 goes out. One connection shared across threads
+(``check_same_thread=False``), serialised by the base class's re-entrant lock; transactions
+start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
@@ -43,8 +36,6 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         self._busy_timeout_s = busy_timeout_s
         self._init_state_cache()  # thread states between batches (stores.sqlite_states)
         self._init_event_cache()  # raw events for range reads (stores.sqlite_events)
-        self._relaxed = threading.local()  # see derived_commits()
-        self._relaxed_tx = False  # the open transaction began with synchronous=NORMAL
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -58,30 +49,12 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         conn.execute("PRAGMA synchronous=FULL")
         return conn
 
-    @contextmanager
-    def derived_commits(self) -> Iterator[None]:
-        """Transactions this thread begins inside the block commit with
-        ``synchronous=NORMAL`` (the level may not change inside a transaction, so it is
-        set before ``BEGIN`` and restored after the end). For derived writes only: never
-        around an append to the log."""
-        self._relaxed.on = True
-        try:
-            yield
-        finally:
-            self._relaxed.on = False
-
     def _begin(self) -> None:
-        if getattr(self._relaxed, "on", False):
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._relaxed_tx = True
         self._conn.execute("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
         self._write_staged_states()
-        try:
-            self._conn.execute("COMMIT")
-        finally:
-            self._full_sync()
+        self._conn.execute("COMMIT")
         self._states_committed()
         self._events_committed()
 
@@ -91,12 +64,6 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         # Some errors (disk full, I/O) make SQLite roll back by itself.
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
-        self._full_sync()
-
-    def _full_sync(self) -> None:
-        if self._relaxed_tx and not self._conn.in_transaction:
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._relaxed_tx = False
 
     def close(self) -> None:
         with self._lock:
@@ -165,9 +132,3 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         finally:
             conn.close()
         return "ok" if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows)
-
-
-def derived_commits(store: Any) -> AbstractContextManager[None]:
-    """``store.derived_commits()`` for a :class:`SqliteStore`, else nothing (other stores)."""
-    relax = getattr(store, "derived_commits", None)
-    return relax() if callable(relax) else nullcontext()

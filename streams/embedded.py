@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
-from breadcrumb.stores.sqlite_store import SqliteStore, derived_commits
+from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
 from breadcrumb.streams.freshness import Freshness
@@ -221,7 +221,7 @@ class EmbeddedRunner:
         (or a permanent one before ``max_attempts``) raises, leaving the entry unapplied for
         the next call (after ``retry_delay``); a permanent one then becomes a dead letter
         keyed by its log position and the log moves on."""
-        with self._lock, derived_commits(self.derived):  # no fsync: the log's appends have it
+        with self._lock:
             if self._single:
                 return self._apply_singly()
             self._sched.scan(self.store)

@@ -4,7 +4,6 @@ written many at once: the same rows and answers as one statement per call."""
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +15,8 @@ from breadcrumb.stores.sqlite_store import SqliteStore
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    opened = SqliteStore(tmp_path / "s.sqlite3")
-    opened.open()
-    yield opened
-    opened.close()
+    with SqliteStore(tmp_path / "s.sqlite3") as opened:
+        yield opened
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
@@ -103,36 +100,3 @@ def test_set_and_drop_counters_many(store: SqliteStore) -> None:
     store.set_counters([])
     store.drop_counters([])
     assert store.get_counters() == {"a": 5, "b": 2}
-
-
-def synchronous(store: SqliteStore) -> int:
-    return int(store._read("PRAGMA synchronous")[0][0])  # 1 NORMAL, 2 FULL
-
-
-def test_derived_commits_relax_only_this_threads_transactions(store: SqliteStore) -> None:
-    levels: list[int] = []
-    with store.derived_commits():
-        with store.transaction():
-            levels.append(synchronous(store))
-            store.set_counter("applied_seq", 1)
-        levels.append(synchronous(store))  # restored between transactions
-        seen: list[int] = []
-        other = threading.Thread(target=lambda: seen.append(_in_transaction_level(store)))
-        other.start()
-        other.join()
-    with store.transaction():
-        levels.append(synchronous(store))
-    assert levels == [1, 2, 2] and seen == [2]  # another thread (the intake) keeps FULL
-    assert store.get_counters()["applied_seq"] == 1
-
-
-def _in_transaction_level(store: SqliteStore) -> int:
-    with store.transaction():
-        return synchronous(store)
-
-
-def test_a_failed_relaxed_transaction_restores_full(store: SqliteStore) -> None:
-    with pytest.raises(RuntimeError), store.derived_commits(), store.transaction():
-        store.set_counter("x", 1)
-        raise RuntimeError("batch failed")
-    assert synchronous(store) == 2 and "x" not in store.get_counters()
