@@ -1,6 +1,7 @@
 """Embedded derivation vs acceptance: derived events/s as a ratio to accepted events/s.
 
     python -m bench.derive [--events 6000] [--threads 60] [--batch 500]
+    python -m bench.derive --runs 3 --base /work/wt-base   # alternate with an older checkout
 
 Starts ``breadcrumb serve`` (embedded, hash embedder, throw-away data dir) as a
 subprocess, posts synthetic coding events from the fleet simulator over ``--threads``
@@ -12,15 +13,20 @@ count. Both come from the same run, so ``ratio`` = derived / accepted (the issue
 the run (from /proc) give ms of CPU per event, which other load on the machine does not
 move the way it moves wall-clock rates. Extra ``BREADCRUMB_*``
 variables in the environment reach the server (e.g. ``BREADCRUMB_DERIVE_BATCH_ENTRIES``).
+``--runs N`` repeats the run (each line printed when known, then the medians) with the
+1-minute load average at its start; ``--base DIR`` alternates every run with one whose
+server imports DIR's code (``PYTHONPATH=DIR``, this interpreter: same dependencies).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -91,10 +97,48 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=60)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--base", type=Path, help="an older checkout, run alternately")
     args = parser.parse_args()
-    result = run(args)
-    out(f"embedded derivation: {result['events']:.0f} events, {args.threads} threads, "
+    out(f"embedded derivation: {args.events} events, {args.threads} threads, "
         f"hash embedder, POST batches of {args.batch}")
+    labels = ["base", "branch"] if args.base is not None else ["this"]
+    results: dict[str, list[dict[str, float]]] = {label: [] for label in labels}
+    for _ in range(args.runs):
+        for label in labels:
+            load = os.getloadavg()[0]
+            result = with_code(args.base if label == "base" else None, run, args)
+            results[label].append(result)
+            report(label, load, result)
+    if args.runs > 1 or len(labels) > 1:
+        for label, runs in results.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            out(f"median {label} over {len(runs)}: ratio {med['ratio']:.3f}, derived "
+                f"{med['derived_eps']:.0f} ev/s, server CPU {med['server_cpu_ms_per_event']:.3f}"
+                " ms per event")
+
+
+def with_code(base: Path | None, fn: Callable[[argparse.Namespace], dict[str, float]],
+              args: argparse.Namespace) -> dict[str, float]:
+    """``fn(args)`` with the server importing ``base``'s code when given (``-m`` puts the
+    working directory first on ``sys.path``, so the server also starts in ``base``)."""
+    if base is None:
+        return fn(args)
+    saved, here = os.environ.get("PYTHONPATH"), Path.cwd()
+    os.environ["PYTHONPATH"] = str(base.resolve())
+    os.chdir(base)
+    try:
+        return fn(args)
+    finally:
+        os.chdir(here)
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def report(label: str, load: float, result: dict[str, float]) -> None:
+    out(f"[{label}] load {load:.2f}")
     out(f"  accepted  {result['accepted_eps']:10.0f} events/s  ({result['accept_seconds']:.2f} s)")
     out(f"  derived   {result['derived_eps']:10.0f} events/s  ({result['derive_seconds']:.2f} s)")
     out(f"  ratio derived/accepted {result['ratio']:.3f}  (target >= 0.15)")
@@ -102,7 +146,6 @@ def main() -> None:
         f"{result['server_cpu_ms_per_event']:.3f} ms per event (accept + derive; robust to "
         f"other load on the machine)")
     out(orjson.dumps({k: round(v, 4) for k, v in result.items()}).decode())
-
 
 if __name__ == "__main__":
     main()

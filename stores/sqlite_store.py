@@ -10,10 +10,13 @@ start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
+from breadcrumb.stores.sqlite_events import CachedRangesMixin
+from breadcrumb.stores.sqlite_states import CachedStatesMixin
 
 _DUPLICATE_CODES = frozenset({
     2067,  # SQLITE_CONSTRAINT_UNIQUE
@@ -21,7 +24,7 @@ _DUPLICATE_CODES = frozenset({
 })
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
     """All SQL-backed ports on one SQLite database file at ``path``."""
 
     dialect = SQLITE
@@ -31,6 +34,8 @@ class SqliteStore(SqlStore):
         super().__init__()
         self.path = Path(path)
         self._busy_timeout_s = busy_timeout_s
+        self._init_state_cache()  # thread states between batches (stores.sqlite_states)
+        self._init_event_cache()  # raw events for range reads (stores.sqlite_events)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -48,15 +53,48 @@ class SqliteStore(SqlStore):
         self._conn.execute("BEGIN IMMEDIATE")
 
     def _commit(self) -> None:
+        self._write_staged_states()
         self._conn.execute("COMMIT")
+        self._states_committed()
+        self._events_committed()
 
     def _rollback(self) -> None:
+        self._states_discarded()
+        self._events_discarded()
         # Some errors (disk full, I/O) make SQLite roll back by itself.
         if self._conn.in_transaction:
             self._conn.execute("ROLLBACK")
 
+    def close(self) -> None:
+        with self._lock:
+            self._forget_states()
+            self._forget_events()
+            super().close()
+
+    def drop_tables(self) -> None:
+        with self._lock:
+            super().drop_tables()
+            self._forget_states()
+            self._forget_events()
+
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
+
+    # --- counters, many at once (the fair runner's per-thread marks) ----------------------
+
+    def set_counters(self, values: Sequence[tuple[str, int]]) -> None:
+        """:meth:`set_counter` for many names, in this order, in one statement."""
+        if values:
+            sql = self.dialect.upsert("kv_counters", ("name", "value"), ("name",), ("value",))
+            with self.transaction():
+                self._execute_many(sql, values)
+
+    def drop_counters(self, names: Sequence[str]) -> None:
+        """Remove named counters (absent names are ignored), in one statement."""
+        if names:
+            with self.transaction():
+                self._execute_many("DELETE FROM kv_counters WHERE name = ?",
+                                   [(name,) for name in names])
 
     # --- readiness probes ---------------------------------------------------------------
 

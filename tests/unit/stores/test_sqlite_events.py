@@ -1,0 +1,68 @@
+"""SqliteStore's inserted raw events served to range reads (stores/sqlite_events.py): the
+same events a SQL read returns, never one the table no longer holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.topics.records import Event
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "s.sqlite3")
+    opened.open()
+    yield opened
+    opened.close()
+
+
+def event(i: int, thread: str = "t1") -> Event:
+    return Event(event_id=f"{thread}-e{i}", user_id="alice", thread_id=thread,
+                 ts=f"2026-01-01T00:00:0{i}Z", role="user", kind="message",
+                 content=f"line {i} 認証", index=i, attrs={"n": [i, {"k": "v"}]}, tokens=3)
+
+
+def from_sql(store: SqliteStore, start: int, end: int) -> list[Event]:
+    fresh = SqliteStore(store.path)  # another connection: no cache
+    with fresh:
+        return fresh.get_range("alice", "t1", start, end)
+
+
+def test_a_range_written_over_several_transactions_reads_as_sql_does(store: SqliteStore) -> None:
+    store.put_events([event(0), event(1)])
+    with store.transaction():
+        store.put_event(event(2))
+        assert store.get_range("alice", "t1", 0, 2) == [event(0), event(1), event(2)]
+    store.put_events([event(0, "t2")])
+    assert store.get_range("alice", "t1", 0, 2) == from_sql(store, 0, 2)
+    assert store.get_range("alice", "t1", 1, 5) == from_sql(store, 1, 5)  # incomplete: SQL
+    assert store.get_range("alice", "t1", 2, 1) == []
+
+
+def test_a_rollback_forgets_its_events(store: SqliteStore) -> None:
+    store.put_events([event(0)])
+    with pytest.raises(RuntimeError), store.transaction():
+        store.put_events([event(1)])
+        raise RuntimeError("batch failed")
+    assert store.get_range("alice", "t1", 0, 1) == [event(0)] == from_sql(store, 0, 1)
+
+
+def test_a_delete_of_raw_events_empties_the_cache(store: SqliteStore) -> None:
+    store.put_events([event(0), event(1)])
+    with store.transaction():  # what the archive does for an archived range
+        store._execute("DELETE FROM raw_events WHERE user_id = ? AND thread_id = ? "
+                       "AND idx >= ? AND idx <= ?", ("alice", "t1", 0, 1))
+    assert store.get_range("alice", "t1", 0, 1) == [] == from_sql(store, 0, 1)
+
+
+def test_a_duplicate_put_event_is_not_held_twice(store: SqliteStore) -> None:
+    assert store.put_event(event(0)) is True
+    assert store.put_event(event(0)) is False
+    assert store.get_range("alice", "t1", 0, 0) == [event(0)]
+    store.close()
+    store.open()
+    assert store.get_range("alice", "t1", 0, 0) == [event(0)]  # from SQL after a reopen

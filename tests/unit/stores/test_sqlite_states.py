@@ -1,0 +1,102 @@
+"""SqliteStore's thread states between batches (stores/sqlite_states.py) and its counters
+written many at once: the same rows and answers as one statement per call."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from breadcrumb.stores.sql_schema import dumps
+from breadcrumb.stores.sqlite_store import SqliteStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    with SqliteStore(tmp_path / "s.sqlite3") as opened:
+        yield opened
+
+
+def rows(path: Path) -> list[tuple[object, ...]]:
+    """thread_state as another connection sees it (committed rows only), updated_at aside."""
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT rowid, state_key, state, pending_count FROM thread_state "
+                            "ORDER BY rowid").fetchall()
+
+
+def test_committed_states_read_back_equal_and_fresh(store: SqliteStore) -> None:
+    store.put_state("u/a", {"pending": [[0, "e", 3, "message", "t"]], "next_index": 1})
+    first = store.get_state("u/a")
+    assert first == {"pending": [[0, "e", 3, "message", "t"]], "next_index": 1}
+    assert first is not None
+    first["next_index"] = 99  # a caller's change never reaches the next read
+    assert store.get_state("u/a") == {"pending": [[0, "e", 3, "message", "t"]], "next_index": 1}
+    assert rows(store.path) == [(1, "u/a", dumps({"pending": [[0, "e", 3, "message", "t"]],
+                                                  "next_index": 1}), 1)]
+
+def test_a_transaction_sees_its_writes_and_a_rollback_forgets_them(store: SqliteStore) -> None:
+    store.put_state("u/a", {"next_index": 1})
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), store.transaction():
+        store.put_state("u/a", {"next_index": 2})
+        store.put_state("u/b", {"next_index": 5})
+        assert store.get_state("u/a") == {"next_index": 2}
+        assert store.get_state("u/b") == {"next_index": 5}
+        raise Boom
+    assert store.get_state("u/a") == {"next_index": 1}
+    assert store.get_state("u/b") is None
+    assert [r[1] for r in rows(store.path)] == ["u/a"]
+
+
+def test_writes_reach_sql_at_the_commit_in_first_write_order(store: SqliteStore) -> None:
+    with store.transaction():
+        store.put_state("u/b", {"next_index": 1})
+        store.put_state("u/a", {"next_index": 1})
+        store.put_state("u/b", {"next_index": 2, "pending": [[1, "x", 1, "message", "t"]]})
+        assert rows(store.path) == []  # not committed yet
+    assert [(r[1], r[3]) for r in rows(store.path)] == [("u/b", 1), ("u/a", 0)]
+    reopened = SqliteStore(store.path)
+    with reopened:
+        assert reopened.get_state("u/b") == store.get_state("u/b")
+
+
+def test_sql_readers_inside_a_transaction_see_the_staged_states(store: SqliteStore) -> None:
+    with store.transaction():
+        store.put_state("u/a", {"user_id": "u", "pending": [[0, "e", 1, "message", "t"]]})
+        assert store.count_pending_window_events() == 1
+        assert [k for k, _ in store.list_open_states("u")] == ["u/a"]
+        assert [k for k, _ in store.list_states()] == ["u/a"]
+        assert set(store.get_states(["u/a", "u/z"])) == {"u/a"}
+        store.put_state("u/a", {"user_id": "u", "pending": []})  # after an early write
+    assert store.count_pending_window_events() == 0
+    assert store.get_state("u/a") == {"user_id": "u", "pending": []}
+
+
+def test_close_and_drop_forget_the_cache(store: SqliteStore) -> None:
+    store.put_state("u/a", {"next_index": 1})
+    store.drop_tables()
+    store.close()
+    store.open()
+    assert store.get_state("u/a") is None
+    store.put_state("u/a", {"next_index": 2})
+    store.close()
+    with sqlite3.connect(store.path) as conn:  # changed while closed: reopening reads SQL
+        conn.execute("UPDATE thread_state SET state = '{\"next_index\":3}'")
+    store.open()
+    assert store.get_state("u/a") == {"next_index": 3}
+
+
+def test_set_and_drop_counters_many(store: SqliteStore) -> None:
+    store.set_counter("a", 1)
+    with store.transaction():
+        store.set_counters([("a", 5), ("b", 2), ("c", 3)])
+        store.drop_counters(["c", "absent"])
+    assert store.get_counters() == {"a": 5, "b": 2}
+    store.set_counters([])
+    store.drop_counters([])
+    assert store.get_counters() == {"a": 5, "b": 2}
