@@ -12,7 +12,6 @@ stored content; a summary is never the answer to an exact-value question.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -46,10 +45,7 @@ from breadcrumb.query_api.scoring import (  # ScoreWeights, Candidate, memory_vi
     Query,
     ScoreWeights,
     memory_view,
-    parse_ts,
-    ratio,
-    stale,
-    tag_match,
+    rank_candidates,
 )
 from breadcrumb.query_api.semantic import (
     Found,
@@ -227,70 +223,11 @@ class RecallService:
         """``lead``: memory id -> its best passage's share of the best (passage search);
         a memory found only through its passages joins the candidates."""
         lead = lead or {}
-        dense_scores = {h.id: h.score for h in dense}
-        sparse_scores = {h.id: h.score for h in sparse}
         ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse] + list(lead)))
         found = {m.id: m for m in self.memories.get_memories(user_id, ids)}
         memories = [found[i] for i in ids if i in found]  # indexed but not stored: never guess
-        d_hi = max(dense_scores.values(), default=0.0)
-        s_hi = max(sparse_scores.values(), default=0.0)
-        base = {m.id: (self._vector(dense_scores.get(m.id), d_hi),
-                       ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
-        if query.intent.temporal:  # "first"/"current": versions of one fact match alike
-            for m in memories:  # (supersession links); then time picks the version
-                for v in (m.metadata.get("superseded_facts") or {}).values():
-                    newer = str(v.get("superseded_by")) if isinstance(v, dict) else ""
-                    if newer in base:
-                        base[m.id] = base[newer] = max(base[m.id], base[newer], key=sum)
-        times = {m.id: parse_ts(m.created_at).timestamp() for m in memories}
-        best = max((sum(v) for v in base.values()), default=0.0)  # once, not per candidate
-        out = []
-        for memory in memories:
-            parts = self._parts(memory, base[memory.id], best, times, query)
-            parts["passage"] = round(self.weights.passage * lead.get(memory.id, 0.0), 6)
-            score = parts["vector"] + parts["keyword"] + parts["tag"] + parts["importance"]
-            score += parts["recency"] - parts["stale_penalty"] + parts["passage"]
-            out.append(Candidate(memory, round(score, 6), parts))
-        out.sort(key=lambda c: (-c.score, c.memory.id))
-        return out
-
-    def _vector(self, cosine: float | None, best: float) -> float:
-        if cosine is None:
-            return 0.0
-        return max(0.0, 1.0 - (best - cosine) / self.weights.vector_span)
-
-    def _parts(
-        self,
-        memory: Observation,
-        own: tuple[float, float],
-        best: float,
-        times: dict[str, float],
-        query: Query,
-    ) -> dict[str, float]:
-        w = self.weights
-        vector, keyword = own
-        relevance = (vector + keyword) / best
-        return {
-            "vector": round(w.vector * vector, 6),
-            "keyword": round(w.keyword * keyword, 6),
-            "tag": round(w.tag * tag_match(memory, query), 6),
-            "importance": round(w.importance * memory.importance, 6),
-            "recency": round(w.recency * self._recency(memory.id, times, query, relevance), 6),
-            "stale_penalty": round(w.stale_penalty * stale(memory.status, query), 6),
-        }
-
-    def _recency(
-        self, mid: str, times: dict[str, float], query: Query, relevance: float
-    ) -> float:
-        """Decay from the newest candidate; a "current"/"first" question ranks by time."""
-        newest, oldest = max(times.values()), min(times.values())
-        if query.intent.temporal is None or newest == oldest:
-            age_days = (newest - times[mid]) / 86400
-            return math.pow(0.5, age_days / self.weights.recency_half_life_days)
-        position = (times[mid] - oldest) / (newest - oldest)
-        if query.intent.temporal == "oldest":
-            position = 1.0 - position
-        return self.weights.temporal_boost * position * max(relevance, 0.0)
+        return rank_candidates(memories, {h.id: h.score for h in dense},
+                               {h.id: h.score for h in sparse}, lead, query, self.weights)
 
     # ------------------------------------------------------------------ recall + extract
     def _follow(
