@@ -83,61 +83,85 @@ class LinePool:
 
     __slots__ = ("found", "line", "raw", "final", "order")
 
-    def __init__(self, found: list[Found], line: list[tuple[int, int, str, frozenset[str]]],
+    def __init__(self, found: list[Found], line: list[_Line],
                  raw: list[float], final: list[float], order: list[int]) -> None:
         self.found, self.line, self.raw, self.final, self.order = found, line, raw, final, order
 
     def scored(self, i: int) -> Scored:
-        f, (start, end, text, terms) = self.found[i], self.line[i]
+        f, (start, end, text, terms, _shape) = self.found[i], self.line[i]
         p = f.passage
         return Scored(Line(p.event_id, p.event_index, start, end, text, round(self.raw[i], 6)),
                       f.memory_id, terms)
 
 
 def line_pool(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
-          range_score: dict[str, float], roles: dict[str, str] | None = None,
-          dated: frozenset[str] = frozenset(), question: str = "") -> LinePool:
+              range_score: dict[str, float], roles: dict[str, str] | None = None,
+              dated: frozenset[str] = frozenset(), question: str = "") -> LinePool:
     """Every distinct line of the candidate passages, scored (see :func:`score_lines`)."""
-    roles = roles or {}
-    found = list(found)
+    groups = _groups(list(found), intent.temporal == "oldest")
+    rows = [(f, line) for f, _dense, lines in groups for line in lines]
+    lines = [line for _f, line in rows]
+    weights = pool_weights(terms, [ln[3] for ln in lines])
+    raw = _fused(groups, weights, intent, range_score, roles or {}, dated)
+    lifted = _with_neighbors(raw, groups) if NEIGHBOR_SHARE > 0 else raw
+    counts = Counter(ln[4] for ln in lines)  # 40 lines of one shape: one of them is enough
+    named = named_speakers(question, (ln[2] for ln in lines)) if question else frozenset()
+    final = [sc / (1.0 + max(0, counts[ln[4]] - 3))
+             + (SPEAKER_BOOST if named and speaker(ln[2]) in named else 0.0)
+             for sc, ln in zip(lifted, lines, strict=True)]
+    keys = [(-sc, f.passage.event_index, ln[0]) for sc, (f, ln) in zip(final, rows, strict=True)]
+    order = sorted(range(len(final)), key=keys.__getitem__)
+    return LinePool([f for f, _ln in rows], lines, raw, final, order)
+
+
+_Line = tuple[int, int, str, frozenset[str], str]  # start, end, text, terms, shape
+
+
+_Group = tuple[Found, float, list[_Line]]  # a passage, its normalised dense score, its lines
+
+
+def _groups(found: list[Found], keep_removed: bool) -> list[_Group]:
+    """Each passage with its lines not seen in an earlier passage (same event, same
+    start), and its dense similarity min-max normalised over the pool."""
     cosines = [f.dense for f in found if f.dense is not None]
     hi, lo = (max(cosines), min(cosines)) if cosines else (1.0, 0.0)
-    keep_removed = intent.temporal == "oldest"  # a diff's "-" lines are the replaced value
-    row_found: list[Found] = []
-    row_dense: list[float] = []
-    row_line: list[tuple[int, int, str, frozenset[str]]] = []
     seen: set[tuple[str, int]] = set()
+    out = []
     for f in found:
-        dense = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
         eid = f.passage.event_id
+        fresh = []
         for line in _lines(f.passage.text, f.passage.offset, keep_removed):
-            if (eid, line[0]) in seen:
-                continue
-            seen.add((eid, line[0]))
-            row_found.append(f)
-            row_dense.append(dense)
-            row_line.append(line)
-    weights = pool_weights(terms, [ln[3] for ln in row_line])
-    named = named_speakers(question, (ln[2] for ln in row_line)) if question else frozenset()
-    lexical = _lexical(weights, [ln[3] for ln in row_line])
-    raw = []
-    for f, dense, line, lex in zip(row_found, row_dense, row_line, lexical, strict=True):
-        score = W_DENSE * dense + W_LEXICAL * lex
-        score += W_RANGE * range_score.get(f.memory_id, 0.0) + _boosts(line[2], intent)
-        if intent.role and roles.get(f.passage.event_id) == intent.role:
-            score += ROLE_BOOST
-        if f.passage.event_id in dated:
-            score += DATE_BOOST
-        raw.append(score)
-    lifted = _with_neighbors(raw, row_found) if NEIGHBOR_SHARE > 0 else raw
-    shapes = [_shape(ln[2]) for ln in row_line]
-    counts = Counter(shapes)  # 40 lines of one shape: one of them is enough
-    final = [sc / (1.0 + max(0, counts[shape] - 3))
-             + (SPEAKER_BOOST if named and speaker(ln[2]) in named else 0.0)
-             for sc, shape, ln in zip(lifted, shapes, row_line, strict=True)]
-    order = sorted(range(len(final)), key=lambda i: (
-        -final[i], row_found[i].passage.event_index, row_line[i][0]))
-    return LinePool(row_found, row_line, raw, final, order)
+            if (eid, line[0]) not in seen:
+                seen.add((eid, line[0]))
+                fresh.append(line)
+        dense = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
+        out.append((f, dense, fresh))
+    return out
+
+
+def _fused(groups: list[_Group], weights: dict[str, float],
+           intent: QueryIntent, range_score: dict[str, float], roles: dict[str, str],
+           dated: frozenset[str]) -> list[float]:
+    """Each line's fused score before neighbours and damping."""
+    total = sum(weights.values()) or 1.0
+    held = _in_order(weights)
+    boosted = intent.failure or bool(intent.kinds)
+    out = []
+    for f, normalised, lines in groups:
+        dense = W_DENSE * normalised
+        rng = W_RANGE * range_score.get(f.memory_id, 0.0)
+        role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
+        date = f.passage.event_id in dated
+        for line in lines:
+            pairs = held(line[3])
+            score = dense + W_LEXICAL * (sum([w for _t, w in pairs]) / total if pairs else 0.0)
+            score += rng + (_boosts(line[2], intent) if boosted else 0.0)
+            if role:
+                score += ROLE_BOOST
+            if date:
+                score += DATE_BOOST
+            out.append(score)
+    return out
 
 
 def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
@@ -164,12 +188,11 @@ def _line_terms(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=16384)
-def _lines(text: str, offset: int, keep_removed: bool
-           ) -> tuple[tuple[int, int, str, frozenset[str]], ...]:
-    """(start, end, text, terms) of a passage's lines, a diff's removed lines left out
-    unless kept; pure, so cached (the lead and the packing score the same passages)."""
+def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
+    """(start, end, text, terms, shape) of a passage's lines, a diff's removed lines left
+    out unless kept; pure, so cached (the lead and the packing score the same passages)."""
     diff = not keep_removed and _DIFF.search(text) is not None
-    return tuple((start, end, line, _line_terms(line))
+    return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
                  if not (diff and _removed(line)))
 
@@ -193,20 +216,9 @@ def _in_order(terms: dict[str, float]) -> Callable[[frozenset[str]], list[tuple[
     return held
 
 
-def _lexical(weights: dict[str, float], lines: list[frozenset[str]]) -> list[float]:
-    """Each line's share of the question weight it holds."""
-    total = sum(weights.values()) or 1.0
-    held = _in_order(weights)
-    out = []
-    for line_terms in lines:
-        pairs = held(line_terms)
-        out.append(sum([w for _t, w in pairs]) / total if pairs else 0.0)
-    return out
-
-
-def _with_neighbors(scores: list[float], found: list[Found]) -> list[float]:
+def _with_neighbors(scores: list[float], groups: list[_Group]) -> list[float]:
+    keys = [(f.memory_id, f.passage.event_index) for f, _d, lines in groups for _ln in lines]
     best: dict[tuple[str, int], float] = {}
-    keys = [(f.memory_id, f.passage.event_index) for f in found]
     for score, key in zip(scores, keys, strict=True):
         best[key] = max(best.get(key, 0.0), score)
     lifted = []
@@ -293,15 +305,21 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
     held = _in_order(terms)
     asked = [held(t) for t in line_terms]
     covered: set[str] = set()
-    chosen: list[frozenset[str]] = []  # the terms of the chosen lines
+    chosen: list[frozenset[str]] = []  # the terms of the chosen lines (none empty)
     folded = [0] * len(scores)  # chosen lines already folded into repeat[i]
 
     def key(i: int) -> float:
-        for c in chosen[folded[i]:]:
-            repeat[i] = max(repeat[i], _overlap(line_terms[i], c))
+        mine = line_terms[i]
+        if mine and folded[i] < len(chosen):  # _overlap with each line chosen since
+            r, size = repeat[i], len(mine)
+            for c in chosen[folded[i]:]:
+                if not mine.isdisjoint(c):  # disjoint: overlap 0, repeat[i] stays
+                    common = len(mine & c)
+                    r = max(r, common / (size + len(c) - common))
+            repeat[i] = r
         folded[i] = len(chosen)
         return (scores[i] - REPEAT_PENALTY * repeat[i]
-                + COVER_BONUS * sum(w for t, w in asked[i] if t not in covered) / total)
+                + COVER_BONUS * sum([w for t, w in asked[i] if t not in covered]) / total)
 
     # Lazy greedy, same picks as a full max() over the pool each time (ties: lowest
     # index): a line's key only falls (repeat grows, coverage shrinks), so a stale key
@@ -319,7 +337,8 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
             heapq.heappush(heap, fresh)
             continue
         picks.append(i)
-        chosen.append(line_terms[i])
+        if line_terms[i]:  # an empty set overlaps nothing
+            chosen.append(line_terms[i])
         covered |= line_terms[i] & terms.keys()
         used += costs[i]
     return picks
