@@ -144,7 +144,8 @@ def _fused(groups: list[_Group], weights: dict[str, float],
            dated: frozenset[str]) -> list[float]:
     """Each line's fused score before neighbours and damping."""
     total = sum(weights.values()) or 1.0
-    held = _in_order(weights)
+    keys = frozenset(weights)
+    position = {t: i for i, t in enumerate(weights)}.__getitem__
     boosted = intent.failure or bool(intent.kinds)
     out = []
     for f, normalised, lines in groups:
@@ -153,8 +154,14 @@ def _fused(groups: list[_Group], weights: dict[str, float],
         role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
         date = f.passage.event_id in dated
         for line in lines:
-            pairs = held(line[3])
-            score = dense + W_LEXICAL * (sum([w for _t, w in pairs]) / total if pairs else 0.0)
+            common = line[3] & keys
+            if not common:
+                lexical = 0.0
+            elif len(common) == 1:
+                lexical = weights[next(iter(common))] / total  # sum([w]) is w
+            else:  # added up in ``weights`` order, as a sum over ``weights`` would
+                lexical = sum([weights[t] for t in sorted(common, key=position)]) / total
+            score = dense + W_LEXICAL * lexical
             score += rng + (_boosts(line[2], intent) if boosted else 0.0)
             if role:
                 score += ROLE_BOOST
@@ -217,14 +224,22 @@ def _in_order(terms: dict[str, float]) -> Callable[[frozenset[str]], list[tuple[
 
 
 def _with_neighbors(scores: list[float], groups: list[_Group]) -> list[float]:
-    keys = [(f.memory_id, f.passage.event_index) for f, _d, lines in groups for _ln in lines]
+    """Each line lifted by ``NEIGHBOR_SHARE`` of its lead over it of the best line of an
+    adjacent event of the same range: ``max(score, score + share * (near - score))``."""
+    spans = []
     best: dict[tuple[str, int], float] = {}
-    for score, key in zip(scores, keys, strict=True):
-        best[key] = max(best.get(key, 0.0), score)
-    lifted = []
-    for score, (mid, idx) in zip(scores, keys, strict=True):
+    end = 0
+    for f, _dense, lines in groups:
+        key, start, end = (f.memory_id, f.passage.event_index), end, end + len(lines)
+        if lines:
+            best[key] = max(best.get(key, 0.0), max(scores[start:end]))
+        spans.append((key, start, end))
+    lifted: list[float] = []
+    for (mid, idx), start, end in spans:
         near = max(best.get((mid, idx - 1), 0.0), best.get((mid, idx + 1), 0.0))
-        lifted.append(max(score, score + NEIGHBOR_SHARE * (near - score)))
+        # near <= score: the lifted value is never above the score, which max() keeps
+        lifted += [sc if near <= sc else sc + NEIGHBOR_SHARE * (near - sc)
+                   for sc in scores[start:end]]
     return lifted
 
 
@@ -235,9 +250,7 @@ def pool_weights(terms: dict[str, float], lines: Sequence[frozenset[str]]) -> di
     n = len(lines)
     norm = math.log(1.0 + n)
     keys = frozenset(terms)
-    df: Counter[str] = Counter()
-    for line in lines:
-        df.update(line & keys)
+    df = Counter([t for line in lines for t in line & keys])
     out = {}
     for term, weight in terms.items():
         count = df[term]
