@@ -119,12 +119,47 @@ def term_set(text: str) -> frozenset[str]:
 
 def memory_view(cand: Candidate) -> dict[str, Any]:
     """A memory as the contract shows it, with its score and score parts."""
-    data = cand.memory.to_dict()
-    data.pop("facts", None)
-    data.pop("user_id", None)
+    m = cand.memory
+    try:  # what to_dict() gives without facts and user_id, metadata copied (JSON values)
+        metadata = _json_copy(m.metadata)
+    except _NotJson:  # anything else: the generic dataclass copy
+        data = m.to_dict()
+        data.pop("facts", None)
+        data.pop("user_id", None)
+    else:
+        r = m.source_range
+        data = {
+            "id": m.id, "project_id": m.project_id, "summary": m.summary,
+            "source_range": {"thread_id": r.thread_id, "start_index": r.start_index,
+                             "end_index": r.end_index},
+            "tags": list(m.tags), "query_hints": list(m.query_hints),
+            "retrieve_when": m.retrieve_when, "importance": m.importance,
+            "created_at": m.created_at, "kind": m.kind, "status": m.status, "tier": m.tier,
+            "supersedes_memory_id": m.supersedes_memory_id, "metadata": metadata,
+        }
     data["score"] = cand.score
     data["score_parts"] = cand.parts
     return data
+
+
+class _NotJson(Exception):
+    """A value :func:`_json_copy` does not copy the way ``dataclasses.asdict`` would."""
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dict / list of str, number, bool, None), as
+    ``asdict`` makes it; raises :class:`_NotJson` on any other type."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {_json_copy(k): _json_copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_json_copy(v) for v in value]
+    raise _NotJson(kind.__name__)
 
 
 
