@@ -132,7 +132,8 @@ class RecallService:
         evidence: list[dict[str, Any]] = []
         level = 0
         if decision.classification != SUMMARY_OK and top:
-            evidence, level = self._evidence(req, query, top, decision, found)
+            read = {c.memory.id: c.memory for c in ranked}  # memories this recall has read
+            evidence, level = self._evidence(req, query, top, decision, found, read)
         if self.fresh_tail is not None and req.mode != "summary" and (
                 decision.classification != SUMMARY_OK or not top):  # open windows too
             evidence = self.fresh_tail.merge(req, query, evidence)
@@ -263,22 +264,24 @@ class RecallService:
         return evidence, level
 
     def _evidence(self, req: RecallRequest, query: Query, top: list[Candidate],
-                  decision: Decision, found: dict[str, Found]) -> tuple[list[dict[str, Any]], int]:
+                  decision: Decision, found: dict[str, Found], read: dict[str, Observation],
+                  ) -> tuple[list[dict[str, Any]], int]:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
         precise always does: the cut only when those are none; a quoter: always cut)."""
         first = self.quoter is None and not precise(query.intent, query.text)
         evidence, level = ([], 0) if first else self._follow(req, query, top, decision)
         if first or needs_meaning(evidence, query):  # meaning and words
-            semantic, used = self._follow_semantic(req, query, top, decision, found)
+            semantic, used = self._follow_semantic(req, query, top, decision, found, read)
             if semantic:
                 return semantic, used
         return self._follow(req, query, top, decision) if first else (evidence, level)
 
     def _follow_semantic(
         self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
-        found: dict[str, Found],
+        found: dict[str, Found], read: dict[str, Observation],
     ) -> tuple[list[dict[str, Any]], int]:
-        """Lines by meaning and words from the followed ranges and the passage search."""
+        """Lines by meaning and words from the followed ranges and the passage search
+        (``read``: the memories the ranking read, so their lines need no second read)."""
         hops = hops_of(top, query.text)
         if req.include_superseded:
             hops += replaced(hops, top)
@@ -286,7 +289,8 @@ class RecallService:
         # the answer's whole cost (summaries + evidence) stays within max_tokens
         budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)
         evidence = semantic_evidence(ports, req.user_id, query, top, hops, found,
-                                     max(budget, 0), req.include_superseded, decision.reason)
+                                     max(budget, 0), req.include_superseded, decision.reason,
+                                     read)
         return evidence, 1 if evidence else 0
 
     def _extract(

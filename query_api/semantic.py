@@ -20,7 +20,7 @@ lines already chosen. Text stays verbatim: every line is a slice of stored conte
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,7 @@ from breadcrumb.stores.ports import (
     VectorIndex,
 )
 from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.topics.records import Observation
 
 PASSAGE_POOL = 40  # direct passage search depth, per channel (dense, lexical)
 RANGE_POOL = 8  # chunks per followed range, per channel
@@ -130,8 +131,12 @@ class Ports:
 
 def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candidate],
                       hops: list[Candidate], found: dict[str, Found], budget: int,
-                      include_superseded: bool, reason: str) -> list[dict[str, Any]]:
-    """Evidence records from the followed ranges and the direct passage search."""
+                      include_superseded: bool, reason: str,
+                      read: Mapping[str, Observation] | None = None) -> list[dict[str, Any]]:
+    """Evidence records from the followed ranges and the direct passage search.
+
+    ``read``: memories already read in this recall (the ranked candidates); a line's
+    memory is read from the store only when it is not among them."""
     requests = range_requests(user_id, [c.memory.id for c in hops], query.dense, query.text)
     results = search_many(ports.index, requests)
     pool = merge(results[0::2], results[1::2], into=found)
@@ -143,7 +148,7 @@ def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candid
     ranked = line_pool(pool.values(), query.terms, query.intent, range_score, roles, dated,
                        query.text)
     chosen = pack_pool(ranked, query.terms, budget, joined_cost(ports.count))
-    known = {c.memory.id: c.memory for c in top}
+    known = {**(read or {}), **{c.memory.id: c.memory for c in top}}
     missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
     known.update({m.id: m for m in ports.memories.get_memories(user_id, missing)})
     groups: dict[str, list[Line]] = {}
