@@ -95,17 +95,21 @@ def merge(dense_lists: Iterable[list[Hit]], sparse_lists: Iterable[list[Hit]],
     found: dict[str, Found] = dict(into or {})
     for hits, channel in [*((h, "dense") for h in dense_lists),
                           *((h, "sparse") for h in sparse_lists)]:
+        dense = channel == "dense"
         for hit in hits:
             if "text" not in hit.payload:
                 continue
-            old = found.get(hit.id) or Found(_passage(hit.payload), str(hit.payload["memory_id"]))
-            if channel == "dense":
-                old = Found(old.passage, old.memory_id, max(hit.score, old.dense or -1.0),
-                            old.sparse)
+            old = found.get(hit.id)
+            if old is None:  # first seen: one Found, its other channel unset
+                passage, mid = _passage(hit.payload), str(hit.payload["memory_id"])
+                found[hit.id] = (Found(passage, mid, max(hit.score, -1.0)) if dense
+                                 else Found(passage, mid, None, max(hit.score, 0.0)))
+            elif dense:
+                found[hit.id] = Found(old.passage, old.memory_id,
+                                      max(hit.score, old.dense or -1.0), old.sparse)
             else:
-                old = Found(old.passage, old.memory_id, old.dense,
-                            max(hit.score, old.sparse or 0.0))
-            found[hit.id] = old
+                found[hit.id] = Found(old.passage, old.memory_id, old.dense,
+                                      max(hit.score, old.sparse or 0.0))
     return found
 
 
