@@ -55,6 +55,7 @@ from breadcrumb.query_api.semantic import (
     needs_meaning,
     passage_lead,
     precise,
+    range_requests,
     semantic_evidence,
     with_timestamps,
 )
@@ -231,17 +232,27 @@ class RecallService:
                                {h.id: h.score for h in sparse}, lead, query, self.weights)
 
     # ------------------------------------------------------------------ recall + extract
-    def _follow(
-        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Go back to the source of the chosen memories (several: multi-hop)."""
-        budget = req.max_tokens
-        evidence: list[dict[str, Any]] = []
-        level = 0
+    def _hops(self, req: RecallRequest, query: Query, top: list[Candidate]) -> list[Candidate]:
+        """The ranges to follow: the best memory and close ones (multi-hop)."""
         hops = hops_of(top, query.text)
         if req.include_superseded:  # history asked for: also follow what the answer replaced
             hops += replaced(hops, top)
-        passages = self._chunk_passages(req.user_id, query, [c.memory for c in hops])
+        return hops
+
+    def _follow(
+        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
+        passages: dict[str, list[Passage]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Go back to the source of the chosen memories (several: multi-hop);
+        ``passages``: their top chunks when already searched (:meth:`_chunk_requests`)."""
+        budget = req.max_tokens
+        evidence: list[dict[str, Any]] = []
+        level = 0
+        hops = self._hops(req, query, top)
+        if passages is None:
+            memories = [c.memory for c in hops]
+            requests = self._chunk_requests(req.user_id, query, memories)
+            passages = self._chunk_passages(memories, search_many(self.index, requests))
         for cand in hops:
             cut, used = self._extract(req.user_id, query, cand.memory, budget,
                                       passages[cand.memory.id])
@@ -269,28 +280,38 @@ class RecallService:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
         precise always does: the cut only when those are none; a quoter: always cut)."""
         first = self.quoter is None and not precise(query.intent, query.text)
-        evidence, level = ([], 0) if first else self._follow(req, query, top, decision)
-        if first or needs_meaning(evidence, query):  # meaning and words
+        if first:
             semantic, used = self._follow_semantic(req, query, top, decision, found, read)
+            return (semantic, used) if semantic else self._follow(req, query, top, decision)
+        # the cut first: its chunks and those the lines by meaning may need, in one search
+        memories = [c.memory for c in self._hops(req, query, top)]
+        chunks = self._chunk_requests(req.user_id, query, memories)
+        ranges = range_requests(req.user_id, [m.id for m in memories], query.dense, query.text)
+        results = search_many(self.index, chunks + ranges)
+        passages = self._chunk_passages(memories, results[: len(chunks)])
+        evidence, level = self._follow(req, query, top, decision, passages)
+        if needs_meaning(evidence, query):  # meaning and words
+            semantic, used = self._follow_semantic(req, query, top, decision, found, read,
+                                                   results[len(chunks):])
             if semantic:
                 return semantic, used
-        return self._follow(req, query, top, decision) if first else (evidence, level)
+        return evidence, level
 
     def _follow_semantic(
         self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
         found: dict[str, Found], read: dict[str, Observation],
+        ranges: list[list[Hit]] | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
         """Lines by meaning and words from the followed ranges and the passage search
-        (``read``: the memories the ranking read, so their lines need no second read)."""
-        hops = hops_of(top, query.text)
-        if req.include_superseded:
-            hops += replaced(hops, top)
+        (``read``: the memories the ranking read, so their lines need no second read;
+        ``ranges``: the followed ranges' chunk searches when already run)."""
+        hops = self._hops(req, query, top)
         ports = Ports(self.index, self.memories, self.raw, self.count_tokens)
         # the answer's whole cost (summaries + evidence) stays within max_tokens
         budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)
         evidence = semantic_evidence(ports, req.user_id, query, top, hops, found,
                                      max(budget, 0), req.include_superseded, decision.reason,
-                                     read)
+                                     read, ranges)
         return evidence, 1 if evidence else 0
 
     def _extract(
@@ -311,17 +332,22 @@ class RecallService:
                 return quoted, 3
         return cut, 2
 
-    def _chunk_passages(
-        self, user_id: str, query: Query, memories: list[Observation]
-    ) -> dict[str, list[Passage]]:
-        """Top chunks (dense + lexical) of each memory, all searched in one batch."""
+    @staticmethod
+    def _chunk_requests(user_id: str, query: Query, memories: list[Observation]
+                        ) -> list[SearchRequest]:
+        """Top chunks (dense + lexical) of each memory: two searches per memory."""
         sparse = weighted_query(query.text)
         requests = []
         for memory in memories:  # the memory passed the status filter; its chunks follow it
             flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
             requests += [SearchRequest("chunks", flt, 4, dense=query.dense),
                          SearchRequest("chunks", flt, 4, sparse=sparse)]
-        results = search_many(self.index, requests)
+        return requests
+
+    @staticmethod
+    def _chunk_passages(memories: list[Observation], results: list[list[Hit]]
+                        ) -> dict[str, list[Passage]]:
+        """Each memory's passages from its two :meth:`_chunk_requests` searches."""
         out = {}
         for i, memory in enumerate(memories):
             unique = {h.id: h for h in results[2 * i] + results[2 * i + 1]}

@@ -136,13 +136,17 @@ class Ports:
 def semantic_evidence(ports: Ports, user_id: str, query: Query, top: list[Candidate],
                       hops: list[Candidate], found: dict[str, Found], budget: int,
                       include_superseded: bool, reason: str,
-                      read: Mapping[str, Observation] | None = None) -> list[dict[str, Any]]:
+                      read: Mapping[str, Observation] | None = None,
+                      ranges: list[list[Hit]] | None = None) -> list[dict[str, Any]]:
     """Evidence records from the followed ranges and the direct passage search.
 
     ``read``: memories already read in this recall (the ranked candidates); a line's
-    memory is read from the store only when it is not among them."""
-    requests = range_requests(user_id, [c.memory.id for c in hops], query.dense, query.text)
-    results = search_many(ports.index, requests)
+    memory is read from the store only when it is not among them. ``ranges``: the hits of
+    :func:`range_requests` for ``hops`` when the caller ran them already."""
+    if ranges is None:
+        requests = range_requests(user_id, [c.memory.id for c in hops], query.dense, query.text)
+        ranges = search_many(ports.index, requests)
+    results = ranges
     pool = merge(results[0::2], results[1::2], into=found)
     best = top[0].score if top and top[0].score > 0 else 1.0
     range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
