@@ -12,7 +12,6 @@ stored content; a summary is never the answer to an exact-value question.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -46,10 +45,7 @@ from breadcrumb.query_api.scoring import (  # ScoreWeights, Candidate, memory_vi
     Query,
     ScoreWeights,
     memory_view,
-    parse_ts,
-    ratio,
-    stale,
-    tag_match,
+    rank_candidates,
 )
 from breadcrumb.query_api.semantic import (
     Found,
@@ -59,6 +55,7 @@ from breadcrumb.query_api.semantic import (
     needs_meaning,
     passage_lead,
     precise,
+    range_requests,
     semantic_evidence,
     with_timestamps,
 )
@@ -136,7 +133,8 @@ class RecallService:
         evidence: list[dict[str, Any]] = []
         level = 0
         if decision.classification != SUMMARY_OK and top:
-            evidence, level = self._evidence(req, query, top, decision, found)
+            read = {c.memory.id: c.memory for c in ranked}  # memories this recall has read
+            evidence, level = self._evidence(req, query, top, decision, found, read)
         if self.fresh_tail is not None and req.mode != "summary" and (
                 decision.classification != SUMMARY_OK or not top):  # open windows too
             evidence = self.fresh_tail.merge(req, query, evidence)
@@ -227,83 +225,34 @@ class RecallService:
         """``lead``: memory id -> its best passage's share of the best (passage search);
         a memory found only through its passages joins the candidates."""
         lead = lead or {}
-        dense_scores = {h.id: h.score for h in dense}
-        sparse_scores = {h.id: h.score for h in sparse}
         ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse] + list(lead)))
         found = {m.id: m for m in self.memories.get_memories(user_id, ids)}
         memories = [found[i] for i in ids if i in found]  # indexed but not stored: never guess
-        d_hi = max(dense_scores.values(), default=0.0)
-        s_hi = max(sparse_scores.values(), default=0.0)
-        base = {m.id: (self._vector(dense_scores.get(m.id), d_hi),
-                       ratio(sparse_scores.get(m.id), s_hi)) for m in memories}
-        if query.intent.temporal:  # "first"/"current": versions of one fact match alike
-            for m in memories:  # (supersession links); then time picks the version
-                for v in (m.metadata.get("superseded_facts") or {}).values():
-                    newer = str(v.get("superseded_by")) if isinstance(v, dict) else ""
-                    if newer in base:
-                        base[m.id] = base[newer] = max(base[m.id], base[newer], key=sum)
-        times = {m.id: parse_ts(m.created_at).timestamp() for m in memories}
-        best = max((sum(v) for v in base.values()), default=0.0)  # once, not per candidate
-        out = []
-        for memory in memories:
-            parts = self._parts(memory, base[memory.id], best, times, query)
-            parts["passage"] = round(self.weights.passage * lead.get(memory.id, 0.0), 6)
-            score = parts["vector"] + parts["keyword"] + parts["tag"] + parts["importance"]
-            score += parts["recency"] - parts["stale_penalty"] + parts["passage"]
-            out.append(Candidate(memory, round(score, 6), parts))
-        out.sort(key=lambda c: (-c.score, c.memory.id))
-        return out
-
-    def _vector(self, cosine: float | None, best: float) -> float:
-        if cosine is None:
-            return 0.0
-        return max(0.0, 1.0 - (best - cosine) / self.weights.vector_span)
-
-    def _parts(
-        self,
-        memory: Observation,
-        own: tuple[float, float],
-        best: float,
-        times: dict[str, float],
-        query: Query,
-    ) -> dict[str, float]:
-        w = self.weights
-        vector, keyword = own
-        relevance = (vector + keyword) / best
-        return {
-            "vector": round(w.vector * vector, 6),
-            "keyword": round(w.keyword * keyword, 6),
-            "tag": round(w.tag * tag_match(memory, query), 6),
-            "importance": round(w.importance * memory.importance, 6),
-            "recency": round(w.recency * self._recency(memory.id, times, query, relevance), 6),
-            "stale_penalty": round(w.stale_penalty * stale(memory.status, query), 6),
-        }
-
-    def _recency(
-        self, mid: str, times: dict[str, float], query: Query, relevance: float
-    ) -> float:
-        """Decay from the newest candidate; a "current"/"first" question ranks by time."""
-        newest, oldest = max(times.values()), min(times.values())
-        if query.intent.temporal is None or newest == oldest:
-            age_days = (newest - times[mid]) / 86400
-            return math.pow(0.5, age_days / self.weights.recency_half_life_days)
-        position = (times[mid] - oldest) / (newest - oldest)
-        if query.intent.temporal == "oldest":
-            position = 1.0 - position
-        return self.weights.temporal_boost * position * max(relevance, 0.0)
+        return rank_candidates(memories, {h.id: h.score for h in dense},
+                               {h.id: h.score for h in sparse}, lead, query, self.weights)
 
     # ------------------------------------------------------------------ recall + extract
-    def _follow(
-        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Go back to the source of the chosen memories (several: multi-hop)."""
-        budget = req.max_tokens
-        evidence: list[dict[str, Any]] = []
-        level = 0
+    def _hops(self, req: RecallRequest, query: Query, top: list[Candidate]) -> list[Candidate]:
+        """The ranges to follow: the best memory and close ones (multi-hop)."""
         hops = hops_of(top, query.text)
         if req.include_superseded:  # history asked for: also follow what the answer replaced
             hops += replaced(hops, top)
-        passages = self._chunk_passages(req.user_id, query, [c.memory for c in hops])
+        return hops
+
+    def _follow(
+        self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
+        passages: dict[str, list[Passage]] | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Go back to the source of the chosen memories (several: multi-hop);
+        ``passages``: their top chunks when already searched (:meth:`_chunk_requests`)."""
+        budget = req.max_tokens
+        evidence: list[dict[str, Any]] = []
+        level = 0
+        hops = self._hops(req, query, top)
+        if passages is None:
+            memories = [c.memory for c in hops]
+            requests = self._chunk_requests(req.user_id, query, memories)
+            passages = self._chunk_passages(memories, search_many(self.index, requests))
         for cand in hops:
             cut, used = self._extract(req.user_id, query, cand.memory, budget,
                                       passages[cand.memory.id])
@@ -326,30 +275,43 @@ class RecallService:
         return evidence, level
 
     def _evidence(self, req: RecallRequest, query: Query, top: list[Candidate],
-                  decision: Decision, found: dict[str, Found]) -> tuple[list[dict[str, Any]], int]:
+                  decision: Decision, found: dict[str, Found], read: dict[str, Observation],
+                  ) -> tuple[list[dict[str, Any]], int]:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
         precise always does: the cut only when those are none; a quoter: always cut)."""
         first = self.quoter is None and not precise(query.intent, query.text)
-        evidence, level = ([], 0) if first else self._follow(req, query, top, decision)
-        if first or needs_meaning(evidence, query):  # meaning and words
-            semantic, used = self._follow_semantic(req, query, top, decision, found)
+        if first:
+            semantic, used = self._follow_semantic(req, query, top, decision, found, read)
+            return (semantic, used) if semantic else self._follow(req, query, top, decision)
+        # the cut first: its chunks and those the lines by meaning may need, in one search
+        memories = [c.memory for c in self._hops(req, query, top)]
+        chunks = self._chunk_requests(req.user_id, query, memories)
+        ranges = range_requests(req.user_id, [m.id for m in memories], query.dense, query.text)
+        results = search_many(self.index, chunks + ranges)
+        passages = self._chunk_passages(memories, results[: len(chunks)])
+        evidence, level = self._follow(req, query, top, decision, passages)
+        if needs_meaning(evidence, query):  # meaning and words
+            semantic, used = self._follow_semantic(req, query, top, decision, found, read,
+                                                   results[len(chunks):])
             if semantic:
                 return semantic, used
-        return self._follow(req, query, top, decision) if first else (evidence, level)
+        return evidence, level
 
     def _follow_semantic(
         self, req: RecallRequest, query: Query, top: list[Candidate], decision: Decision,
-        found: dict[str, Found],
+        found: dict[str, Found], read: dict[str, Observation],
+        ranges: list[list[Hit]] | None = None,
     ) -> tuple[list[dict[str, Any]], int]:
-        """Lines by meaning and words from the followed ranges and the passage search."""
-        hops = hops_of(top, query.text)
-        if req.include_superseded:
-            hops += replaced(hops, top)
+        """Lines by meaning and words from the followed ranges and the passage search
+        (``read``: the memories the ranking read, so their lines need no second read;
+        ``ranges``: the followed ranges' chunk searches when already run)."""
+        hops = self._hops(req, query, top)
         ports = Ports(self.index, self.memories, self.raw, self.count_tokens)
         # the answer's whole cost (summaries + evidence) stays within max_tokens
         budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)
         evidence = semantic_evidence(ports, req.user_id, query, top, hops, found,
-                                     max(budget, 0), req.include_superseded, decision.reason)
+                                     max(budget, 0), req.include_superseded, decision.reason,
+                                     read, ranges)
         return evidence, 1 if evidence else 0
 
     def _extract(
@@ -370,17 +332,22 @@ class RecallService:
                 return quoted, 3
         return cut, 2
 
-    def _chunk_passages(
-        self, user_id: str, query: Query, memories: list[Observation]
-    ) -> dict[str, list[Passage]]:
-        """Top chunks (dense + lexical) of each memory, all searched in one batch."""
+    @staticmethod
+    def _chunk_requests(user_id: str, query: Query, memories: list[Observation]
+                        ) -> list[SearchRequest]:
+        """Top chunks (dense + lexical) of each memory: two searches per memory."""
         sparse = weighted_query(query.text)
         requests = []
         for memory in memories:  # the memory passed the status filter; its chunks follow it
             flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
             requests += [SearchRequest("chunks", flt, 4, dense=query.dense),
                          SearchRequest("chunks", flt, 4, sparse=sparse)]
-        results = search_many(self.index, requests)
+        return requests
+
+    @staticmethod
+    def _chunk_passages(memories: list[Observation], results: list[list[Hit]]
+                        ) -> dict[str, list[Passage]]:
+        """Each memory's passages from its two :meth:`_chunk_requests` searches."""
         out = {}
         for i, memory in enumerate(memories):
             unique = {h.id: h for h in results[2 * i] + results[2 * i + 1]}
