@@ -13,6 +13,8 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 from breadcrumb.processors.identifier_words import ABBREVIATIONS
 from breadcrumb.topics.records import SparseVector
@@ -44,11 +46,12 @@ def lexical_terms(text: str) -> list[str]:
     """
     terms: list[str] = []
     cache = _EXPANDED
-    for m in _TOKEN.finditer(unicodedata.normalize("NFKC", text)):
-        if m.group("cjk") is not None:
-            terms.extend(_bigrams(m.group("cjk")))
+    # findall gives (cjk, word) tuples, "" for the group that did not take part (neither
+    # group can match empty): cheaper than a Match object per token
+    for cjk, word in _TOKEN.findall(unicodedata.normalize("NFKC", text)):
+        if cjk:
+            terms.extend(_bigrams(cjk))
         else:
-            word = m.group("word")
             parts = cache.get(word)
             if parts is None:
                 parts = tuple(_expand(word))
@@ -103,11 +106,48 @@ def term_id(term: str) -> int:
 def sparse_vector(text: str) -> SparseVector:
     """Document vector: BM25 saturated tf per term (k1=1.2, b=0.75, avgdl=AVG_DOC_TERMS)."""
     terms = lexical_terms(text)
-    tf = Counter(term_id(t) for t in terms)
+    tf: dict[int, int] = {}
+    for term, n in Counter(terms).items():  # one id look-up per distinct term
+        tid = term_id(term)
+        tf[tid] = tf.get(tid, 0) + n  # two terms may share an id: their counts add up
     norm = K1 * (1.0 - B + B * len(terms) / AVG_DOC_TERMS)
     indices = tuple(sorted(tf))
     values = tuple(tf[i] * (K1 + 1.0) / (tf[i] + norm) for i in indices)
     return SparseVector(indices=indices, values=values)
+
+
+class SparseVectors(Sequence[SparseVector]):
+    """The document vectors of ``texts`` (:func:`sparse_vector`), each computed when first
+    read and once per distinct text: an index that keeps no sparse vectors never pays for
+    them, and texts repeated in one batch (a long log's chunks, a replica's) cost one."""
+
+    def __init__(self, texts: Sequence[str],
+                 known: dict[str, SparseVector] | None = None) -> None:
+        self.texts = texts
+        self.known = {} if known is None else known  # text -> vector (shareable)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @overload
+    def __getitem__(self, i: int) -> SparseVector: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[SparseVector]: ...
+
+    def __getitem__(self, i: int | slice) -> SparseVector | list[SparseVector]:
+        if isinstance(i, slice):
+            return [self._vector(t) for t in self.texts[i]]
+        return self._vector(self.texts[i])
+
+    def __iter__(self) -> Iterator[SparseVector]:
+        return (self._vector(t) for t in self.texts)
+
+    def _vector(self, text: str) -> SparseVector:
+        vector = self.known.get(text)
+        if vector is None:
+            vector = self.known[text] = sparse_vector(text)
+        return vector
 
 
 def sparse_query(text: str) -> SparseVector:
