@@ -10,79 +10,32 @@ Decisions live in ``processors.supersession`` / ``processors.lifecycle``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
+from breadcrumb.streams.lifecycle_changelog import (
+    ChangelogPublisher,
+    CollectingChangelog,
+    ConfigFor,
+    SqlChangelog,
+    lifecycle_configs,
+)
 from breadcrumb.streams.lifecycle_reads import BatchReads
 from breadcrumb.topics.records import Event, MemoryStatusChange, Observation
 
+__all__ = ["ChangelogPublisher", "CollectingChangelog", "LifecycleService", "SqlChangelog",
+           "lifecycle_configs"]
 log = logging.getLogger(__name__)
-ConfigFor = Callable[[str | None], lc.LifecycleConfig]
-
-
-class ChangelogPublisher(Protocol):
-    """Where changes go after they are applied (key = memory id, None = tombstone)."""
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None: ...
-
-
-class SqlChangelog:
-    """The embedded "topic": the ``memory_changelog`` table."""
-
-    def __init__(self, tables: LifecycleTables, clock: Callable[[], datetime]) -> None:
-        self.tables = tables
-        self.clock = clock
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        self.tables.append_change(memory_id, user_id, value, self.clock().isoformat())
-
-
-class CollectingChangelog:
-    """Collects changes for a caller that sends them itself (the Faust agent and timer)."""
-
-    def __init__(self) -> None:
-        self._items: list[tuple[str, dict[str, Any] | None]] = []
-        self._lock = threading.Lock()
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._items.append((memory_id, value))
-
-    def drain(self) -> list[tuple[str, dict[str, Any] | None]]:
-        """Everything collected since the last drain, in order."""
-        with self._lock:
-            items, self._items = self._items, []
-        return items
-
-
-def lifecycle_configs(settings: Any) -> ConfigFor:
-    """Settings ``lifecycle_*`` → a config per project (``lifecycle_project_overrides``)."""
-    base = lc.LifecycleConfig().with_overrides({
-        "confirm_hits": settings.lifecycle_confirm_hits,
-        "confirm_window_hours": settings.lifecycle_confirm_window_hours,
-        "active_hits": settings.lifecycle_active_hits,
-        "active_window_hours": settings.lifecycle_active_window_hours,
-        "ttl_active_days": settings.lifecycle_ttl_active_days,
-        "ttl_confirmed_days": settings.lifecycle_ttl_confirmed_days,
-        "ttl_provisional_days": settings.lifecycle_ttl_provisional_days,
-        "archive_superseded_after_days": settings.lifecycle_archive_superseded_days,
-        "archive_unused_after_days": settings.lifecycle_archive_unused_days,
-    })
-    raw = json.loads(settings.lifecycle_project_overrides or "{}")
-    per_project = {p: base.with_overrides(v) for p, v in raw.items()}
-    return lambda project: per_project.get(project or "", base)
-
 
 class LifecycleService:
     """Owns memory status and tier after creation."""
@@ -122,6 +75,7 @@ class LifecycleService:
         try:
             self._local.reads.prefetch(memories or ())
             yield
+            self._local.reads.flush_audits()
             pending: dict[str, dict[str, Any]] = self._local.payloads
         finally:
             self._local.payloads = self._local.reads = None
@@ -145,6 +99,14 @@ class LifecycleService:
         if reads is not None:
             reads.update(user_id, mid, values)
 
+    def _audit(self, *row: Any) -> None:
+        """``store.add_audit(*row)``, or at the end of the batch in one statement."""
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            reads.audits.append(row)
+        else:
+            self.store.add_audit(*row)
+
     def _forget(self, user_id: str, mid: str) -> None:
         reads: BatchReads | None = getattr(self._local, "reads", None)
         if reads is not None:
@@ -158,7 +120,11 @@ class LifecycleService:
         ts = {e.event_id: e.ts for e in events}
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
-        self.tables.replace_facts(obs.user_id, obs.id, rows)
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        held = self.tables.replace_facts(obs.user_id, obs.id, rows,
+                                         reads.fact_keys(obs.id) if reads else None)
+        if reads is not None:
+            reads.replaced_facts(obs.id, held)
         # TTLs and windows run on the wall clock from when the memory was stored, not from
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
@@ -194,8 +160,8 @@ class LifecycleService:
                    {"value": v.old_value, "new_value": v.new_value, "superseded_by": v.newer})
         self._note(user_id, v.newer, "supersedes_facts", v.key,
                    {"value": v.old_value, "memory_id": v.older})
-        self.store.add_audit(v.older, user_id, at, "pipeline", f"fact:{v.key}", v.old_value,
-                             v.new_value, f"superseded by {v.newer}")
+        self._audit(v.older, user_id, at, "pipeline", f"fact:{v.key}", v.old_value,
+                    v.new_value, f"superseded by {v.newer}")
 
     def _note(self, user_id: str, mid: str, name: str, key: str, value: Any) -> None:
         row = self._row(user_id, mid)
@@ -242,8 +208,12 @@ class LifecycleService:
         candidates = {m for m, fs in current.items() if fs == mine}
         candidates |= {m for m, fs in anyhow.items() if fs == said}
         group = [obs]
-        for mid in sorted(candidates - {obs.id}):
-            other = self.store.get_memory(obs.user_id, mid)
+        others = sorted(candidates - {obs.id})
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        found = (reads.memories(obs.user_id, others) if reads is not None else
+                 {o.id: o for o in self.store.get_memories(obs.user_id, others)})
+        for mid in others:
+            other = found.get(mid)
             if other is not None and sp.near_duplicate(
                     obs.summary, other.summary, mine, {(f.key, f.value) for f in other.facts}):
                 group.append(other)
@@ -291,7 +261,7 @@ class LifecycleService:
         row = self._row(user_id, mid)
         if row is None:
             return False
-        self.store.add_audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
+        self._audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
         self.apply(mid, None)
         self.publisher.publish(mid, user_id, None)
         return True
@@ -319,8 +289,8 @@ class LifecycleService:
                                               row["supersedes_memory_id"])})
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
-            self.store.add_audit(memory_id, change.user_id, change.at, change.actor, name,
-                                 old, new, change.reason)
+            self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
+                        change.reason)
         if fields:
             self.tables.set_life(change.user_id, memory_id, change.at, int(row["hit_count"]),
                                  change.at)
