@@ -161,12 +161,17 @@ class LifecycleTables:
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
         """Create the memory's lifecycle row if missing (one statement: an existing row
         is left as it is)."""
+        with self.store.transaction():
+            self.store._execute(self.insert_missing_life_sql(),
+                                (memory_id, user_id, since, 0, since))
+
+    def insert_missing_life_sql(self) -> str:
+        """The statement of :meth:`ensure_life` (one row: memory_id, user_id, tier_since,
+        hits_base, window_start; an existing row is left as it is)."""
         sql = ("INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
                "window_start) VALUES (?, ?, ?, ?, ?)")
-        sql += (" ON DUPLICATE KEY UPDATE memory_id = memory_id" if self.store.dialect.mysql
-                else " ON CONFLICT (memory_id) DO NOTHING")
-        with self.store.transaction():
-            self.store._execute(sql, (memory_id, user_id, since, 0, since))
+        return sql + (" ON DUPLICATE KEY UPDATE memory_id = memory_id"
+                      if self.store.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
 
     def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
                  window_start: str | None) -> None:

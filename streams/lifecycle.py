@@ -15,12 +15,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
+from breadcrumb.stores.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
@@ -69,16 +71,20 @@ class LifecycleService:
         if getattr(self._local, "payloads", None) is not None:  # the outer block writes
             yield
             return
+        keep = memories is not None
+        mine = list(memories or ())
         self._local.payloads = {}
-        self._local.reads = BatchReads(self.store, self.tables, self.raw, raw,
-                                       keep_rows=memories is not None)
+        self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
+        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep)
         try:
-            self._local.reads.prefetch(memories or ())
+            self._local.reads.prefetch(mine)
+            self._local.tables.prefetch(mid for _user, mid in mine)
             yield
             self._local.reads.flush_audits()
+            self._local.tables.flush()
             pending: dict[str, dict[str, Any]] = self._local.payloads
         finally:
-            self._local.payloads = self._local.reads = None
+            self._local.payloads = self._local.reads = self._local.tables = None
         self._write_payloads(pending)
 
     def _events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
@@ -98,6 +104,10 @@ class LifecycleService:
         reads: BatchReads | None = getattr(self._local, "reads", None)
         if reads is not None:
             reads.update(user_id, mid, values)
+
+    def _tables(self) -> Any:
+        """The lifecycle tables, through this thread's batch (``stores.facts_batch``)."""
+        return getattr(self._local, "tables", None) or self.tables
 
     def _audit(self, *row: Any) -> None:
         """``store.add_audit(*row)``, or at the end of the batch in one statement."""
@@ -128,7 +138,7 @@ class LifecycleService:
         # TTLs and windows run on the wall clock from when the memory was stored, not from
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
-        self.tables.ensure_life(obs.user_id, obs.id, stored_at)
+        self._tables().ensure_life(obs.user_id, obs.id, stored_at)
         existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
         verdicts = sp.compare_facts(rows, existing)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
@@ -169,7 +179,7 @@ class LifecycleService:
             return
         meta = dict(row["metadata"])
         meta[name] = {**meta.get(name, {}), key: value}
-        self.tables.set_metadata(user_id, mid, meta)
+        self._tables().set_metadata(user_id, mid, meta)
         self._changed(user_id, mid, {"metadata": meta})
 
     def _verify(self, obs: Observation, rows: list[sp.FactRow],
@@ -184,7 +194,7 @@ class LifecycleService:
         if any(e.index is not None and e.index > last_fact for e in checks):
             targets.add(obs.id)
         for mid in sorted(targets):
-            life = self.tables.get_life(obs.user_id, mid)
+            life = self._tables().get_life(obs.user_id, mid)
             step = lc.verify(life, checks[-1].kind) if life else None
             if step is not None:
                 self._set(obs.user_id, mid, "pipeline", step.reason,
@@ -245,13 +255,11 @@ class LifecycleService:
             return False
         change = _change(row, at, actor, reason, status, tier)
         links = {"superseded_by": superseded_by, "supersedes_memory_id": supersedes}
-        data = {**change.to_dict(), **{k: v for k, v in links.items() if v is not None}}
-        change = MemoryStatusChange(**data)
-        return self.emit(change)
+        return self.emit(replace(change, **{k: v for k, v in links.items() if v is not None}))
 
     def emit(self, change: MemoryStatusChange) -> bool:
         """Apply a change, then publish it (when it changed anything)."""
-        changed = self.apply(change.memory_id, change.to_dict())
+        changed = self._apply_change(change.memory_id, change)
         if changed:
             self.publisher.publish(change.memory_id, change.user_id, change.to_dict())
         return changed
@@ -270,7 +278,9 @@ class LifecycleService:
         """Apply one changelog value idempotently; True when something changed."""
         if value is None:
             return self._apply_tombstone(memory_id)
-        change = MemoryStatusChange(**value)
+        return self._apply_change(memory_id, MemoryStatusChange(**value))
+
+    def _apply_change(self, memory_id: str, change: MemoryStatusChange) -> bool:
         row = self._row(change.user_id, memory_id)
         if row is None:
             self.errors["missing_memory"] += 1
@@ -292,8 +302,8 @@ class LifecycleService:
             self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
                         change.reason)
         if fields:
-            self.tables.set_life(change.user_id, memory_id, change.at, int(row["hit_count"]),
-                                 change.at)
+            self._tables().set_life(change.user_id, memory_id, change.at,
+                                    int(row["hit_count"]), change.at)
         self._move_evidence(change, row["status"])
         return True
 
@@ -303,7 +313,7 @@ class LifecycleService:
             return False
         self._forget(user_id, memory_id)
         self._payload(memory_id, {"status": lc.DELETE, "tier": lc.DELETE})
-        return self.tables.delete_memory(user_id, memory_id)
+        return bool(self._tables().delete_memory(user_id, memory_id))
 
     def _payload(self, memory_id: str, values: dict[str, Any]) -> None:
         deferred: dict[str, dict[str, Any]] | None = getattr(self._local, "payloads", None)
@@ -339,6 +349,7 @@ class LifecycleService:
         if reads is not None:  # its archived ranges and the memory's row change
             reads.forget_archive(change.user_id)
             reads.forget(change.user_id, change.memory_id)
+            self._tables().flush_memory(change.user_id, change.memory_id)  # read from SQL
         memory = self.store.get_memory(change.user_id, change.memory_id)
         if memory is None:
             return
