@@ -19,7 +19,7 @@ for the memory, as its DELETE would have removed it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -32,10 +32,13 @@ _LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_star
 class BatchedLifecycleTables:
     """LifecycleTables for one batch (see the module docstring)."""
 
-    def __init__(self, tables: Any, defer_metadata: bool) -> None:
+    def __init__(self, tables: Any, defer_metadata: bool,
+                 kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:
         self.tables = tables  # LifecycleTables
         self.defer_metadata = defer_metadata
+        self.kept_row = kept_row  # the batch's current memory row, if kept (no SQL read)
         self._has_row: dict[str, bool] = {}  # memory id -> has a lifecycle row in SQL
+        self._in_sql: dict[str, tuple[Any, Any, Any]] = {}  # id -> its row's values there
         self._ensured: dict[str, tuple[str, str]] = {}  # id -> (user, since): row to insert
         self._lives: dict[str, tuple[str, str, int, str | None]] = {}  # id -> set_life values
         self._metadata: dict[tuple[str, str], dict[str, Any]] = {}  # (user, id) -> metadata
@@ -45,10 +48,11 @@ class BatchedLifecycleTables:
         ids = [m for m in dict.fromkeys(memory_ids) if m not in self._has_row]
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            found = {str(r[0]) for r in self.tables.store._read(
-                f"SELECT memory_id FROM memory_lifecycle WHERE memory_id IN "
-                f"({s.marks(len(part))})", part)}
-            self._has_row.update((m, m in found) for m in part)
+            for mid, since, base, window in self.tables.store._read(
+                    "SELECT memory_id, tier_since, hits_base, window_start FROM "
+                    f"memory_lifecycle WHERE memory_id IN ({s.marks(len(part))})", part):
+                self._in_sql[str(mid)] = (since, base, window)
+            self._has_row.update((m, m in self._in_sql) for m in part)
 
     # --- lifecycle rows ----------------------------------------------------------------
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
@@ -62,18 +66,25 @@ class BatchedLifecycleTables:
         self._lives[memory_id] = (user_id, tier_since, hits_base, window_start)
 
     def get_life(self, user_id: str, memory_id: str) -> MemoryLife | None:
+        pending = self._pending(memory_id)
+        row = self.kept_row(user_id, memory_id) if self.kept_row else None
+        if row is not None and memory_id in self._has_row:  # both known: no SQL read
+            return _life(row, pending or self._in_sql.get(memory_id, (None, None, None)))
         life: MemoryLife | None = self.tables.get_life(user_id, memory_id)
-        if life is None:
-            return None
+        if life is None or pending is None:
+            return life
+        since, base, window = pending
+        return replace(life, tier_since=str(since or life.created_at),
+                       hits_base=int(base or 0), window_start=window)
+
+    def _pending(self, memory_id: str) -> tuple[Any, Any, Any] | None:
+        """The lifecycle values kept for the memory, as SQL will hold them (None: none)."""
         if memory_id in self._lives:
-            _user, since, base, window = self._lives[memory_id]
-            return replace(life, tier_since=str(since or life.created_at),
-                           hits_base=int(base or 0), window_start=window)
+            return self._lives[memory_id][1:]
         if memory_id in self._ensured:  # no row in SQL yet: the one ensure_life inserts
             since = self._ensured[memory_id][1]
-            return replace(life, tier_since=str(since or life.created_at), hits_base=0,
-                           window_start=since)
-        return life
+            return (since, 0, since)
+        return None
 
     # --- metadata ----------------------------------------------------------------------
     def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
@@ -94,6 +105,7 @@ class BatchedLifecycleTables:
         self._ensured.pop(memory_id, None)
         self._lives.pop(memory_id, None)
         self._has_row[memory_id] = False
+        self._in_sql.pop(memory_id, None)
         return bool(self.tables.delete_memory(user_id, memory_id))
 
     # --- the end of the batch ----------------------------------------------------------
@@ -117,10 +129,25 @@ class BatchedLifecycleTables:
             for user_id, group in _by_user(metadata).items():
                 for start in range(0, len(group), 500):
                     _set_metadata_many(store, user_id, group[start:start + 500])
+        for mid, (_user, since) in ensured.items():
+            self._in_sql.setdefault(mid, (since, 0, since))
+        for mid, (_user, *values) in lives.items():
+            self._in_sql[mid] = (values[0], values[1], values[2])
         self._has_row.update((m, True) for m in (*ensured, *lives))
 
     def __getattr__(self, name: str) -> Any:  # facts, owners, archives: the tables
         return getattr(self.tables, name)
+
+
+def _life(row: dict[str, Any], values: tuple[Any, Any, Any]) -> MemoryLife:
+    """``LifecycleTables.get_life`` of a memory row and its lifecycle values (as read)."""
+    since, base, window = values
+    return MemoryLife(
+        memory_id=str(row["id"]), user_id=str(row["user_id"]), project_id=row["project_id"],
+        status=str(row["status"]), tier=str(row["tier"]), hit_count=int(row["hit_count"] or 0),
+        last_used_at=row["last_used_at"], created_at=str(row["created_at"]),
+        tier_since=str(since or row["created_at"]), hits_base=int(base or 0),
+        window_start=window)
 
 
 def _by_user(metadata: dict[tuple[str, str], dict[str, Any]]

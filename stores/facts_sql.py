@@ -129,6 +129,12 @@ class LifecycleTables:
                                 "WHERE memory_id = ? AND state = ?", (memory_id, state))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
 
+    def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]:
+        """(key, state) of every fact of one memory (``facts_of`` of each state at once)."""
+        rows = self.store._read("SELECT fact_key, state FROM memory_facts WHERE memory_id = ?",
+                                (memory_id,))
+        return [(_key(k), str(st)) for k, st in rows]
+
     def mark_fact(self, memory_id: str, key: str, state: str) -> None:
         """Set one fact's state."""
         with self.store.transaction():

@@ -75,7 +75,8 @@ class LifecycleService:
         mine = list(memories or ())
         self._local.payloads = {}
         self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
-        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep)
+        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep,
+                                                    kept_row=self._local.reads.kept)
         try:
             self._local.reads.prefetch(mine)
             self._local.tables.prefetch(mid for _user, mid in mine)
@@ -159,9 +160,11 @@ class LifecycleService:
         older = self._row(user_id, v.older)
         for dup in (older["metadata"].get("merged_ranges", {}) if older else {}):
             self.tables.mark_fact(dup, v.key, "superseded")  # its duplicates held it too
-        held = [f.key for f in self.tables.facts_of(v.older)]
-        lost = [f.key for f in self.tables.facts_of(v.older, "superseded")]
-        if sp.memory_outcome(held + lost, lost) == sp.SUPERSEDED:
+        states = self.tables.fact_states_of(v.older)  # (key, state): held and lost at once
+        lost = [key for key, state in states if state == "superseded"]
+        if sp.memory_outcome([key for key, state in states if state in ("current",
+                                                                          "superseded")],
+                             lost) == sp.SUPERSEDED:
             reason = f"supersede:{v.key}"
             self._set(user_id, v.older, "pipeline", reason, at, status="superseded",
                       superseded_by=v.newer)

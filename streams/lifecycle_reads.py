@@ -111,6 +111,10 @@ class BatchReads:
             self._rows[key] = row
         return self._rows[key]
 
+    def kept(self, user_id: str, mid: str) -> dict[str, Any] | None:
+        """The memory's kept row (None: not kept; no read)."""
+        return self._rows.get((user_id, mid)) if self.keep_rows else None
+
     def update(self, user_id: str, mid: str, values: dict[str, Any]) -> None:
         """The hooks wrote these columns of the memory (as SQL stores them: JSON columns
         go through JSON, so the kept row equals a fresh read)."""

@@ -61,3 +61,21 @@ def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
     assert tables.get_life("u", "m1") is None
     assert tables.store._read("SELECT COUNT(*) FROM memory_lifecycle WHERE memory_id = 'm1'") \
         == [(0,)]
+
+
+def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    rows = {m: batched.store.get_memory_row("u", m) for m in ("m1", "m2", "m3")}
+    batch = BatchedLifecycleTables(batched, defer_metadata=True,
+                                   kept_row=lambda _user, mid: rows.get(mid))
+    batch.prefetch(["m1", "m2", "m3"])
+    for tables in (direct, batch):
+        tables.ensure_life("u", "m1", "2025-02-01T00:00:00Z")
+        tables.set_life("u", "m2", "2025-02-02T00:00:00Z", 4, "2025-02-02T00:00:00Z")
+    reads: list[str] = []
+    inner = batched.store._read
+    batched.store._read = lambda sql, params=(): reads.append(sql) or inner(sql, params)  # type: ignore[method-assign]
+    assert _lives(batch) == _lives(direct)
+    assert [batch.get_life("u", m) for m in ("m1", "m2", "m3")] == \
+        [direct.get_life("u", m) for m in ("m1", "m2", "m3")]
+    assert reads == []
