@@ -8,6 +8,8 @@ through it are kept and written at its end (:meth:`BatchedLifecycleTables.flush`
   new rows and one upsert for the set ones; ``get_life`` sees them. Whether a memory of
   the batch already has a row is read once (:meth:`BatchedLifecycleTables.prefetch`);
   ``ensure_life`` of any other memory is written at once.
+* the holders of a fact key in any state (``facts_in_any_state``): read once per key,
+  then kept as ``replace_facts`` writes them;
 * metadata (``set_metadata``, only with ``defer_metadata``: the caller then reads memory
   rows through its kept rows, which hold the new metadata): one ``UPDATE ... CASE`` per
   user. :meth:`BatchedLifecycleTables.flush_memory` writes one memory's at once (before
@@ -19,11 +21,12 @@ for the memory, as its DELETE would have removed it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from breadcrumb.processors.lifecycle import MemoryLife
+from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores import sql_schema as s
 
 _LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_start")
@@ -42,6 +45,7 @@ class BatchedLifecycleTables:
         self._ensured: dict[str, tuple[str, str]] = {}  # id -> (user, since): row to insert
         self._lives: dict[str, tuple[str, str, int, str | None]] = {}  # id -> set_life values
         self._metadata: dict[tuple[str, str], dict[str, Any]] = {}  # (user, id) -> metadata
+        self._holders: dict[tuple[str, str], dict[str, FactRow]] = {}  # (user, key) -> id -> row
 
     def prefetch(self, memory_ids: Iterable[str]) -> None:
         """Read which of these memories have a lifecycle row (one statement per 500)."""
@@ -86,6 +90,31 @@ class BatchedLifecycleTables:
             return (since, 0, since)
         return None
 
+    # --- facts -------------------------------------------------------------------------
+    def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
+        """As the tables' (in no particular order): each key read once a batch, then kept
+        as ``replace_facts`` and ``delete_memory`` change its holders."""
+        todo = [k for k in keys if (user_id, k) not in self._holders]
+        if todo:
+            for k in todo:
+                self._holders[(user_id, k)] = {}
+            for row in self.tables.facts_in_any_state(user_id, todo):
+                self._holders[(user_id, row.key)][row.memory_id] = row
+        return [row for k in keys for row in self._holders[(user_id, k)].values()]
+
+    def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
+                      held: Sequence[str] | None = None) -> list[str]:
+        kept: list[str] = self.tables.replace_facts(user_id, memory_id, facts, held)
+        now = set(kept)
+        for (user, key), holders in self._holders.items():
+            if user == user_id and key not in now:
+                holders.pop(memory_id, None)  # its row of that key was deleted
+        for f in facts:  # the upserted rows (the last of a repeated key wins, as in SQL)
+            if f.key in now and (user_id, f.key) in self._holders:
+                self._holders[(user_id, f.key)][f.memory_id] = FactRow(
+                    f.memory_id, f.key, f.value, f.ts)
+        return kept
+
     # --- metadata ----------------------------------------------------------------------
     def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
         if not self.defer_metadata:
@@ -106,6 +135,8 @@ class BatchedLifecycleTables:
         self._lives.pop(memory_id, None)
         self._has_row[memory_id] = False
         self._in_sql.pop(memory_id, None)
+        for holders in self._holders.values():
+            holders.pop(memory_id, None)
         return bool(self.tables.delete_memory(user_id, memory_id))
 
     # --- the end of the batch ----------------------------------------------------------

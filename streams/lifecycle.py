@@ -132,8 +132,8 @@ class LifecycleService:
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
         reads: BatchReads | None = getattr(self._local, "reads", None)
-        held = self.tables.replace_facts(obs.user_id, obs.id, rows,
-                                         reads.fact_keys(obs.id) if reads else None)
+        held = self._tables().replace_facts(obs.user_id, obs.id, rows,
+                                            reads.fact_keys(obs.id) if reads else None)
         if reads is not None:
             reads.replaced_facts(obs.id, held)
         # TTLs and windows run on the wall clock from when the memory was stored, not from
@@ -216,7 +216,7 @@ class LifecycleService:
         for f in existing:
             current.setdefault(f.memory_id, set()).add((f.key, f.value))
         anyhow: dict[str, set[tuple[str, str, str]]] = {}
-        for f in self.tables.facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
+        for f in self._tables().facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
             anyhow.setdefault(f.memory_id, set()).add((f.key, f.value, f.ts))
         candidates = {m for m, fs in current.items() if fs == mine}
         candidates |= {m for m, fs in anyhow.items() if fs == said}

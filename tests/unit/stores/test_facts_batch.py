@@ -79,3 +79,26 @@ def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
     assert [batch.get_life("u", m) for m in ("m1", "m2", "m3")] == \
         [direct.get_life("u", m) for m in ("m1", "m2", "m3")]
     assert reads == []
+
+
+def test_fact_holders_are_read_once_and_kept_as_facts_are_replaced(tmp_path: Path) -> None:
+    from breadcrumb.processors.supersession import FactRow
+
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    batch = BatchedLifecycleTables(batched, defer_metadata=True)
+
+    def holders(tables: object) -> set[FactRow]:
+        return set(tables.facts_in_any_state("u", ["env:A", "env:B"]))  # type: ignore[attr-defined]
+
+    steps = [("m1", [FactRow("m1", "env:A", "1", "t1"), FactRow("m1", "env:B", "x", "t1")]),
+             ("m2", [FactRow("m2", "env:A", "2", "t2")]),
+             ("m1", [FactRow("m1", "env:A", "3", "t3")]),  # m1 no longer holds env:B
+             ("m3", [FactRow("m3", "k" * 600, "long key: not tracked", "t4")])]
+    assert holders(batch) == holders(direct) == set()
+    for mid, facts in steps:
+        assert direct.replace_facts("u", mid, facts) == batch.replace_facts("u", mid, facts)
+        assert holders(batch) == holders(direct)
+    assert holders(batch) == {FactRow("m1", "env:A", "3", "t3"), FactRow("m2", "env:A", "2", "t2")}
+    batch.delete_memory("u", "m2")
+    assert holders(batch) == {FactRow("m1", "env:A", "3", "t3")} == set(
+        batched.facts_in_any_state("u", ["env:A", "env:B"]))
