@@ -34,6 +34,10 @@ _CJK = (
 )
 _WORD = f"[^\\W{_CJK}]"
 _TOKEN = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:{_WORD}|[./\\-](?={_WORD}))*)")
+#: :data:`_TOKEN` on ASCII text, where no CJK character occurs and a word character is one
+#: of [A-Za-z0-9_]: a word run, then runs each after one separator (the same tokens, as
+#: both take the longest match; about 5x faster).
+_ASCII_WORD = re.compile(r"\w+(?:[./\-]\w+)*", re.ASCII)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_A-Za-z]+")
 _SEPARATORS = ("/", ".", "-", "_")
 
@@ -44,22 +48,30 @@ def lexical_terms(text: str) -> list[str]:
     ``validate-email.ts`` → validate-email.ts, validate-email, validate, email, ts;
     ``validateEmail`` → validateemail, validate, email; ``認証方式`` → 認証, 証方, 方式.
     """
-    terms: list[str] = []
-    cache = _EXPANDED
+    if text.isascii():  # NFKC leaves ASCII as it is; _ASCII_WORD finds _TOKEN's tokens
+        terms: list[str] = []
+        cache = _EXPANDED
+        for word in _ASCII_WORD.findall(text):
+            parts = cache.get(word)
+            terms.extend(_parts(word) if parts is None else parts)
+        return terms
+    terms = []
     # findall gives (cjk, word) tuples, "" for the group that did not take part (neither
     # group can match empty): cheaper than a Match object per token
     for cjk, word in _TOKEN.findall(unicodedata.normalize("NFKC", text)):
-        if cjk:
-            terms.extend(_bigrams(cjk))
-        else:
-            parts = cache.get(word)
-            if parts is None:
-                parts = tuple(_expand(word))
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()  # pure functions of the word: dropping costs time only
-                cache[word] = parts
-            terms.extend(parts)
+        terms.extend(_bigrams(cjk) if cjk else _parts(word))
     return terms
+
+
+def _parts(word: str) -> tuple[str, ...]:
+    """:func:`_expand` of a word, cached."""
+    parts = _EXPANDED.get(word)
+    if parts is None:
+        parts = tuple(_expand(word))
+        if len(_EXPANDED) >= _CACHE_MAX:
+            _EXPANDED.clear()  # pure functions of the word: dropping costs time only
+        _EXPANDED[word] = parts
+    return parts
 
 
 # Identifiers and words repeat across texts: their expansions and term ids are cached

@@ -94,3 +94,11 @@ def test_term_frequencies_count_every_repeat() -> None:
     weights = dict(zip(vec.indices, vec.values, strict=True))
     norm = K1 * (1.0 - 0.75 + 0.75 * 5 / 200.0)
     assert weights[term_id("port")] == 4 * (K1 + 1.0) / (4 + norm)
+
+
+@pytest.mark.parametrize("text", [
+    "a..b a.-b .a. -x- a/b/c/ __init__.py v1.2.3 --flag=x", "validate-email.ts validateEmail",
+    "AUTH_ALLOWED_DOMAINS=example.com,corp.example.com", "x_ _y 1.5 - 2", ""])
+def test_ascii_text_takes_the_same_tokens_as_any_text(text: str) -> None:
+    # " é" sends the text down the general (Unicode, NFKC) path and adds one term
+    assert lexical_terms(text + " é") == [*lexical_terms(text), "é"]
