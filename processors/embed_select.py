@@ -44,7 +44,12 @@ _ERROR = re.compile("|".join(re.escape(w) for w in ERROR_WORDS), re.IGNORECASE)
 
 def informative(text: str) -> bool:
     """True when ``text`` holds an error word or a summary line."""
-    return _ERROR.search(text) is not None or _SUMMARY.search(text) is not None
+    if text.isascii():  # ASCII: case-insensitive is lowercasing, substring search is C
+        lowered = text.lower()
+        has_error = any(word in lowered for word in ERROR_WORDS)
+    else:  # the regex's Unicode case-insensitive matching, as it always was
+        has_error = _ERROR.search(text) is not None
+    return has_error or _SUMMARY.search(text) is not None
 
 
 def dense_mask(chunks: Sequence[Chunk]) -> list[bool]:

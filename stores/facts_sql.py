@@ -63,8 +63,11 @@ class LifecycleTables:
                 self.store._execute(f"DROP TABLE IF EXISTS {table.name}")
 
     # --- facts -------------------------------------------------------------------------
-    def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow]) -> None:
-        """The memory's facts, all ``current`` (replaces earlier rows of the memory).
+    def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
+                      held: Sequence[str] | None = None) -> list[str]:
+        """The memory's facts, all ``current`` (replaces earlier rows of the memory);
+        returns the keys it holds now. ``held``: the keys it holds before, when the caller
+        knows them (a batch read them at once, ``fact_keys_of``).
 
         Written as a diff, never DELETE-then-INSERT: rows of keys the memory no longer
         holds are deleted by primary key, the others upserted. A range DELETE takes gap
@@ -73,10 +76,10 @@ class LifecycleTables:
                 if len(f.key.encode()) <= MAX_KEY_BYTES]
         keep = {r[1] for r in rows}
         with self.store.transaction():
-            held = self.store._fetch("SELECT fact_key FROM memory_facts WHERE memory_id = ?",
-                                     (memory_id,))
-            for (key,) in held:
-                key = key.decode() if isinstance(key, bytes | bytearray) else str(key)
+            if held is None:
+                held = [_key(k) for (k,) in self.store._fetch(
+                    "SELECT fact_key FROM memory_facts WHERE memory_id = ?", (memory_id,))]
+            for key in held:
                 if key not in keep:
                     self.store._execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
                                         "fact_key = ?", (memory_id, key))
@@ -84,6 +87,19 @@ class LifecycleTables:
                 self.store._execute_many(self.store.dialect.upsert(
                     "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
                     rows)
+        return list(dict.fromkeys(r[1] for r in rows))
+
+    def fact_keys_of(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Issue 14: the fact keys each memory holds (every id present, one read per 500)."""
+        ids = list(dict.fromkeys(memory_ids))
+        out: dict[str, list[str]] = {m: [] for m in ids}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            for mid, key in self.store._read(
+                    "SELECT memory_id, fact_key FROM memory_facts WHERE memory_id IN "
+                    f"({s.marks(len(part))})", part):
+                out[_key(mid)].append(_key(key))
+        return out
 
     def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """Current facts of these keys held by the user's active or conflicted memories."""
@@ -112,6 +128,12 @@ class LifecycleTables:
         rows = self.store._read("SELECT memory_id, fact_key, value, ts FROM memory_facts "
                                 "WHERE memory_id = ? AND state = ?", (memory_id, state))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
+
+    def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]:
+        """(key, state) of every fact of one memory (``facts_of`` of each state at once)."""
+        rows = self.store._read("SELECT fact_key, state FROM memory_facts WHERE memory_id = ?",
+                                (memory_id,))
+        return [(_key(k), str(st)) for k, st in rows]
 
     def mark_fact(self, memory_id: str, key: str, state: str) -> None:
         """Set one fact's state."""
@@ -145,12 +167,17 @@ class LifecycleTables:
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
         """Create the memory's lifecycle row if missing (one statement: an existing row
         is left as it is)."""
+        with self.store.transaction():
+            self.store._execute(self.insert_missing_life_sql(),
+                                (memory_id, user_id, since, 0, since))
+
+    def insert_missing_life_sql(self) -> str:
+        """The statement of :meth:`ensure_life` (one row: memory_id, user_id, tier_since,
+        hits_base, window_start; an existing row is left as it is)."""
         sql = ("INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
                "window_start) VALUES (?, ?, ?, ?, ?)")
-        sql += (" ON DUPLICATE KEY UPDATE memory_id = memory_id" if self.store.dialect.mysql
-                else " ON CONFLICT (memory_id) DO NOTHING")
-        with self.store.transaction():
-            self.store._execute(sql, (memory_id, user_id, since, 0, since))
+        return sql + (" ON DUPLICATE KEY UPDATE memory_id = memory_id"
+                      if self.store.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
 
     def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
                  window_start: str | None) -> None:
@@ -248,6 +275,11 @@ class LifecycleTables:
             return int(self.store._execute(
                 "DELETE FROM source_chunks WHERE user_id = ? AND memory_id = ?",
                 (user_id, memory_id)))
+
+
+def _key(value: Any) -> str:
+    """A key column as text (MySQL returns VARBINARY columns as bytes)."""
+    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
 def _life(r: Sequence[Any]) -> MemoryLife:

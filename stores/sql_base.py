@@ -412,6 +412,13 @@ class SqlStore(LogStateMixin, ABC):
             self._execute(s.INSERT_AUDIT,
                           (memory_id, user_id, at, actor, field, from_value, to_value, reason))
 
+    def add_audits(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Issue 14: :meth:`add_audit` for many rows (its arguments, in order), one
+        statement."""
+        if rows:
+            with self.transaction():
+                self._execute_many(s.INSERT_AUDIT, rows)
+
     def list_audit(self, user_id: str, memory_id: str) -> list[dict[str, Any]]:
         """The memory's audit rows (this user's only), oldest first; keys = column names."""
         rows = self._read(f"{s.SELECT_AUDIT} WHERE user_id = ? AND memory_id = ? ORDER BY id",

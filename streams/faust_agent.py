@@ -57,15 +57,15 @@ def poison_reason(key: str, entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return None  # the schema validation rejects it with its own reason
     user_id, thread_id = entry.get("user_id"), entry.get("thread_id")
-    if FlushMarker.is_flush(entry):
-        if not isinstance(user_id, str) or not user_id or not isinstance(thread_id, str):
-            return "flush marker without user_id / thread_id"
-    elif isinstance(validate_event(entry), Rejection):
+    flush = FlushMarker.is_flush(entry)
+    if flush and (not isinstance(user_id, str) or not user_id or not isinstance(thread_id, str)):
+        return "flush marker without user_id / thread_id"
+    own = thread_key(str(user_id), str(thread_id))
+    if own == key:
+        return None
+    if not flush and isinstance(validate_event(entry), Rejection):
         return None  # an invalid event: the service rejects it naming the field
-    if thread_key(str(user_id), str(thread_id)) != key:
-        return (f"message of thread {thread_key(str(user_id), str(thread_id))!r} under key "
-                f"{key!r} (state is kept per key)")
-    return None
+    return f"message of thread {own!r} under key {key!r} (state is kept per key)"
 
 
 class IngestAgent:

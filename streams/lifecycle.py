@@ -10,79 +10,34 @@ Decisions live in ``processors.supersession`` / ``processors.lifecycle``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
+from breadcrumb.stores.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
+from breadcrumb.streams.lifecycle_changelog import (
+    ChangelogPublisher,
+    CollectingChangelog,
+    ConfigFor,
+    SqlChangelog,
+    lifecycle_configs,
+)
 from breadcrumb.streams.lifecycle_reads import BatchReads
 from breadcrumb.topics.records import Event, MemoryStatusChange, Observation
 
+__all__ = ["ChangelogPublisher", "CollectingChangelog", "LifecycleService", "SqlChangelog",
+           "lifecycle_configs"]
 log = logging.getLogger(__name__)
-ConfigFor = Callable[[str | None], lc.LifecycleConfig]
-
-
-class ChangelogPublisher(Protocol):
-    """Where changes go after they are applied (key = memory id, None = tombstone)."""
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None: ...
-
-
-class SqlChangelog:
-    """The embedded "topic": the ``memory_changelog`` table."""
-
-    def __init__(self, tables: LifecycleTables, clock: Callable[[], datetime]) -> None:
-        self.tables = tables
-        self.clock = clock
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        self.tables.append_change(memory_id, user_id, value, self.clock().isoformat())
-
-
-class CollectingChangelog:
-    """Collects changes for a caller that sends them itself (the Faust agent and timer)."""
-
-    def __init__(self) -> None:
-        self._items: list[tuple[str, dict[str, Any] | None]] = []
-        self._lock = threading.Lock()
-
-    def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._items.append((memory_id, value))
-
-    def drain(self) -> list[tuple[str, dict[str, Any] | None]]:
-        """Everything collected since the last drain, in order."""
-        with self._lock:
-            items, self._items = self._items, []
-        return items
-
-
-def lifecycle_configs(settings: Any) -> ConfigFor:
-    """Settings ``lifecycle_*`` → a config per project (``lifecycle_project_overrides``)."""
-    base = lc.LifecycleConfig().with_overrides({
-        "confirm_hits": settings.lifecycle_confirm_hits,
-        "confirm_window_hours": settings.lifecycle_confirm_window_hours,
-        "active_hits": settings.lifecycle_active_hits,
-        "active_window_hours": settings.lifecycle_active_window_hours,
-        "ttl_active_days": settings.lifecycle_ttl_active_days,
-        "ttl_confirmed_days": settings.lifecycle_ttl_confirmed_days,
-        "ttl_provisional_days": settings.lifecycle_ttl_provisional_days,
-        "archive_superseded_after_days": settings.lifecycle_archive_superseded_days,
-        "archive_unused_after_days": settings.lifecycle_archive_unused_days,
-    })
-    raw = json.loads(settings.lifecycle_project_overrides or "{}")
-    per_project = {p: base.with_overrides(v) for p, v in raw.items()}
-    return lambda project: per_project.get(project or "", base)
-
 
 class LifecycleService:
     """Owns memory status and tier after creation."""
@@ -116,15 +71,21 @@ class LifecycleService:
         if getattr(self._local, "payloads", None) is not None:  # the outer block writes
             yield
             return
+        keep = memories is not None
+        mine = list(memories or ())
         self._local.payloads = {}
-        self._local.reads = BatchReads(self.store, self.tables, self.raw, raw,
-                                       keep_rows=memories is not None)
+        self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
+        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep,
+                                                    kept_row=self._local.reads.kept)
         try:
-            self._local.reads.prefetch(memories or ())
+            self._local.reads.prefetch(mine)
+            self._local.tables.prefetch(mid for _user, mid in mine)
             yield
+            self._local.reads.flush_audits()
+            self._local.tables.flush()
             pending: dict[str, dict[str, Any]] = self._local.payloads
         finally:
-            self._local.payloads = self._local.reads = None
+            self._local.payloads = self._local.reads = self._local.tables = None
         self._write_payloads(pending)
 
     def _events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
@@ -145,6 +106,18 @@ class LifecycleService:
         if reads is not None:
             reads.update(user_id, mid, values)
 
+    def _tables(self) -> Any:
+        """The lifecycle tables, through this thread's batch (``stores.facts_batch``)."""
+        return getattr(self._local, "tables", None) or self.tables
+
+    def _audit(self, *row: Any) -> None:
+        """``store.add_audit(*row)``, or at the end of the batch in one statement."""
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        if reads is not None:
+            reads.audits.append(row)
+        else:
+            self.store.add_audit(*row)
+
     def _forget(self, user_id: str, mid: str) -> None:
         reads: BatchReads | None = getattr(self._local, "reads", None)
         if reads is not None:
@@ -158,11 +131,15 @@ class LifecycleService:
         ts = {e.event_id: e.ts for e in events}
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
-        self.tables.replace_facts(obs.user_id, obs.id, rows)
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        held = self._tables().replace_facts(obs.user_id, obs.id, rows,
+                                            reads.fact_keys(obs.id) if reads else None)
+        if reads is not None:
+            reads.replaced_facts(obs.id, held)
         # TTLs and windows run on the wall clock from when the memory was stored, not from
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
-        self.tables.ensure_life(obs.user_id, obs.id, stored_at)
+        self._tables().ensure_life(obs.user_id, obs.id, stored_at)
         existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
         verdicts = sp.compare_facts(rows, existing)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
@@ -183,9 +160,11 @@ class LifecycleService:
         older = self._row(user_id, v.older)
         for dup in (older["metadata"].get("merged_ranges", {}) if older else {}):
             self.tables.mark_fact(dup, v.key, "superseded")  # its duplicates held it too
-        held = [f.key for f in self.tables.facts_of(v.older)]
-        lost = [f.key for f in self.tables.facts_of(v.older, "superseded")]
-        if sp.memory_outcome(held + lost, lost) == sp.SUPERSEDED:
+        states = self.tables.fact_states_of(v.older)  # (key, state): held and lost at once
+        lost = [key for key, state in states if state == "superseded"]
+        if sp.memory_outcome([key for key, state in states if state in ("current",
+                                                                          "superseded")],
+                             lost) == sp.SUPERSEDED:
             reason = f"supersede:{v.key}"
             self._set(user_id, v.older, "pipeline", reason, at, status="superseded",
                       superseded_by=v.newer)
@@ -194,8 +173,8 @@ class LifecycleService:
                    {"value": v.old_value, "new_value": v.new_value, "superseded_by": v.newer})
         self._note(user_id, v.newer, "supersedes_facts", v.key,
                    {"value": v.old_value, "memory_id": v.older})
-        self.store.add_audit(v.older, user_id, at, "pipeline", f"fact:{v.key}", v.old_value,
-                             v.new_value, f"superseded by {v.newer}")
+        self._audit(v.older, user_id, at, "pipeline", f"fact:{v.key}", v.old_value,
+                    v.new_value, f"superseded by {v.newer}")
 
     def _note(self, user_id: str, mid: str, name: str, key: str, value: Any) -> None:
         row = self._row(user_id, mid)
@@ -203,7 +182,7 @@ class LifecycleService:
             return
         meta = dict(row["metadata"])
         meta[name] = {**meta.get(name, {}), key: value}
-        self.tables.set_metadata(user_id, mid, meta)
+        self._tables().set_metadata(user_id, mid, meta)
         self._changed(user_id, mid, {"metadata": meta})
 
     def _verify(self, obs: Observation, rows: list[sp.FactRow],
@@ -218,7 +197,7 @@ class LifecycleService:
         if any(e.index is not None and e.index > last_fact for e in checks):
             targets.add(obs.id)
         for mid in sorted(targets):
-            life = self.tables.get_life(obs.user_id, mid)
+            life = self._tables().get_life(obs.user_id, mid)
             step = lc.verify(life, checks[-1].kind) if life else None
             if step is not None:
                 self._set(obs.user_id, mid, "pipeline", step.reason,
@@ -237,13 +216,17 @@ class LifecycleService:
         for f in existing:
             current.setdefault(f.memory_id, set()).add((f.key, f.value))
         anyhow: dict[str, set[tuple[str, str, str]]] = {}
-        for f in self.tables.facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
+        for f in self._tables().facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
             anyhow.setdefault(f.memory_id, set()).add((f.key, f.value, f.ts))
         candidates = {m for m, fs in current.items() if fs == mine}
         candidates |= {m for m, fs in anyhow.items() if fs == said}
         group = [obs]
-        for mid in sorted(candidates - {obs.id}):
-            other = self.store.get_memory(obs.user_id, mid)
+        others = sorted(candidates - {obs.id})
+        reads: BatchReads | None = getattr(self._local, "reads", None)
+        found = (reads.memories(obs.user_id, others) if reads is not None else
+                 {o.id: o for o in self.store.get_memories(obs.user_id, others)})
+        for mid in others:
+            other = found.get(mid)
             if other is not None and sp.near_duplicate(
                     obs.summary, other.summary, mine, {(f.key, f.value) for f in other.facts}):
                 group.append(other)
@@ -275,13 +258,11 @@ class LifecycleService:
             return False
         change = _change(row, at, actor, reason, status, tier)
         links = {"superseded_by": superseded_by, "supersedes_memory_id": supersedes}
-        data = {**change.to_dict(), **{k: v for k, v in links.items() if v is not None}}
-        change = MemoryStatusChange(**data)
-        return self.emit(change)
+        return self.emit(replace(change, **{k: v for k, v in links.items() if v is not None}))
 
     def emit(self, change: MemoryStatusChange) -> bool:
         """Apply a change, then publish it (when it changed anything)."""
-        changed = self.apply(change.memory_id, change.to_dict())
+        changed = self._apply_change(change.memory_id, change)
         if changed:
             self.publisher.publish(change.memory_id, change.user_id, change.to_dict())
         return changed
@@ -291,7 +272,7 @@ class LifecycleService:
         row = self._row(user_id, mid)
         if row is None:
             return False
-        self.store.add_audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
+        self._audit(mid, user_id, at, actor, "tier", row["tier"], lc.DELETE, reason)
         self.apply(mid, None)
         self.publisher.publish(mid, user_id, None)
         return True
@@ -300,7 +281,9 @@ class LifecycleService:
         """Apply one changelog value idempotently; True when something changed."""
         if value is None:
             return self._apply_tombstone(memory_id)
-        change = MemoryStatusChange(**value)
+        return self._apply_change(memory_id, MemoryStatusChange(**value))
+
+    def _apply_change(self, memory_id: str, change: MemoryStatusChange) -> bool:
         row = self._row(change.user_id, memory_id)
         if row is None:
             self.errors["missing_memory"] += 1
@@ -319,11 +302,11 @@ class LifecycleService:
                                               row["supersedes_memory_id"])})
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
-            self.store.add_audit(memory_id, change.user_id, change.at, change.actor, name,
-                                 old, new, change.reason)
+            self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
+                        change.reason)
         if fields:
-            self.tables.set_life(change.user_id, memory_id, change.at, int(row["hit_count"]),
-                                 change.at)
+            self._tables().set_life(change.user_id, memory_id, change.at,
+                                    int(row["hit_count"]), change.at)
         self._move_evidence(change, row["status"])
         return True
 
@@ -333,7 +316,7 @@ class LifecycleService:
             return False
         self._forget(user_id, memory_id)
         self._payload(memory_id, {"status": lc.DELETE, "tier": lc.DELETE})
-        return self.tables.delete_memory(user_id, memory_id)
+        return bool(self._tables().delete_memory(user_id, memory_id))
 
     def _payload(self, memory_id: str, values: dict[str, Any]) -> None:
         deferred: dict[str, dict[str, Any]] | None = getattr(self._local, "payloads", None)
@@ -369,6 +352,7 @@ class LifecycleService:
         if reads is not None:  # its archived ranges and the memory's row change
             reads.forget_archive(change.user_id)
             reads.forget(change.user_id, change.memory_id)
+            self._tables().flush_memory(change.user_id, change.memory_id)  # read from SQL
         memory = self.store.get_memory(change.user_id, change.memory_id)
         if memory is None:
             return

@@ -6,6 +6,12 @@
 * a new memory's events come from the batch's own raw events (``stores.raw_batch``: held in
   memory when the batch saw the whole range) for a user with no archived range — the
   archive-aware read is then the hot read — else through the archive;
+* a memory's held fact keys (what ``replace_facts`` diffs against) are read with the rows,
+  one ``IN`` read for the batch, and kept as the hooks replace them; the memories the
+  duplicate check compares with are read once, all of one check in one statement (what it
+  reads of them — summary, facts, range, created_at — the hooks never change);
+* audit rows are buffered and inserted with one statement at the end of the batch (the
+  hooks never read the audit trail);
 * memory rows are read once (the batch's memories with one ``IN`` read, after they were
   written) and kept as the hooks write them: a status or metadata change is applied to the
   kept row as its SQL statement applies it; an archive or tombstone drops it. Only when
@@ -19,7 +25,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from breadcrumb.topics.records import Event
+from breadcrumb.topics.records import Event, Fact, Observation, SourceRange
 
 
 class BatchReads:
@@ -35,6 +41,8 @@ class BatchReads:
         self._rows: dict[tuple[str, str], dict[str, Any]] = {}
         self.keep_rows = keep_rows  # False: memories may still be written (no row kept)
         self.row_reads = 0  # memory-row statements (tests, benches)
+        self._fact_keys: dict[str, list[str]] = {}  # memory id -> its held fact keys
+        self.audits: list[tuple[Any, ...]] = []  # add_audit arguments, in order
 
     def events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         if self.hot is not None:
@@ -54,6 +62,39 @@ class BatchReads:
             self.row_reads += 1
             for mid, row in self.store.get_memory_rows(user_id, mids).items():
                 self._rows[(user_id, mid)] = row
+        mids = [m for ms in by_user.values() for m in ms if m not in self._fact_keys]
+        if mids and self.keep_rows:
+            self._fact_keys.update(self.tables.fact_keys_of(mids))
+
+    def fact_keys(self, mid: str) -> list[str] | None:
+        """The memory's held fact keys when known (None: ``replace_facts`` reads them)."""
+        return self._fact_keys.get(mid)
+
+    def replaced_facts(self, mid: str, keys: list[str]) -> None:
+        """``replace_facts`` left the memory holding these keys."""
+        if self.keep_rows:
+            self._fact_keys[mid] = keys
+
+    def memories(self, user_id: str, mids: list[str]) -> dict[str, Observation]:
+        """The user's memories among ``mids`` by id, built from their rows (read in one
+        statement for those not kept, and then kept): what the duplicate check reads of
+        them (summary, facts, range, created_at) is as a fresh read gives it."""
+        if self.keep_rows:
+            todo = [m for m in mids if (user_id, m) not in self._rows]
+            if todo:
+                self.row_reads += 1
+                for mid, row in self.store.get_memory_rows(user_id, todo).items():
+                    self._rows[(user_id, mid)] = row
+            rows = {m: self._rows[(user_id, m)] for m in mids if (user_id, m) in self._rows}
+        else:
+            rows = self.store.get_memory_rows(user_id, mids)
+        return {m: _memory(row) for m, row in rows.items()}
+
+    def flush_audits(self) -> None:
+        """Insert the buffered audit rows (inside the batch's transaction)."""
+        audits, self.audits = self.audits, []
+        if audits:
+            self.store.add_audits(audits)
 
     def row(self, user_id: str, mid: str) -> dict[str, Any] | None:
         """The memory's row (a missing one is not remembered: it may be written later)."""
@@ -70,6 +111,10 @@ class BatchReads:
             self._rows[key] = row
         return self._rows[key]
 
+    def kept(self, user_id: str, mid: str) -> dict[str, Any] | None:
+        """The memory's kept row (None: not kept; no read)."""
+        return self._rows.get((user_id, mid)) if self.keep_rows else None
+
     def update(self, user_id: str, mid: str, values: dict[str, Any]) -> None:
         """The hooks wrote these columns of the memory (as SQL stores them: JSON columns
         go through JSON, so the kept row equals a fresh read)."""
@@ -80,6 +125,21 @@ class BatchReads:
     def forget(self, user_id: str, mid: str) -> None:
         """The hooks are writing this memory (or its user's archived ranges)."""
         self._rows.pop((user_id, mid), None)
+        self._fact_keys.pop(mid, None)
 
     def forget_archive(self, user_id: str) -> None:
         self._archived.pop(user_id, None)
+
+
+def _memory(row: dict[str, Any]) -> Observation:
+    """The memory of a row of ``SqlStore.get_memory_rows`` (as ``get_memory`` reads it)."""
+    return Observation(
+        id=row["id"], user_id=row["user_id"], project_id=row["project_id"], kind=row["kind"],
+        summary=row["summary"], source_range=SourceRange(
+            row["source_thread_id"], int(row["source_start_index"]),
+            int(row["source_end_index"])),
+        tags=tuple(row["tags"]), query_hints=tuple(row["query_hints"]),
+        retrieve_when=row["retrieve_when"], importance=float(row["importance"]),
+        status=row["status"], tier=row["tier"], supersedes_memory_id=row["supersedes_memory_id"],
+        facts=tuple(Fact.from_dict(f) for f in row["facts"]), metadata=row["metadata"],
+        created_at=row["created_at"])

@@ -18,7 +18,7 @@ import orjson
 
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
 from breadcrumb.processors.embed_select import dense_mask, place
-from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.processors.lexical import SparseVectors
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
@@ -40,6 +40,7 @@ from breadcrumb.topics.records import (
     Event,
     FlushMarker,
     Observation,
+    SparseVector,
     thread_key,
 )
 
@@ -146,14 +147,15 @@ class IngestService:
         try:
             yield
             pending, self._pending = self._pending, None
-            self._timed_processing(time.perf_counter() - started, len(self._texts(pending)))
+            plan = self._plan(pending)
+            self._timed_processing(time.perf_counter() - started, len(plan[0]))
             if self.rehearsing:  # the caller's transaction rolls everything back
-                raise Rehearsal(self._texts(pending))
+                raise Rehearsal(plan[0])
             if batch_raw is not None and batch_states is not None:
                 batch_raw.flush()  # before the hooks: the lifecycle reads these events
                 batch_states.flush()
                 self.raw, self.states = raw, states
-            self._write_memories(pending)
+            self._write_memories(pending, plan)
         finally:
             self._pending = None
             self.raw, self.states = raw, states
@@ -220,7 +222,8 @@ class IngestService:
             self._write_memories([(observation, chunks)])
         return observation
 
-    def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
+    def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]],
+                        plan: tuple[list[str], list[bool]] | None = None) -> None:
         """Embed, index and store built memories: one embedding call, one upsert each for
         memories and chunks (of a long event's chunks only the informative ones get a
         dense vector: ``processors.embed_select``). Vectors first: an upsert by id is
@@ -232,18 +235,17 @@ class IngestService:
         observations = [obs for obs, _ in built]
         lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
-        mask = [m for _, cs in built for m in dense_mask(cs)] if chunks else []
-        vectors = self._embed(self._texts(built))
+        texts, mask = plan or self._plan(built)
+        vectors = self._embed(texts)
         count = len(observations)
-        self.index.upsert_memories(
-            observations, vectors[:count], [sparse_vector(_lexical_text(o)) for o in observations]
-        )
+        known: dict[str, SparseVector] = {}  # sparse vectors computed when the index reads
+        self.index.upsert_memories(observations, vectors[:count], SparseVectors(
+            [_lexical_text(o) for o in observations], known))
         if lane is not None:
             lane.defer(built)
         elif chunks:
-            self.index.upsert_chunks(
-                chunks, place(mask, vectors[count:]), [sparse_vector(c.text) for c in chunks]
-            )
+            self.index.upsert_chunks(chunks, place(mask, vectors[count:]),
+                                     SparseVectors([c.text for c in chunks], known))
         many = getattr(self.memories, "upsert_memories", None)
         if many is not None:  # issue 14: the rows in two statements, then the hooks
             many(observations)
@@ -256,14 +258,18 @@ class IngestService:
                 if self.on_observation is not None:
                     self.on_observation(observation)
 
-    def _texts(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> list[str]:
+    def _plan(self, built: Sequence[tuple[Observation, list[Chunk]]]
+              ) -> tuple[list[str], list[bool]]:
         """What :meth:`_write_memories` embeds: the memories' texts, then their chosen
-        chunks' (unless the passage lane embeds those later)."""
+        chunks' (unless the passage lane embeds those later); and the chunks' dense mask
+        (every chunk of ``built`` in order; empty with a passage lane)."""
         texts = [obs.embedding_text for obs, _ in built]
-        if self.passage_lane is None:  # embed less: only the chunks dense_mask chooses
-            texts += [c.text for _, cs in built
-                      for c, chosen in zip(cs, dense_mask(cs), strict=True) if chosen]
-        return texts
+        if self.passage_lane is not None:
+            return texts, []
+        mask = [m for _, cs in built for m in dense_mask(cs)]  # embed less: chosen chunks
+        chunks = (c for _, cs in built for c in cs)
+        texts += [c.text for c, chosen in zip(chunks, mask, strict=True) if chosen]
+        return texts, mask
 
     def embeds_slowly(self) -> bool:
         """True when a batch's embedding outweighs processing it once more (measured

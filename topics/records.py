@@ -9,6 +9,7 @@ Field names follow ../shared/contracts (``source_range``, ``query_hints``,
 from __future__ import annotations
 
 import re
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -146,7 +147,9 @@ class SourceRange:
     end_index: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # scalars: the dict asdict() builds, without its recursive deep copy
+        return {"thread_id": self.thread_id, "start_index": self.start_index,
+                "end_index": self.end_index}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SourceRange:
@@ -176,7 +179,9 @@ class Fact:
     event_index: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # scalars: the dict asdict() builds, without its recursive deep copy
+        return {"key": self.key, "value": self.value, "event_id": self.event_id,
+                "event_index": self.event_index}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fact:
@@ -214,11 +219,17 @@ class Observation:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["tags"] = list(self.tags)
-        data["query_hints"] = list(self.query_hints)
-        data["facts"] = [f.to_dict() for f in self.facts]
-        return data
+        # asdict()'s dict (same keys, same order) with lists for the tuples; only the
+        # metadata needs a deep copy (asdict copied every field, the facts twice)
+        return {
+            "id": self.id, "user_id": self.user_id, "project_id": self.project_id,
+            "summary": self.summary, "source_range": self.source_range.to_dict(),
+            "tags": list(self.tags), "query_hints": list(self.query_hints),
+            "retrieve_when": self.retrieve_when, "importance": self.importance,
+            "created_at": self.created_at, "kind": self.kind, "status": self.status,
+            "tier": self.tier, "supersedes_memory_id": self.supersedes_memory_id,
+            "facts": [f.to_dict() for f in self.facts], "metadata": deepcopy(self.metadata),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Observation:
@@ -322,4 +333,9 @@ class MemoryStatusChange:
     superseded_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # scalars: the dict asdict() builds, without its recursive deep copy (a batch
+        # builds several per lifecycle change)
+        return {"memory_id": self.memory_id, "user_id": self.user_id, "status": self.status,
+                "tier": self.tier, "at": self.at, "actor": self.actor, "reason": self.reason,
+                "supersedes_memory_id": self.supersedes_memory_id,
+                "superseded_by": self.superseded_by}

@@ -74,6 +74,15 @@ class TestMySqlStore(StoreContract):
         assert got is not None and got.thread_id == "スレッド 1"
         assert store.get_event("ünïcode ユーザー", "ｅｖｅｎｔ") is None
 
+    def test_texts_with_every_escaped_character_come_back_as_written(
+            self, store: SqlStore) -> None:
+        text = "a\\b \\\\n \0 NUL \n \r \032 \" ' '' \\' ; -- é 日本"  # backslashes, quotes, ...
+        events = [ev("alice", "t1", i, content=text * (i + 1)) for i in range(3)]
+        store.put_event(events[0])
+        store.put_events(events[1:])  # one multi-row statement
+        assert [e.content for e in store.get_range("alice", "t1", 0, 9)] == \
+            [text, text * 2, text * 3]
+
     def test_reconnects_after_the_server_kills_the_connection(self, store: SqlStore) -> None:
         store.put_event(ev("alice", "t1", 0))
         _kill(store)

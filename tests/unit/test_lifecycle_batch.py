@@ -53,3 +53,35 @@ def test_failed_batch_writes_no_payload() -> None:
     with service.batch():  # the next batch starts clean
         pass
     assert index.calls == []
+
+
+class _AuditStore:
+    """Records audit writes (one row at a time or many in one call)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[Any, ...]]] = []
+
+    def add_audit(self, *row: Any) -> None:
+        self.calls.append([row])
+
+    def add_audits(self, rows: list[tuple[Any, ...]]) -> None:
+        self.calls.append(list(rows))
+
+
+def test_batch_writes_its_audit_rows_in_order_with_one_call() -> None:
+    store = _AuditStore()
+    service = LifecycleService(store, None, _Index(), None, CollectingChangelog(),  # type: ignore[arg-type]
+                               lambda: datetime(2025, 1, 1, tzinfo=UTC))
+    rows = [("m1", "u", "t1", "pipeline", "status", "active", "superseded", "dup"),
+            ("m2", "u", "t2", "pipeline", "tier", "provisional", "confirmed", "verified")]
+    with service.batch():
+        for row in rows:
+            service._audit(*row)
+        assert store.calls == []  # nothing before the batch's end
+    assert store.calls == [rows]
+    service._audit(*rows[0])  # outside a batch: at once
+    assert store.calls[-1] == [rows[0]]
+    with pytest.raises(RuntimeError), service.batch():
+        service._audit(*rows[1])
+        raise RuntimeError("batch failed")
+    assert len(store.calls) == 2  # a failed batch writes none

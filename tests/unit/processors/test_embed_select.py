@@ -34,6 +34,9 @@ def test_informative_lines() -> None:
     assert informative("Summary: 3 files changed")
     assert not informative("tests/a.py::test_x PASSED    [ 40%]")  # a progress line
     assert not informative("copying build/lib/x.py")
+    assert informative("TIMED OUT after 30 s") and informative("Connection Refused")
+    assert informative("naïve café: Traceback")  # not ASCII: the regex decides
+    assert not informative("naïve progress: 40%")
 
 
 def test_short_events_are_embedded_whole() -> None:

@@ -7,7 +7,14 @@ import sys
 
 import pytest
 
-from breadcrumb.processors.lexical import K1, lexical_terms, sparse_query, sparse_vector, term_id
+from breadcrumb.processors.lexical import (
+    K1,
+    SparseVectors,
+    lexical_terms,
+    sparse_query,
+    sparse_vector,
+    term_id,
+)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +76,29 @@ def test_sparse_query_is_binary_and_deterministic() -> None:
     assert term_id("db_port") in q.indices and term_id("6432") in q.indices
     assert q == sparse_query("DB_PORT DB_PORT 6432")
     assert sparse_vector("").indices == ()
+
+
+def test_sparse_vectors_are_computed_when_read_once_per_text() -> None:
+    texts = ["DB_PORT 6432", "validate-email.ts", "DB_PORT 6432"]
+    known: dict = {}
+    vectors = SparseVectors(texts, known)
+    assert len(vectors) == 3 and known == {}  # nothing computed before a read
+    assert list(vectors) == [sparse_vector(t) for t in texts]
+    assert vectors[1:] == [sparse_vector(t) for t in texts[1:]]
+    assert sorted(known) == ["DB_PORT 6432", "validate-email.ts"]  # a repeat costs nothing
+    assert vectors[0] is vectors[2]
+
+
+def test_term_frequencies_count_every_repeat() -> None:
+    vec = sparse_vector("Port port PORT 5432 port")  # lowercased: four times one term
+    weights = dict(zip(vec.indices, vec.values, strict=True))
+    norm = K1 * (1.0 - 0.75 + 0.75 * 5 / 200.0)
+    assert weights[term_id("port")] == 4 * (K1 + 1.0) / (4 + norm)
+
+
+@pytest.mark.parametrize("text", [
+    "a..b a.-b .a. -x- a/b/c/ __init__.py v1.2.3 --flag=x", "validate-email.ts validateEmail",
+    "AUTH_ALLOWED_DOMAINS=example.com,corp.example.com", "x_ _y 1.5 - 2", ""])
+def test_ascii_text_takes_the_same_tokens_as_any_text(text: str) -> None:
+    # " é" sends the text down the general (Unicode, NFKC) path and adds one term
+    assert lexical_terms(text + " é") == [*lexical_terms(text), "é"]

@@ -1,0 +1,199 @@
+"""Issue 14: the lifecycle-table writes of one derivation batch in a few statements.
+
+:class:`BatchedLifecycleTables` stands in for :class:`~stores.facts_sql.LifecycleTables`
+during one batch (one thread, one SQL transaction). Writes that the batch reads back only
+through it are kept and written at its end (:meth:`BatchedLifecycleTables.flush`):
+
+* lifecycle rows (``ensure_life``, ``set_life``): one insert-if-missing statement for the
+  new rows and one upsert for the set ones; ``get_life`` sees them. Whether a memory of
+  the batch already has a row is read once (:meth:`BatchedLifecycleTables.prefetch`);
+  ``ensure_life`` of any other memory is written at once.
+* the holders of a fact key in any state (``facts_in_any_state``): read once per key,
+  then kept as ``replace_facts`` writes them;
+* metadata (``set_metadata``, only with ``defer_metadata``: the caller then reads memory
+  rows through its kept rows, which hold the new metadata): one ``UPDATE ... CASE`` per
+  user. :meth:`BatchedLifecycleTables.flush_memory` writes one memory's at once (before
+  a read of the memory from SQL).
+
+Everything else goes to the tables. A tombstone (``delete_memory``) drops what was kept
+for the memory, as its DELETE would have removed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from breadcrumb.processors.lifecycle import MemoryLife
+from breadcrumb.processors.supersession import FactRow
+from breadcrumb.stores import sql_schema as s
+
+_LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_start")
+
+
+class BatchedLifecycleTables:
+    """LifecycleTables for one batch (see the module docstring)."""
+
+    def __init__(self, tables: Any, defer_metadata: bool,
+                 kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:
+        self.tables = tables  # LifecycleTables
+        self.defer_metadata = defer_metadata
+        self.kept_row = kept_row  # the batch's current memory row, if kept (no SQL read)
+        self._has_row: dict[str, bool] = {}  # memory id -> has a lifecycle row in SQL
+        self._in_sql: dict[str, tuple[Any, Any, Any]] = {}  # id -> its row's values there
+        self._ensured: dict[str, tuple[str, str]] = {}  # id -> (user, since): row to insert
+        self._lives: dict[str, tuple[str, str, int, str | None]] = {}  # id -> set_life values
+        self._metadata: dict[tuple[str, str], dict[str, Any]] = {}  # (user, id) -> metadata
+        self._holders: dict[tuple[str, str], dict[str, FactRow]] = {}  # (user, key) -> id -> row
+
+    def prefetch(self, memory_ids: Iterable[str]) -> None:
+        """Read which of these memories have a lifecycle row (one statement per 500)."""
+        ids = [m for m in dict.fromkeys(memory_ids) if m not in self._has_row]
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            for mid, since, base, window in self.tables.store._read(
+                    "SELECT memory_id, tier_since, hits_base, window_start FROM "
+                    f"memory_lifecycle WHERE memory_id IN ({s.marks(len(part))})", part):
+                self._in_sql[str(mid)] = (since, base, window)
+            self._has_row.update((m, m in self._in_sql) for m in part)
+
+    # --- lifecycle rows ----------------------------------------------------------------
+    def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
+        if memory_id not in self._has_row:  # not read: as before, one statement now
+            self.tables.ensure_life(user_id, memory_id, since)
+        elif not self._has_row[memory_id] and memory_id not in self._lives:
+            self._ensured.setdefault(memory_id, (user_id, since))  # the first one inserts
+
+    def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
+                 window_start: str | None) -> None:
+        self._lives[memory_id] = (user_id, tier_since, hits_base, window_start)
+
+    def get_life(self, user_id: str, memory_id: str) -> MemoryLife | None:
+        pending = self._pending(memory_id)
+        row = self.kept_row(user_id, memory_id) if self.kept_row else None
+        if row is not None and memory_id in self._has_row:  # both known: no SQL read
+            return _life(row, pending or self._in_sql.get(memory_id, (None, None, None)))
+        life: MemoryLife | None = self.tables.get_life(user_id, memory_id)
+        if life is None or pending is None:
+            return life
+        since, base, window = pending
+        return replace(life, tier_since=str(since or life.created_at),
+                       hits_base=int(base or 0), window_start=window)
+
+    def _pending(self, memory_id: str) -> tuple[Any, Any, Any] | None:
+        """The lifecycle values kept for the memory, as SQL will hold them (None: none)."""
+        if memory_id in self._lives:
+            return self._lives[memory_id][1:]
+        if memory_id in self._ensured:  # no row in SQL yet: the one ensure_life inserts
+            since = self._ensured[memory_id][1]
+            return (since, 0, since)
+        return None
+
+    # --- facts -------------------------------------------------------------------------
+    def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
+        """As the tables' (in no particular order): each key read once a batch, then kept
+        as ``replace_facts`` and ``delete_memory`` change its holders."""
+        todo = [k for k in keys if (user_id, k) not in self._holders]
+        if todo:
+            for k in todo:
+                self._holders[(user_id, k)] = {}
+            for row in self.tables.facts_in_any_state(user_id, todo):
+                self._holders[(user_id, row.key)][row.memory_id] = row
+        return [row for k in keys for row in self._holders[(user_id, k)].values()]
+
+    def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
+                      held: Sequence[str] | None = None) -> list[str]:
+        kept: list[str] = self.tables.replace_facts(user_id, memory_id, facts, held)
+        now = set(kept)
+        for (user, key), holders in self._holders.items():
+            if user == user_id and key not in now:
+                holders.pop(memory_id, None)  # its row of that key was deleted
+        for f in facts:  # the upserted rows (the last of a repeated key wins, as in SQL)
+            if f.key in now and (user_id, f.key) in self._holders:
+                self._holders[(user_id, f.key)][f.memory_id] = FactRow(
+                    f.memory_id, f.key, f.value, f.ts)
+        return kept
+
+    # --- metadata ----------------------------------------------------------------------
+    def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
+        if not self.defer_metadata:
+            self.tables.set_metadata(user_id, memory_id, metadata)
+            return
+        self._metadata.pop((user_id, memory_id), None)
+        self._metadata[(user_id, memory_id)] = metadata
+
+    def flush_memory(self, user_id: str, memory_id: str) -> None:
+        """Write the memory's kept metadata now (it is about to be read from SQL)."""
+        metadata = self._metadata.pop((user_id, memory_id), None)
+        if metadata is not None:
+            self.tables.set_metadata(user_id, memory_id, metadata)
+
+    def delete_memory(self, user_id: str, memory_id: str) -> bool:
+        self._metadata.pop((user_id, memory_id), None)
+        self._ensured.pop(memory_id, None)
+        self._lives.pop(memory_id, None)
+        self._has_row[memory_id] = False
+        self._in_sql.pop(memory_id, None)
+        for holders in self._holders.values():
+            holders.pop(memory_id, None)
+        return bool(self.tables.delete_memory(user_id, memory_id))
+
+    # --- the end of the batch ----------------------------------------------------------
+    def flush(self) -> None:
+        """Write what was kept (inside the batch's transaction)."""
+        if not (self._ensured or self._lives or self._metadata):
+            return
+        store = self.tables.store
+        ensured, self._ensured = self._ensured, {}
+        lives, self._lives = self._lives, {}
+        metadata, self._metadata = self._metadata, {}
+        with store.transaction():
+            if ensured:
+                sql = self.tables.insert_missing_life_sql()
+                store._execute_many(sql, [(m, u, since, 0, since)
+                                          for m, (u, since) in ensured.items()])
+            if lives:
+                store._execute_many(store.dialect.upsert(
+                    "memory_lifecycle", _LIFE_COLUMNS, ("memory_id",), _LIFE_COLUMNS[2:]),
+                    [(m, *values) for m, values in lives.items()])
+            for user_id, group in _by_user(metadata).items():
+                for start in range(0, len(group), 500):
+                    _set_metadata_many(store, user_id, group[start:start + 500])
+        for mid, (_user, since) in ensured.items():
+            self._in_sql.setdefault(mid, (since, 0, since))
+        for mid, (_user, *values) in lives.items():
+            self._in_sql[mid] = (values[0], values[1], values[2])
+        self._has_row.update((m, True) for m in (*ensured, *lives))
+
+    def __getattr__(self, name: str) -> Any:  # facts, owners, archives: the tables
+        return getattr(self.tables, name)
+
+
+def _life(row: dict[str, Any], values: tuple[Any, Any, Any]) -> MemoryLife:
+    """``LifecycleTables.get_life`` of a memory row and its lifecycle values (as read)."""
+    since, base, window = values
+    return MemoryLife(
+        memory_id=str(row["id"]), user_id=str(row["user_id"]), project_id=row["project_id"],
+        status=str(row["status"]), tier=str(row["tier"]), hit_count=int(row["hit_count"] or 0),
+        last_used_at=row["last_used_at"], created_at=str(row["created_at"]),
+        tier_since=str(since or row["created_at"]), hits_base=int(base or 0),
+        window_start=window)
+
+
+def _by_user(metadata: dict[tuple[str, str], dict[str, Any]]
+             ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for (user_id, memory_id), value in metadata.items():
+        out.setdefault(user_id, []).append((memory_id, value))
+    return out
+
+
+def _set_metadata_many(store: Any, user_id: str,
+                       group: list[tuple[str, dict[str, Any]]]) -> None:
+    """``set_metadata`` of several memories of one user in one statement."""
+    cases = " ".join("WHEN ? THEN ?" for _ in group)
+    params: list[Any] = [v for mid, meta in group for v in (mid, s.dumps(meta))]
+    store._execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
+                   f"user_id = ? AND id IN ({s.marks(len(group))})",
+                   (*params, user_id, *(mid for mid, _ in group)))

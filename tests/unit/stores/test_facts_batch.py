@@ -1,0 +1,104 @@
+"""``BatchedLifecycleTables`` (issue 14): a batch's lifecycle rows and metadata are read
+back as if written at once, and written at its end with a few statements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from breadcrumb.stores.facts_batch import BatchedLifecycleTables
+from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.topics.records import Observation, SourceRange
+
+
+def _tables(tmp_path: Path) -> LifecycleTables:
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    store.open()
+    tables = LifecycleTables(store)
+    tables.open()
+    for mid in ("m1", "m2", "m3"):
+        store.upsert_memory(Observation(mid, "u", None, f"summary {mid}", SourceRange("t", 0, 1),
+                                        (), (), "", 0.5, "2025-01-01T00:00:00Z"))
+    tables.ensure_life("u", "m3", "2025-01-02T00:00:00Z")  # already has a row
+    return tables
+
+
+def _lives(tables: LifecycleTables) -> dict[str, tuple[str, int, str | None]]:
+    return {m: (life.tier_since, life.hits_base, life.window_start)
+            for m in ("m1", "m2", "m3") if (life := tables.get_life("u", m)) is not None}
+
+
+def test_kept_writes_read_back_as_written_and_land_at_the_end(tmp_path: Path) -> None:
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    batch = BatchedLifecycleTables(batched, defer_metadata=True)
+    batch.prefetch(["m1", "m2", "m3"])
+    steps = [("ensure_life", ("u", "m1", "2025-02-01T00:00:00Z")),
+             ("ensure_life", ("u", "m3", "2025-02-01T00:00:00Z")),  # has a row: unchanged
+             ("set_life", ("u", "m2", "2025-02-02T00:00:00Z", 4, None)),
+             ("ensure_life", ("u", "m2", "2025-02-03T00:00:00Z")),  # m2 has one by now
+             ("ensure_life", ("u", "m1", "2025-02-04T00:00:00Z")),  # the first one counts
+             ("set_metadata", ("u", "m1", {"merged_ranges": {"m2": {}}})),
+             ("set_metadata", ("u", "m1", {"merged_ranges": {"m2": {}, "m3": {}}}))]
+    for name, args in steps:
+        getattr(direct, name)(*args)
+        getattr(batch, name)(*args)
+        assert _lives(batch) == _lives(direct)  # read back as if written at once
+    assert _lives(batched) != _lives(direct)  # ... but not written yet
+    batch.flush()
+    assert _lives(batched) == _lives(direct)
+    assert batched.store.get_memory("u", "m1") == direct.store.get_memory("u", "m1")
+    assert batched.store.get_memory("u", "m1").metadata == {"merged_ranges": {"m2": {}, "m3": {}}}
+
+
+def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
+    tables = _tables(tmp_path)
+    batch = BatchedLifecycleTables(tables, defer_metadata=True)
+    batch.prefetch(["m1"])
+    batch.ensure_life("u", "m1", "2025-02-01T00:00:00Z")
+    batch.set_metadata("u", "m1", {"x": 1})
+    assert batch.delete_memory("u", "m1")
+    batch.flush()
+    assert tables.get_life("u", "m1") is None
+    assert tables.store._read("SELECT COUNT(*) FROM memory_lifecycle WHERE memory_id = 'm1'") \
+        == [(0,)]
+
+
+def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    rows = {m: batched.store.get_memory_row("u", m) for m in ("m1", "m2", "m3")}
+    batch = BatchedLifecycleTables(batched, defer_metadata=True,
+                                   kept_row=lambda _user, mid: rows.get(mid))
+    batch.prefetch(["m1", "m2", "m3"])
+    for tables in (direct, batch):
+        tables.ensure_life("u", "m1", "2025-02-01T00:00:00Z")
+        tables.set_life("u", "m2", "2025-02-02T00:00:00Z", 4, "2025-02-02T00:00:00Z")
+    reads: list[str] = []
+    inner = batched.store._read
+    batched.store._read = lambda sql, params=(): reads.append(sql) or inner(sql, params)  # type: ignore[method-assign]
+    assert _lives(batch) == _lives(direct)
+    assert [batch.get_life("u", m) for m in ("m1", "m2", "m3")] == \
+        [direct.get_life("u", m) for m in ("m1", "m2", "m3")]
+    assert reads == []
+
+
+def test_fact_holders_are_read_once_and_kept_as_facts_are_replaced(tmp_path: Path) -> None:
+    from breadcrumb.processors.supersession import FactRow
+
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    batch = BatchedLifecycleTables(batched, defer_metadata=True)
+
+    def holders(tables: object) -> set[FactRow]:
+        return set(tables.facts_in_any_state("u", ["env:A", "env:B"]))  # type: ignore[attr-defined]
+
+    steps = [("m1", [FactRow("m1", "env:A", "1", "t1"), FactRow("m1", "env:B", "x", "t1")]),
+             ("m2", [FactRow("m2", "env:A", "2", "t2")]),
+             ("m1", [FactRow("m1", "env:A", "3", "t3")]),  # m1 no longer holds env:B
+             ("m3", [FactRow("m3", "k" * 600, "long key: not tracked", "t4")])]
+    assert holders(batch) == holders(direct) == set()
+    for mid, facts in steps:
+        assert direct.replace_facts("u", mid, facts) == batch.replace_facts("u", mid, facts)
+        assert holders(batch) == holders(direct)
+    assert holders(batch) == {FactRow("m1", "env:A", "3", "t3"), FactRow("m2", "env:A", "2", "t2")}
+    batch.delete_memory("u", "m2")
+    assert holders(batch) == {FactRow("m1", "env:A", "3", "t3")} == set(
+        batched.facts_in_any_state("u", ["env:A", "env:B"]))
