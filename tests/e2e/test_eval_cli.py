@@ -26,6 +26,8 @@ def test_fast_subset_passes_its_thresholds_and_writes_the_report(tmp_path: Path)
     results = json.loads((reports / "eval-fast.json").read_text("utf-8"))
     assert results["thresholds"] and all(v["passed"] for v in results["thresholds"])
     assert set(results["golden"]["summary"]) == {"raw_only", "summary_compact", "breadcrumb"}
+    assert "locomo" in results, ("no LoCoMo slice: the data is read from ../shared/data/locomo "
+                                 "(or BREADCRUMB_LOCOMO_DIR); " + done.stderr[-500:])
     assert results["locomo"]["summary"]["breadcrumb"]["questions"] > 0
     assert (reports / "eval-fast.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "score parts" in (reports / "eval-fast.md").read_text("utf-8")
