@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
 from breadcrumb.processors.json_sanity import MAX_INDEX
@@ -29,6 +30,15 @@ from breadcrumb.query_api.telemetry import telemetry_of
 from breadcrumb.stores.data_dir import identity
 
 log = logging.getLogger(__name__)
+
+
+def json_response(content: dict[str, Any]) -> Response:
+    """``content`` as JSON bytes, encoded once by orjson. The answer is plain JSON types
+    already; FastAPI's own path (validate the dict, ``jsonable_encoder``, ``json.dumps``)
+    cost ~2.2 ms of a ~27 ms source recall's CPU against 0.06 ms (a 15 kB answer)."""
+    return Response(orjson.dumps(content, default=jsonable_encoder,  # a set, a Path, …
+                                 option=orjson.OPT_NON_STR_KEYS),
+                    media_type="application/json")
 
 
 def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
@@ -72,16 +82,16 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
         await run_in_threadpool(runtime.gateway.request_flush, req.user_id, req.thread_id, "flush")
         return {"flushed": 1}
 
-    @app.post("/v1/recall")
-    async def post_recall(req: RecallRequest) -> dict[str, Any]:
+    @app.post("/v1/recall", response_model=dict[str, Any])
+    async def post_recall(req: RecallRequest) -> Response:
         if req.tags is not None and len(req.tags) > limits.limit_tags:
             raise ApiError(422, "invalid_request",
                            f"field 'tags': at most {limits.limit_tags} tags (limit_tags)")
         response: dict[str, Any] = await run_in_threadpool(runtime.recall.recall, req)
         telemetry_of(app).record_recall(response, req.user_id)
         if req.view == "brief":
-            return brief_view(response, req.max_tokens, runtime.embedder.count_tokens)
-        return response
+            response = brief_view(response, req.max_tokens, runtime.embedder.count_tokens)
+        return json_response(response)
 
     @app.post("/v1/recall_source")
     async def post_recall_source(req: RecallSourceRequest) -> dict[str, Any]:

@@ -1,0 +1,23 @@
+"""``/v1/recall`` answers are encoded once by orjson (query_api.app.json_response): the same
+JSON values as FastAPI's own encoding, also for types orjson does not know."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi.encoders import jsonable_encoder
+
+from breadcrumb.query_api.app import json_response
+
+
+def test_json_response_matches_fastapi_encoding() -> None:
+    content = {"memories": [{"id": "m1", "score": 0.1234567890123, "score_parts": {"a": 1e-05},
+                             "tags": ["x", "ü", "日本"], "metadata": {"n": None, "t": True}}],
+               "evidence": [{"lines": ["a\tb \"q\"", "\u2028"], "event_ts": {"e1": "2024"}}],
+               "token_cost": 12, "odd": {1: "int key"}, "kinds": {"env"}, "path": Path("/x")}
+    response = json_response(content)
+    assert response.media_type == "application/json"
+    fastapi_bytes = json.dumps(jsonable_encoder(content), ensure_ascii=False, allow_nan=False,
+                               separators=(",", ":")).encode()  # Starlette's JSONResponse
+    assert json.loads(bytes(response.body)) == json.loads(fastapi_bytes)
