@@ -62,13 +62,13 @@ class KeyRing:
             started = time.monotonic()  # the value is at least as new as this
             try:
                 value = load()
-            finally:
+                with self._lock:
+                    if len(self._cache) > 10_000:  # unknown ids must not grow memory unbounded
+                        self._cache.clear()
+                    self._cache[name] = (started, value)
+            finally:  # cached before the gate goes: a caller arriving after it finds the value
                 with self._lock:
                     self._loading.pop(name, None)
-            with self._lock:
-                if len(self._cache) > 10_000:  # unknown ids must not grow memory without bound
-                    self._cache.clear()
-                self._cache[name] = (started, value)
             return value
 
     def fresh(self, token: str | None) -> bool:
