@@ -53,16 +53,21 @@ class CachedRangesMixin(SqlStore):
             self._held_tx.setdefault((event.user_id, event.thread_id), {})[event.index] = event
 
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
-        with self._lock:
-            found = self._held_range((user_id, thread_id), start, end)
+        # a thread outside the writer's lock sees committed events only (sqlite_readers):
+        # the open transaction's inserts are not read, and the writer is not waited for
+        own = self._lock._is_owned()  # type: ignore[attr-defined]
+        found = self._held_range((user_id, thread_id), start, end, own)
         if found is not None:
             return found
         return super().get_range(user_id, thread_id, start, end)
 
-    def _held_range(self, key: tuple[str, str], start: int, end: int) -> list[Event] | None:
-        """The range from memory when every index of it is held (this transaction's
-        inserts first), else None."""
-        tx, held = self._held_tx.get(key, {}), self._held.get(key, {})
+    def _held_range(self, key: tuple[str, str], start: int, end: int,
+                    own: bool = True) -> list[Event] | None:
+        """The range from memory when every index of it is held (with ``own``, this
+        transaction's inserts first), else None. An event enters ``_held`` only after its
+        COMMIT, so a reader that misses part of a range reads SQL, which has it."""
+        tx = self._held_tx.get(key, {}) if own else {}
+        held = self._held.get(key, {})
         if end < start or not (tx or held):
             return None
         out: list[Event] = []

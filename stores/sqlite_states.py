@@ -45,7 +45,17 @@ class CachedStatesMixin(LogStateMixin):
     # --- reads -----------------------------------------------------------------------------
 
     def get_state(self, key: str) -> dict[str, Any] | None:
-        """The segmenter state of a thread key, or None."""
+        """The segmenter state of a thread key, or None. A thread outside the writer's
+        lock reads the committed state and leaves the cache as it is (``sqlite_readers``:
+        a text it read could be older than one committed meanwhile)."""
+        if not self._lock._is_owned():
+            text = self._state_text.get(key)
+            if text is None:
+                rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
+                if not rows:
+                    return None
+                text = str(rows[0][0])
+            return json.loads(text)
         with self._lock:
             staged = self._state_tx.get(key)
             text = staged[1] if staged is not None else self._state_text.get(key)
@@ -58,21 +68,29 @@ class CachedStatesMixin(LogStateMixin):
         return json.loads(text)
 
     def get_states(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not self._lock._is_owned():  # committed rows, the writer not waited for
+            return super().get_states(keys)
         with self._lock:
             self._write_staged_states()
             return super().get_states(keys)
 
     def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
+        if not self._lock._is_owned():  # committed rows, the writer not waited for
+            return super().list_states(pending_only)
         with self._lock:
             self._write_staged_states()
             return super().list_states(pending_only)
 
     def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
+        if not self._lock._is_owned():  # committed rows, the writer not waited for
+            return super().list_open_states(user_id)
         with self._lock:
             self._write_staged_states()
             return super().list_open_states(user_id)
 
     def count_pending_window_events(self) -> int:
+        if not self._lock._is_owned():  # committed rows, the writer not waited for
+            return super().count_pending_window_events()
         with self._lock:
             self._write_staged_states()
             return super().count_pending_window_events()

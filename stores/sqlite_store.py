@@ -2,9 +2,11 @@
 
 WAL journal (readers in other processes do not block the writer) and ``synchronous=FULL``
 so a committed transaction -- e.g. an accepted event in the log -- survives a power cut
-before the HTTP 202 goes out. One connection shared across threads
+before the HTTP 202 goes out. One write connection shared across threads
 (``check_same_thread=False``), serialised by the base class's re-entrant lock; transactions
-start with ``BEGIN IMMEDIATE`` so the write lock is taken up front.
+start with ``BEGIN IMMEDIATE`` so the write lock is taken up front. Reads by threads that
+do not hold that lock go to a few read-only connections and see the committed state
+without waiting for the writer (``stores.sqlite_readers``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
 from breadcrumb.stores.sqlite_events import CachedRangesMixin
+from breadcrumb.stores.sqlite_readers import ReadPoolMixin
 from breadcrumb.stores.sqlite_states import CachedStatesMixin
 
 _DUPLICATE_CODES = frozenset({
@@ -27,7 +30,7 @@ _DUPLICATE_CODES = frozenset({
 PAGE_CACHE_KB = 65536  # SQLite's page cache of the connection (memory, at most)
 
 
-class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
+class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore):
     """All SQL-backed ports on one SQLite database file at ``path``."""
 
     dialect = SQLITE
@@ -39,6 +42,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         self._busy_timeout_s = busy_timeout_s
         self._init_state_cache()  # thread states between batches (stores.sqlite_states)
         self._init_event_cache()  # raw events for range reads (stores.sqlite_events)
+        self._init_readers(self._connect_reader)  # reads beside the writer (sqlite_readers)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -52,6 +56,12 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
         conn.execute("PRAGMA synchronous=FULL")
         # a recall reads ~100 memory rows by id, spread over the file: with the default
         # 2 MB page cache most of those pages are read from the OS again on every recall
+        conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
+        return conn
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s,
+                               isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
         return conn
 
@@ -73,6 +83,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, SqlStore):
 
     def close(self) -> None:
         with self._lock:
+            self.close_readers()
             self._forget_states()
             self._forget_events()
             super().close()

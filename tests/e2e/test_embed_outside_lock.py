@@ -18,20 +18,28 @@ from tests.e2e.test_derive_batches import _derive, _events, _runtime, _snapshot,
 
 class SlowEmbedder(HashEmbedder):
     """The hash embedder taking 4 x the slow threshold per text (a sleep: like an ONNX
-    model, it releases the GIL). Each call probes whether another thread can read the
-    store meanwhile."""
+    model, it releases the GIL). Each call probes whether another thread could take the
+    store's write lock meanwhile."""
 
     def __init__(self) -> None:
         super().__init__()
         self.store: Any = None
-        self.store_free: list[bool] = []  # per call: could another thread read the store?
+        self.store_free: list[bool] = []  # per call: could another thread write the store?
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.store is not None and texts:
-            reader = threading.Thread(target=self.store.get_counters, daemon=True)
-            reader.start()
-            reader.join(2.0)
-            self.store_free.append(not reader.is_alive())
+        if self.store is not None and texts:  # reads never wait (sqlite_readers): a writer
+            free: list[bool] = []
+
+            def take_lock() -> None:
+                got = self.store._lock.acquire(timeout=2.0)
+                if got:
+                    self.store._lock.release()
+                free.append(got)
+
+            writer = threading.Thread(target=take_lock, daemon=True)
+            writer.start()
+            writer.join(5.0)
+            self.store_free.append(free == [True])
         time.sleep(4 * SLOW_EMBED_SECONDS_PER_TEXT * len(texts))
         return super().embed_passages(texts)
 
