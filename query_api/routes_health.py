@@ -129,7 +129,7 @@ class Readiness:
     def _vectors(self) -> str | None:
         probe = getattr(self.runtime.index, "probe_write", None)
         if probe is None:
-            self.runtime.index.count()
+            self.runtime.index.count(exact=False)
             return None
         # the WAL write every call; the flush (tens to hundreds of ms, holding the index
         # lock) at most every ready_integrity_seconds, like quick_check

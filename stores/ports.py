@@ -144,8 +144,9 @@ class VectorIndex(Protocol):
         """Update payload fields (status, tier) of one memory point."""
         ...
 
-    def count(self) -> dict[str, int]:
-        """``{"memories": n, "chunks": n}``."""
+    def count(self, exact: bool = True) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}``; ``exact=False``: the index's own estimate
+        (no scan: what a liveness check asks)."""
         ...
 
     def close(self) -> None: ...

@@ -359,11 +359,13 @@ class QdrantEdgeIndex(EdgeRebuilds):
         """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
         return self._search(CHUNKS, flt, k, dense, sparse)
 
-    def count(self) -> dict[str, int]:
-        """``{"memories": n, "chunks": n}`` (exact)."""
+    def count(self, exact: bool = True) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}``; ``exact=False`` sums the segments' counts
+        (0.003 ms, where the exact count scans: 7.7 ms a shard at 100k points, holding
+        the lock every search takes)."""
         with self._lock:
             return {
-                name: int(self._shard(name).count(qe.CountRequest(exact=True)))
+                name: int(self._shard(name).count(qe.CountRequest(exact=exact)))
                 for name in COLLECTIONS
             }
 

@@ -334,10 +334,10 @@ class QdrantServerIndex:
         """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
         return self._search(CHUNKS, flt, k, dense, sparse)
 
-    def count(self) -> dict[str, int]:
-        """``{"memories": n, "chunks": n}`` (exact)."""
+    def count(self, exact: bool = True) -> dict[str, int]:
+        """``{"memories": n, "chunks": n}``; ``exact=False``: Qdrant's estimate."""
         with self._serial() as client:
             return {
-                name: int(client.count(self.collection(name), exact=True).count)
+                name: int(client.count(self.collection(name), exact=exact).count)
                 for name in COLLECTIONS
             }

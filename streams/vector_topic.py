@@ -99,7 +99,7 @@ class TopicVectorIndex:
         self._deliver([(_key("p", memory_id, self.prefix), _body(
             {"op": "payload", "memory_id": memory_id, "values": values}, self.prefix))])
 
-    def count(self) -> dict[str, int]:
+    def count(self, exact: bool = True) -> dict[str, int]:
         raise NotImplementedError("a worker's topic index is write-only; the sink's is read")
 
 
