@@ -27,6 +27,7 @@ from breadcrumb.stores.index_build import (
     write_pointer,
 )
 from breadcrumb.stores.qdrant_common import COLLECTIONS
+from breadcrumb.stores.rw_lock import ReadWriteLock
 
 
 class EdgeRebuilds:
@@ -36,7 +37,7 @@ class EdgeRebuilds:
     _path: Path
     _dim: int
     _threshold: int | None
-    _lock: threading.RLock
+    _lock: ReadWriteLock
     _gate: threading.RLock
     _build_lock: threading.Lock
     _shards: dict[str, qe.EdgeShard]

@@ -19,8 +19,9 @@ the flush: an update is in the WAL before it returns and the WAL is replayed on 
 
 HNSW builds never run on the live shard (the binding keeps the GIL while it
 optimizes): :meth:`QdrantEdgeIndex.optimize` (``stores/edge_rebuild.py``) builds a copy in a
-child process and swaps it in (``stores/index_build.py``). Writers take ``_gate`` then ``_lock``;
-searches take only ``_lock``, so they go on while a build copies or waits.
+child process and swaps it in (``stores/index_build.py``). Writers take ``_gate`` then ``_lock``
+(alone); searches share ``_lock`` (``stores/rw_lock.py``: several at once, also the two
+collections of one recall), so they go on while a build copies or waits.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +59,8 @@ from breadcrumb.stores.qdrant_common import (
     missing_memory,
     status_of,
 )
-from breadcrumb.stores.search_batch import SearchRequest, batched
+from breadcrumb.stores.rw_lock import ReadWriteLock
+from breadcrumb.stores.search_batch import SearchRequest, batched, grouped
 from breadcrumb.topics.records import Chunk, Observation
 
 PROBE_POINT_ID = "00000000-0000-0000-0000-000000000000"  # never a memory or chunk id
@@ -97,7 +101,7 @@ class QdrantEdgeIndex(EdgeRebuilds):
         self._threshold = indexing_threshold_kb
         self._flush_interval = flush_interval_seconds
         self._max_unflushed = max(max_unflushed_seconds, flush_interval_seconds)
-        self._lock = threading.RLock()  # every shard call
+        self._lock = ReadWriteLock()  # every shard call: searches shared, the rest alone
         self._gate = threading.RLock()  # writers; a build holds it to copy and to swap
         self._build_lock = threading.Lock()  # one build at a time
         self._shards: dict[str, qe.EdgeShard] = {}
@@ -110,6 +114,7 @@ class QdrantEdgeIndex(EdgeRebuilds):
         self._last_write = time.monotonic()
         self._last_read = self._last_write
         self.last_build: dict[str, float] = {}  # seconds of the last build's phases
+        self._pool: ThreadPoolExecutor | None = None  # the second collection's searches
 
     # --- lifecycle -----------------------------------------------------------------
     def ensure(self) -> None:
@@ -327,21 +332,58 @@ class QdrantEdgeIndex(EdgeRebuilds):
         request = self._request(name, flt, k, dense, sparse)
         if request is None:
             return []
-        with self._lock:
-            points = self._shard(name).query(request)
+        with self._reading(name) as shard:
+            points = shard.query(request)
         self._last_read = time.monotonic()
         return _hits(points)
 
+    @contextmanager
+    def _reading(self, name: str) -> Iterator[qe.EdgeShard]:
+        """The shard under the shared lock (searches run at once; writes wait for them)."""
+        while True:
+            if name not in self._shards:
+                self.ensure()  # exclusive: never asked for while holding the shared lock
+            with self._lock.shared():
+                shard = self._shards.get(name)
+                if shard is not None:
+                    yield shard
+                    return
+            # closed between ensure() and the shared lock: open it again
+
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
-        """Several searches, one ``query_batch`` per collection; hits in request order."""
-        return batched(requests, self._built, self._query_batch)
+        """Several searches, one ``query_batch`` per collection; hits in request order.
+        The memories' batch and the chunks' batch run at the same time (the chunks' on a
+        helper thread): the engine answers concurrent reads, and a recall waited for the
+        sum of both."""
+        groups = grouped(requests)
+        if len(groups) < 2:
+            return batched(requests, self._built, self._query_batch)
+        first, *others = groups.values()
+        rest = [pos for positions in others for pos in positions]
+        later = self._searcher().submit(
+            batched, [requests[pos] for pos in first], self._built, self._query_batch)
+        out: list[list[Hit]] = [[] for _ in requests]
+        for pos, hits in zip(rest, batched([requests[pos] for pos in rest], self._built,
+                                           self._query_batch), strict=True):
+            out[pos] = hits
+        for pos, hits in zip(first, later.result(), strict=True):
+            out[pos] = hits
+        return out
+
+    def _searcher(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._gate:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=2,
+                                                    thread_name_prefix="edge-search")
+        return self._pool
 
     def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | None:
         return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
 
     def _query_batch(self, name: str, requests: list[qe.QueryRequest]) -> list[list[Hit]]:
-        with self._lock:
-            results = self._shard(name).query_batch(qe.QueryBatchRequest(requests))
+        with self._reading(name) as shard:
+            results = shard.query_batch(qe.QueryBatchRequest(requests))
         self._last_read = time.monotonic()
         return [_hits(points) for points in results]
 
@@ -363,11 +405,11 @@ class QdrantEdgeIndex(EdgeRebuilds):
         """``{"memories": n, "chunks": n}``; ``exact=False`` sums the segments' counts
         (0.003 ms, where the exact count scans: 7.7 ms a shard at 100k points, holding
         the lock every search takes)."""
-        with self._lock:
-            return {
-                name: int(self._shard(name).count(qe.CountRequest(exact=exact)))
-                for name in COLLECTIONS
-            }
+        out = {}
+        for name in COLLECTIONS:
+            with self._reading(name) as shard:
+                out[name] = int(shard.count(qe.CountRequest(exact=exact)))
+        return out
 
     # --- readiness ------------------------------------------------------------------
     def probe_write(self, flush: bool = True) -> None:
