@@ -189,7 +189,9 @@ def rank_candidates(
     out = []
     for memory in memories:
         vector, keyword = base[memory.id]
-        relevance = (vector + keyword) / best
+        # best is 0 when no candidate has a dense or lexical score of its own: those hits'
+        # memories are not stored (yet) and the passage search found these ones
+        relevance = (vector + keyword) / best if best > 0 else 0.0
         parts = {
             "vector": round(w.vector * vector, 6),
             "keyword": round(w.keyword * keyword, 6),
