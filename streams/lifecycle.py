@@ -22,7 +22,7 @@ from typing import Any
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
-from breadcrumb.stores.facts_batch import BatchedLifecycleTables
+from breadcrumb.stores.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
@@ -75,7 +75,7 @@ class LifecycleService:
         mine = list(memories or ())
         self._local.payloads = {}
         self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
-        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep,
+        self._local.tables = BatchedLifecycleTables(self.tables, defer_rows=keep,
                                                     kept_row=self._local.reads.kept)
         try:
             self._local.reads.prefetch(mine)
@@ -140,7 +140,7 @@ class LifecycleService:
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
         self._tables().ensure_life(obs.user_id, obs.id, stored_at)
-        existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
+        existing = self._tables().current_facts(obs.user_id, sorted({f.key for f in rows}))
         verdicts = sp.compare_facts(rows, existing)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
             newest = max(r.ts for r in rows)
@@ -294,12 +294,17 @@ class LifecycleService:
                  or change.supersedes_memory_id not in (None, row["supersedes_memory_id"]))
         if not fields and not links:
             return False
-        self.store.apply_status_change(change)
-        self._changed(change.user_id, memory_id, {  # as apply_status_change's UPDATE
+        values = {  # as apply_status_change's UPDATE leaves them
             "status": change.status, "tier": change.tier, "updated_at": change.at,
             "superseded_by": _coalesce(change.superseded_by, row["superseded_by"]),
             "supersedes_memory_id": _coalesce(change.supersedes_memory_id,
-                                              row["supersedes_memory_id"])})
+                                              row["supersedes_memory_id"])}
+        tables = self._tables()
+        if isinstance(tables, BatchedLifecycleTables):  # a batch: maybe at its end
+            tables.apply_status_change(change, [values[c] for c in STATUS_COLUMNS])
+        else:
+            self.store.apply_status_change(change)
+        self._changed(change.user_id, memory_id, values)
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
             self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
