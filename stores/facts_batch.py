@@ -30,6 +30,7 @@ from typing import Any
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores import sql_schema as s
+from breadcrumb.stores.facts_model import BatchFacts
 from breadcrumb.topics.records import MemoryStatusChange
 
 _LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_start")
@@ -53,6 +54,8 @@ class BatchedLifecycleTables:
         self._metadata: dict[tuple[str, str], dict[str, Any]] = {}  # (user, id) -> metadata
         self._status: dict[str, dict[str, tuple[Any, ...]]] = {}  # user -> id -> STATUS_COLUMNS
         self._holders: dict[tuple[str, str], dict[str, FactRow]] = {}  # (user, key) -> id -> row
+        #: MySQL: memory_facts read once and written at the end (stores.facts_model)
+        self.facts = kept_facts(tables, defer_rows, kept_row)
 
     def prefetch(self, memory_ids: Iterable[str]) -> None:
         """Read which of these memories have a lifecycle row (one statement per 500)."""
@@ -64,6 +67,13 @@ class BatchedLifecycleTables:
                     f"memory_lifecycle WHERE memory_id IN ({s.marks(len(part))})", part):
                 self._in_sql[str(mid)] = (since, base, window)
             self._has_row.update((m, m in self._in_sql) for m in part)
+
+    def prefetch_facts(self, keys: dict[str, Iterable[str]]) -> dict[str, set[str]]:
+        """Read the fact keys of each user at once (MySQL: ``stores.facts_model``); returns
+        each user's memories holding any of them (none without the model)."""
+        if self.facts is None:
+            return {}
+        return {user_id: self.facts.prefetch(user_id, ks) for user_id, ks in keys.items()}
 
     # --- lifecycle rows ----------------------------------------------------------------
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
@@ -104,6 +114,8 @@ class BatchedLifecycleTables:
     def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """As the tables' (in no particular order): each key read once a batch, then kept
         as ``replace_facts`` and ``delete_memory`` change its holders."""
+        if self.facts is not None:
+            return self.facts.facts_in_any_state(user_id, keys)
         todo = [k for k in keys if (user_id, k) not in self._holders]
         if todo:
             for k in todo:
@@ -114,6 +126,8 @@ class BatchedLifecycleTables:
 
     def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """As the tables', with the statuses this batch has set but not written yet."""
+        if self.facts is not None:
+            return self.facts.current_facts(user_id, keys)
         pending = self._status.get(user_id)
         if not pending:
             return list(self.tables.current_facts(user_id, keys))
@@ -123,6 +137,8 @@ class BatchedLifecycleTables:
 
     def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
                       held: Sequence[str] | None = None) -> list[str]:
+        if self.facts is not None:
+            return self.facts.replace_facts(user_id, memory_id, facts, held)
         kept: list[str] = self.tables.replace_facts(user_id, memory_id, facts, held)
         now = set(kept)
         for (user, key), holders in self._holders.items():
@@ -133,6 +149,17 @@ class BatchedLifecycleTables:
                 self._holders[(user_id, f.key)][f.memory_id] = FactRow(
                     f.memory_id, f.key, f.value, f.ts)
         return kept
+
+    def mark_fact(self, memory_id: str, key: str, state: str) -> None:
+        if self.facts is not None:
+            self.facts.mark_fact(memory_id, key, state)
+        else:
+            self.tables.mark_fact(memory_id, key, state)
+
+    def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]:
+        if self.facts is not None:
+            return self.facts.fact_states_of(memory_id)
+        return list(self.tables.fact_states_of(memory_id))
 
     # --- metadata ----------------------------------------------------------------------
     def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
@@ -150,6 +177,8 @@ class BatchedLifecycleTables:
             self.tables.store.apply_status_change(change)
             return
         self._status.setdefault(change.user_id, {})[change.memory_id] = tuple(values)
+        if self.facts is not None:
+            self.facts.set_status(change.memory_id, change.status)
 
     def flush_memory(self, user_id: str, memory_id: str) -> None:
         """Write the memory's kept metadata and status now (it is about to be read from
@@ -171,11 +200,17 @@ class BatchedLifecycleTables:
         self._in_sql.pop(memory_id, None)
         for holders in self._holders.values():
             holders.pop(memory_id, None)
-        return bool(self.tables.delete_memory(user_id, memory_id))
+        deleted = bool(self.tables.delete_memory(user_id, memory_id))
+        if self.facts is not None:
+            self.facts.delete_memory(memory_id)
+        return deleted
 
     # --- the end of the batch ----------------------------------------------------------
     def flush(self) -> None:
         """Write what was kept (inside the batch's transaction)."""
+        if self.facts is not None:
+            with self.tables.store.transaction():
+                self.facts.flush()
         if not (self._ensured or self._lives or self._metadata or self._status):
             return
         store = self.tables.store
@@ -207,6 +242,14 @@ class BatchedLifecycleTables:
 
     def __getattr__(self, name: str) -> Any:  # facts, owners, archives: the tables
         return getattr(self.tables, name)
+
+
+def kept_facts(tables: Any, defer_rows: bool,
+               kept_row: Callable[[str, str], dict[str, Any] | None] | None
+               ) -> BatchFacts | None:
+    """The batch's kept ``memory_facts`` (MySQL, rows deferred), else None."""
+    return BatchFacts(tables.store, kept_row) if defer_rows and tables.store.dialect.mysql \
+        else None
 
 
 def _life(row: dict[str, Any], values: tuple[Any, Any, Any]) -> MemoryLife:

@@ -52,17 +52,22 @@ class BatchReads:
                 return list(self.hot.get_range(user_id, thread_id, start, end))
         return list(self.archive.get_range(user_id, thread_id, start, end))
 
-    def prefetch(self, memories: Iterable[tuple[str, str]]) -> None:
-        """Rows of (user_id, memory_id) pairs, one read per user."""
+    def prefetch(self, memories: Iterable[tuple[str, str]],
+                 others: Iterable[tuple[str, str]] = ()) -> None:
+        """Rows of (user_id, memory_id) pairs, one read per user, with the fact keys each
+        holds; ``others``: memories the hooks may read (their rows only, kept as any read
+        row is: only with ``keep_rows``)."""
+        mine = list(memories)
         by_user: dict[str, list[str]] = {}
-        for user_id, mid in memories:
+        for user_id, mid in [*mine, *(others if self.keep_rows else ())]:
             if (user_id, mid) not in self._rows:
                 by_user.setdefault(user_id, []).append(mid)
         for user_id, mids in by_user.items():
             self.row_reads += 1
-            for mid, row in self.store.get_memory_rows(user_id, mids).items():
+            for mid, row in self.store.get_memory_rows(user_id, list(dict.fromkeys(mids))
+                                                       ).items():
                 self._rows[(user_id, mid)] = row
-        mids = [m for ms in by_user.values() for m in ms if m not in self._fact_keys]
+        mids = [m for _u, m in dict.fromkeys(mine) if m not in self._fact_keys]
         if mids and self.keep_rows:
             self._fact_keys.update(self.tables.fact_keys_of(mids))
 
