@@ -43,6 +43,7 @@ class BatchFacts:
         self._status: dict[str, str | None] = {}  # memory id -> status (None: no memory)
         self._changed: set[tuple[str, str]] = set()  # rows to write (upsert, or delete)
         self._in_sql: set[tuple[str, str]] = set()  # rows SQL holds (only those are deleted)
+        self._fact_rows: dict[tuple[str, str], FactRow] = {}  # the FactRow of a kept row
 
     # --- reads -------------------------------------------------------------------------
     def prefetch(self, user_id: str, keys: Iterable[str]) -> set[str]:
@@ -127,7 +128,15 @@ class BatchFacts:
     def _of_keys(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         pairs = sorted((k, m) for k in dict.fromkeys(keys)
                        for m in self._by_key.get((user_id, k), ()))
-        return [FactRow(m, k, self._rows[(m, k)][1], self._rows[(m, k)][2]) for k, m in pairs]
+        return [self._fact_row(m, k) for k, m in pairs]
+
+    def _fact_row(self, memory_id: str, key: str) -> FactRow:
+        row = self._fact_rows.get((memory_id, key))
+        if row is None:
+            values = self._rows[(memory_id, key)]
+            row = self._fact_rows[(memory_id, key)] = FactRow(memory_id, key, values[1],
+                                                              values[2])
+        return row
 
     def _values(self, row: FactRow) -> Values:
         return self._rows[(row.memory_id, row.key)]
@@ -148,6 +157,7 @@ class BatchFacts:
         if old is not None and old[0] != values[0]:
             self._by_key.get((old[0], key), set()).discard(memory_id)
         self._rows[(memory_id, key)] = values
+        self._fact_rows.pop((memory_id, key), None)
         self._by_key.setdefault((values[0], key), set()).add(memory_id)
         self._by_memory.setdefault(memory_id, set()).add(key)
         self._changed.add((memory_id, key))
@@ -158,6 +168,7 @@ class BatchFacts:
 
     def _unlink(self, memory_id: str, key: str) -> None:
         values = self._rows.pop((memory_id, key), None)
+        self._fact_rows.pop((memory_id, key), None)
         if values is not None:
             self._by_key.get((values[0], key), set()).discard(memory_id)
         self._by_memory.get(memory_id, set()).discard(key)

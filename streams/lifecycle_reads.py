@@ -43,6 +43,7 @@ class BatchReads:
         self.row_reads = 0  # memory-row statements (tests, benches)
         self._fact_keys: dict[str, list[str]] = {}  # memory id -> its held fact keys
         self.audits: list[tuple[Any, ...]] = []  # add_audit arguments, in order
+        self._built: dict[tuple[str, str], tuple[dict[str, Any], Observation]] = {}
 
     def events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         if self.hot is not None:
@@ -91,9 +92,17 @@ class BatchReads:
                 for mid, row in self.store.get_memory_rows(user_id, todo).items():
                     self._rows[(user_id, mid)] = row
             rows = {m: self._rows[(user_id, m)] for m in mids if (user_id, m) in self._rows}
-        else:
-            rows = self.store.get_memory_rows(user_id, mids)
+            return {m: self._memory(user_id, m, row) for m, row in rows.items()}
+        rows = self.store.get_memory_rows(user_id, mids)
         return {m: _memory(row) for m, row in rows.items()}
+
+    def _memory(self, user_id: str, mid: str, row: dict[str, Any]) -> Observation:
+        """``_memory(row)`` of a kept row, built once for that row (a write replaces the
+        kept row, so a changed memory is built again)."""
+        built = self._built.get((user_id, mid))
+        if built is None or built[0] is not row:
+            built = self._built[(user_id, mid)] = (row, _memory(row))
+        return built[1]
 
     def flush_audits(self) -> None:
         """Insert the buffered audit rows (inside the batch's transaction)."""
