@@ -134,7 +134,7 @@ class BatchReads:
         go through JSON, so the kept row equals a fresh read)."""
         row = self._rows.get((user_id, mid))
         if row is not None:
-            self._rows[(user_id, mid)] = {**row, **json.loads(json.dumps(values))}
+            self._rows[(user_id, mid)] = {**row, **json_copy(values)}
 
     def forget(self, user_id: str, mid: str) -> None:
         """The hooks are writing this memory (or its user's archived ranges)."""
@@ -143,6 +143,24 @@ class BatchReads:
 
     def forget_archive(self, user_id: str) -> None:
         self._archived.pop(user_id, None)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """``json.loads(json.dumps(value))``: what a JSON column gives back (tuples become
+    lists). Copied directly when made of JSON's own types (dicts with ``str`` keys, lists,
+    tuples, scalars), which is ~10x faster than encoding (a memory's metadata grows with
+    each duplicate merged into it); anything else goes through ``json``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        return [json_copy(v) for v in value]
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: json_copy(v) for k, v in value.items()}
+    return json.loads(json.dumps(value))
 
 
 def _memory(row: dict[str, Any]) -> Observation:
