@@ -44,6 +44,7 @@ class BatchFacts:
         self._changed: set[tuple[str, str]] = set()  # rows to write (upsert, or delete)
         self._in_sql: set[tuple[str, str]] = set()  # rows SQL holds (only those are deleted)
         self._fact_rows: dict[tuple[str, str], FactRow] = {}  # the FactRow of a kept row
+        self._read: dict[tuple[str, str], Values] = {}  # rows as read from SQL
 
     # --- reads -------------------------------------------------------------------------
     def prefetch(self, user_id: str, keys: Iterable[str]) -> set[str]:
@@ -105,24 +106,42 @@ class BatchFacts:
             self._unlink(memory_id, key)
         self._changed = {pk for pk in self._changed if pk[0] != memory_id}
         self._in_sql = {pk for pk in self._in_sql if pk[0] != memory_id}
+        self._read = {pk: v for pk, v in self._read.items() if pk[0] != memory_id}
         self._memories_known.add(memory_id)
         self._status[memory_id] = None
 
     def flush(self) -> None:
-        """Write the rows that changed (inside the batch's transaction)."""
+        """Write the rows that changed (inside the batch's transaction): a row read from
+        SQL whose state alone changed with an UPDATE by primary key (as ``mark_fact``: a
+        record lock, where an upsert of an existing row takes a next-key lock), others
+        with one upsert; a row left as read is not written."""
         changed, self._changed = sorted(self._changed), set()
         # a row SQL never held is not deleted: a DELETE of a missing key takes a gap lock
         gone = [pk for pk in changed if pk not in self._rows and pk in self._in_sql]
-        self._in_sql.difference_update(gone)
-        self._in_sql.update(pk for pk in changed if pk in self._rows)
         for memory_id, key in gone:
             self.store._execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
                                 "fact_key = ?", (memory_id, key))
-        there = [(m, k, *self._rows[(m, k)]) for m, k in changed if (m, k) in self._rows]
+        states: dict[tuple[str, str], list[str]] = {}  # (state, memory id) -> keys
+        there = []
+        for pk in (pk for pk in changed if pk in self._rows):
+            now, was = self._rows[pk], self._read.get(pk)
+            if was is not None and was[:3] == now[:3]:
+                if was[3] != now[3]:
+                    states.setdefault((now[3], pk[0]), []).append(pk[1])
+            else:
+                there.append((*pk, *now))
+        for (state, memory_id), keys in states.items():
+            self.store._execute(f"UPDATE memory_facts SET state = ? WHERE memory_id = ? AND "
+                                f"fact_key IN ({s.marks(len(keys))})", (state, memory_id, *keys))
         if there:
             self.store._execute_many(self.store.dialect.upsert(
                 "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
                 there)
+        self._in_sql.difference_update(gone)
+        self._in_sql.update(pk for pk in changed if pk in self._rows)
+        self._read.update((pk, self._rows[pk]) for pk in changed if pk in self._rows)
+        for pk in gone:
+            self._read.pop(pk, None)
 
     # --- the kept rows -----------------------------------------------------------------
     def _of_keys(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
@@ -198,7 +217,8 @@ class BatchFacts:
             if memory_id in self._memories_known:
                 continue
             fresh.add(memory_id)
-            self._rows[(memory_id, fact_key)] = (str(user), str(value), str(ts), str(state))
+            values = (str(user), str(value), str(ts), str(state))
+            self._rows[(memory_id, fact_key)] = self._read[(memory_id, fact_key)] = values
             self._in_sql.add((memory_id, fact_key))
             self._by_key.setdefault((str(user), fact_key), set()).add(memory_id)
             self._by_memory.setdefault(memory_id, set()).add(fact_key)
