@@ -272,6 +272,13 @@ def scan_segments(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tuple[int,
     """
     if text.count("\n") < max_lines:
         return [(0, text)]
+    return list(_long_segments(text, max_lines))
+
+
+@lru_cache(maxsize=16)
+def _long_segments(text: str, max_lines: int) -> tuple[tuple[int, str], ...]:
+    """:func:`scan_segments` of a long text (cached: the facts and the typed values of an
+    observation scan the same event texts)."""
     head_end = _nth_newline(text, _EDGE_LINES, 0)
     tail_start = _nth_newline_back(text, _EDGE_LINES)
     pieces = [(0, text[:head_end])]
@@ -279,7 +286,7 @@ def scan_segments(text: str, max_lines: int = MAX_SCAN_LINES) -> list[tuple[int,
         line_end = text.find("\n", line_start)
         pieces.append((line_start, text[line_start: len(text) if line_end < 0 else line_end]))
     pieces.append((tail_start, text[tail_start:]))
-    return pieces
+    return tuple(pieces)
 
 
 def _error_line_starts(text: str, start: int, stop: int) -> list[int]:

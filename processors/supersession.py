@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from breadcrumb.processors.lexical import lexical_terms
 
@@ -122,13 +123,20 @@ def memory_outcome(held_keys: Iterable[str], lost_keys: Iterable[str]) -> str:
     return SUPERSEDED if held and held <= lost else "partial"
 
 
+@lru_cache(maxsize=4096)
+def summary_terms(summary: str) -> frozenset[str]:
+    """The distinct lexical terms of a summary (cached: a duplicate check compares one
+    summary with many, and the same memories again for each replica)."""
+    return frozenset(lexical_terms(summary))
+
+
 def near_duplicate(summary_a: str, summary_b: str, facts_a: Iterable[tuple[str, str]],
                    facts_b: Iterable[tuple[str, str]], threshold: float = 0.9) -> bool:
     """Same non-empty fact set and summary term Jaccard >= ``threshold``."""
     fa, fb = set(facts_a), set(facts_b)
     if not fa or fa != fb:
         return False
-    ta, tb = set(lexical_terms(summary_a)), set(lexical_terms(summary_b))
+    ta, tb = summary_terms(summary_a), summary_terms(summary_b)
     if not ta or not tb:
         return ta == tb
     return len(ta & tb) / len(ta | tb) >= threshold

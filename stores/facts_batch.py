@@ -10,10 +10,12 @@ through it are kept and written at its end (:meth:`BatchedLifecycleTables.flush`
   ``ensure_life`` of any other memory is written at once.
 * the holders of a fact key in any state (``facts_in_any_state``): read once per key,
   then kept as ``replace_facts`` writes them;
-* metadata (``set_metadata``, only with ``defer_metadata``: the caller then reads memory
-  rows through its kept rows, which hold the new metadata): one ``UPDATE ... CASE`` per
-  user. :meth:`BatchedLifecycleTables.flush_memory` writes one memory's at once (before
-  a read of the memory from SQL).
+* metadata (``set_metadata``) and status changes (``apply_status_change``), only with
+  ``defer_rows`` (the caller then reads memory rows through its kept rows, which hold the
+  new values): one ``UPDATE ... CASE`` per user for each. The memory's status as it will
+  be is what ``current_facts`` filters on and ``get_life`` gives;
+  :meth:`BatchedLifecycleTables.flush_memory` writes one memory's at once (before a read
+  of the memory from SQL).
 
 Everything else goes to the tables. A tombstone (``delete_memory``) drops what was kept
 for the memory, as its DELETE would have removed it.
@@ -28,24 +30,32 @@ from typing import Any
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores import sql_schema as s
+from breadcrumb.stores.facts_model import BatchFacts
+from breadcrumb.topics.records import MemoryStatusChange
 
 _LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_start")
+#: The columns ``SqlStore.apply_status_change`` sets, in the order they are kept.
+STATUS_COLUMNS = ("status", "tier", "updated_at", "superseded_by", "supersedes_memory_id")
+_LIVE = ("active", "conflicted")  # the statuses whose current facts count (current_facts)
 
 
 class BatchedLifecycleTables:
     """LifecycleTables for one batch (see the module docstring)."""
 
-    def __init__(self, tables: Any, defer_metadata: bool,
+    def __init__(self, tables: Any, defer_rows: bool,
                  kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:
         self.tables = tables  # LifecycleTables
-        self.defer_metadata = defer_metadata
+        self.defer_rows = defer_rows  # metadata and status changes written at the end
         self.kept_row = kept_row  # the batch's current memory row, if kept (no SQL read)
         self._has_row: dict[str, bool] = {}  # memory id -> has a lifecycle row in SQL
         self._in_sql: dict[str, tuple[Any, Any, Any]] = {}  # id -> its row's values there
         self._ensured: dict[str, tuple[str, str]] = {}  # id -> (user, since): row to insert
         self._lives: dict[str, tuple[str, str, int, str | None]] = {}  # id -> set_life values
         self._metadata: dict[tuple[str, str], dict[str, Any]] = {}  # (user, id) -> metadata
+        self._status: dict[str, dict[str, tuple[Any, ...]]] = {}  # user -> id -> STATUS_COLUMNS
         self._holders: dict[tuple[str, str], dict[str, FactRow]] = {}  # (user, key) -> id -> row
+        #: MySQL: memory_facts read once and written at the end (stores.facts_model)
+        self.facts = kept_facts(tables, defer_rows, kept_row)
 
     def prefetch(self, memory_ids: Iterable[str]) -> None:
         """Read which of these memories have a lifecycle row (one statement per 500)."""
@@ -57,6 +67,13 @@ class BatchedLifecycleTables:
                     f"memory_lifecycle WHERE memory_id IN ({s.marks(len(part))})", part):
                 self._in_sql[str(mid)] = (since, base, window)
             self._has_row.update((m, m in self._in_sql) for m in part)
+
+    def prefetch_facts(self, keys: dict[str, Iterable[str]]) -> dict[str, set[str]]:
+        """Read the fact keys of each user at once (MySQL: ``stores.facts_model``); returns
+        each user's memories holding any of them (none without the model)."""
+        if self.facts is None:
+            return {}
+        return {user_id: self.facts.prefetch(user_id, ks) for user_id, ks in keys.items()}
 
     # --- lifecycle rows ----------------------------------------------------------------
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
@@ -75,6 +92,9 @@ class BatchedLifecycleTables:
         if row is not None and memory_id in self._has_row:  # both known: no SQL read
             return _life(row, pending or self._in_sql.get(memory_id, (None, None, None)))
         life: MemoryLife | None = self.tables.get_life(user_id, memory_id)
+        status = self._status.get(user_id, {}).get(memory_id)
+        if life is not None and status is not None:  # its UPDATE is not written yet
+            life = replace(life, status=str(status[0]), tier=str(status[1]))
         if life is None or pending is None:
             return life
         since, base, window = pending
@@ -94,6 +114,8 @@ class BatchedLifecycleTables:
     def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """As the tables' (in no particular order): each key read once a batch, then kept
         as ``replace_facts`` and ``delete_memory`` change its holders."""
+        if self.facts is not None:
+            return self.facts.facts_in_any_state(user_id, keys)
         todo = [k for k in keys if (user_id, k) not in self._holders]
         if todo:
             for k in todo:
@@ -102,8 +124,21 @@ class BatchedLifecycleTables:
                 self._holders[(user_id, row.key)][row.memory_id] = row
         return [row for k in keys for row in self._holders[(user_id, k)].values()]
 
+    def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
+        """As the tables', with the statuses this batch has set but not written yet."""
+        if self.facts is not None:
+            return self.facts.current_facts(user_id, keys)
+        pending = self._status.get(user_id)
+        if not pending:
+            return list(self.tables.current_facts(user_id, keys))
+        return [row for row, status in self.tables.current_facts_any_status(user_id, keys)
+                if (pending[row.memory_id][0] if row.memory_id in pending else status)
+                in _LIVE]
+
     def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
                       held: Sequence[str] | None = None) -> list[str]:
+        if self.facts is not None:
+            return self.facts.replace_facts(user_id, memory_id, facts, held)
         kept: list[str] = self.tables.replace_facts(user_id, memory_id, facts, held)
         now = set(kept)
         for (user, key), holders in self._holders.items():
@@ -115,40 +150,79 @@ class BatchedLifecycleTables:
                     f.memory_id, f.key, f.value, f.ts)
         return kept
 
+    def mark_fact(self, memory_id: str, key: str, state: str) -> None:
+        if self.facts is not None:
+            self.facts.mark_fact(memory_id, key, state)
+        else:
+            self.tables.mark_fact(memory_id, key, state)
+
+    def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]:
+        if self.facts is not None:
+            return self.facts.fact_states_of(memory_id)
+        return list(self.tables.fact_states_of(memory_id))
+
     # --- metadata ----------------------------------------------------------------------
     def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
-        if not self.defer_metadata:
+        if not self.defer_rows:
             self.tables.set_metadata(user_id, memory_id, metadata)
             return
         self._metadata.pop((user_id, memory_id), None)
         self._metadata[(user_id, memory_id)] = metadata
 
+    def apply_status_change(self, change: MemoryStatusChange, values: Sequence[Any]) -> None:
+        """``SqlStore.apply_status_change(change)``; ``values``: the STATUS_COLUMNS it
+        leaves in the row (the links coalesced with the row's), written at the end when
+        rows are deferred."""
+        if not self.defer_rows:
+            self.tables.store.apply_status_change(change)
+            return
+        self._status.setdefault(change.user_id, {})[change.memory_id] = tuple(values)
+        if self.facts is not None:
+            self.facts.set_status(change.memory_id, change.status)
+
     def flush_memory(self, user_id: str, memory_id: str) -> None:
-        """Write the memory's kept metadata now (it is about to be read from SQL)."""
+        """Write the memory's kept metadata and status now (it is about to be read from
+        SQL)."""
         metadata = self._metadata.pop((user_id, memory_id), None)
         if metadata is not None:
             self.tables.set_metadata(user_id, memory_id, metadata)
+        status = self._status.get(user_id, {}).pop(memory_id, None)
+        if status is not None:
+            with self.tables.store.transaction():
+                _set_status_many(self.tables.store, user_id, [(memory_id, status)])
 
     def delete_memory(self, user_id: str, memory_id: str) -> bool:
         self._metadata.pop((user_id, memory_id), None)
+        self._status.get(user_id, {}).pop(memory_id, None)
         self._ensured.pop(memory_id, None)
         self._lives.pop(memory_id, None)
         self._has_row[memory_id] = False
         self._in_sql.pop(memory_id, None)
         for holders in self._holders.values():
             holders.pop(memory_id, None)
-        return bool(self.tables.delete_memory(user_id, memory_id))
+        deleted = bool(self.tables.delete_memory(user_id, memory_id))
+        if self.facts is not None:
+            self.facts.delete_memory(memory_id)
+        return deleted
 
     # --- the end of the batch ----------------------------------------------------------
     def flush(self) -> None:
         """Write what was kept (inside the batch's transaction)."""
-        if not (self._ensured or self._lives or self._metadata):
+        if self.facts is not None:
+            with self.tables.store.transaction():
+                self.facts.flush()
+        if not (self._ensured or self._lives or self._metadata or self._status):
             return
         store = self.tables.store
         ensured, self._ensured = self._ensured, {}
         lives, self._lives = self._lives, {}
         metadata, self._metadata = self._metadata, {}
+        statuses, self._status = self._status, {}
         with store.transaction():
+            for user_id, changed in statuses.items():
+                items = list(changed.items())
+                for start in range(0, len(items), 500):
+                    _set_status_many(store, user_id, items[start:start + 500])
             if ensured:
                 sql = self.tables.insert_missing_life_sql()
                 store._execute_many(sql, [(m, u, since, 0, since)
@@ -168,6 +242,14 @@ class BatchedLifecycleTables:
 
     def __getattr__(self, name: str) -> Any:  # facts, owners, archives: the tables
         return getattr(self.tables, name)
+
+
+def kept_facts(tables: Any, defer_rows: bool,
+               kept_row: Callable[[str, str], dict[str, Any] | None] | None
+               ) -> BatchFacts | None:
+    """The batch's kept ``memory_facts`` (MySQL, rows deferred), else None."""
+    return BatchFacts(tables.store, kept_row) if defer_rows and tables.store.dialect.mysql \
+        else None
 
 
 def _life(row: dict[str, Any], values: tuple[Any, Any, Any]) -> MemoryLife:
@@ -197,3 +279,18 @@ def _set_metadata_many(store: Any, user_id: str,
     store._execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
                    f"user_id = ? AND id IN ({s.marks(len(group))})",
                    (*params, user_id, *(mid for mid, _ in group)))
+
+
+def _set_status_many(store: Any, user_id: str,
+                     group: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """``apply_status_change`` of several memories of one user in one statement (each
+    column set to the value its changes left)."""
+    if not group:
+        return
+    params: list[Any] = []
+    sets = []
+    for n, column in enumerate(STATUS_COLUMNS):
+        sets.append(f"{column} = CASE id {' '.join('WHEN ? THEN ?' for _ in group)} END")
+        params += [v for mid, values in group for v in (mid, values[n])]
+    store._execute(f"UPDATE agent_memories SET {', '.join(sets)} WHERE user_id = ? AND id IN "
+                   f"({s.marks(len(group))})", (*params, user_id, *(mid for mid, _ in group)))

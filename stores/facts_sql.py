@@ -113,6 +113,19 @@ class LifecycleTables:
             (user_id, *keys))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
 
+    def current_facts_any_status(self, user_id: str, keys: Sequence[str]
+                                 ) -> list[tuple[FactRow, str]]:
+        """``current_facts`` before its status filter: (fact, the memory's status), in the
+        same order (the same join; the batch filters on statuses it has not written yet)."""
+        if not keys:
+            return []
+        rows = self.store._read(
+            "SELECT f.memory_id, f.fact_key, f.value, f.ts, m.status FROM memory_facts f "
+            "JOIN agent_memories m ON m.id = f.memory_id AND m.user_id = f.user_id "
+            f"WHERE f.user_id = ? AND f.fact_key IN ({s.marks(len(keys))}) "
+            "AND f.state = 'current'", (user_id, *keys))
+        return [(FactRow(str(m), str(k), str(v), str(t)), str(st)) for m, k, v, t, st in rows]
+
     def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """Facts of these keys held by any of the user's memories, whatever the fact's
         state or the memory's status (duplicates are the same whatever happened since)."""

@@ -22,7 +22,7 @@ from typing import Any
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
-from breadcrumb.stores.facts_batch import BatchedLifecycleTables
+from breadcrumb.stores.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
@@ -38,6 +38,9 @@ from breadcrumb.topics.records import Event, MemoryStatusChange, Observation
 __all__ = ["ChangelogPublisher", "CollectingChangelog", "LifecycleService", "SqlChangelog",
            "lifecycle_configs"]
 log = logging.getLogger(__name__)
+#: Issue 14: a batch reads the rows of at most this many memories holding its fact keys
+#: (a user) ahead; the hooks read those they need one at a time beyond it.
+PREFETCH_HOLDERS = 500
 
 class LifecycleService:
     """Owns memory status and tier after creation."""
@@ -57,8 +60,8 @@ class LifecycleService:
         self._local = threading.local()  # .payloads: this thread's deferred payloads (batch)
 
     @contextmanager
-    def batch(self, raw: Any = None,
-              memories: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
+    def batch(self, raw: Any = None, memories: Iterable[tuple[str, str]] | None = None,
+              fact_keys: dict[str, Iterable[str]] | None = None) -> Iterator[None]:
         """Defer this thread's vector payload updates to the end of the block (a derivation
         batch): each memory's payload is set once with its final status and tier, memories
         (and chunks) sharing the same values in one update. SQL is written as before; on
@@ -67,7 +70,9 @@ class LifecycleService:
         Issue 14: ``raw`` (the batch's raw events) and ``memories`` ((user_id, id) of its
         memories, already written: their rows are read at once and memory rows are kept
         until the hooks write them; None: no memory row is kept) feed
-        :class:`~streams.lifecycle_reads.BatchReads`."""
+        :class:`~streams.lifecycle_reads.BatchReads`; ``fact_keys`` (each user's fact keys
+        of those memories): on MySQL read at once with the memories holding them, whose rows
+        and lifecycle rows are read with the batch's (up to ``PREFETCH_HOLDERS`` a user)."""
         if getattr(self._local, "payloads", None) is not None:  # the outer block writes
             yield
             return
@@ -75,11 +80,12 @@ class LifecycleService:
         mine = list(memories or ())
         self._local.payloads = {}
         self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
-        self._local.tables = BatchedLifecycleTables(self.tables, defer_metadata=keep,
+        self._local.tables = BatchedLifecycleTables(self.tables, defer_rows=keep,
                                                     kept_row=self._local.reads.kept)
         try:
-            self._local.reads.prefetch(mine)
-            self._local.tables.prefetch(mid for _user, mid in mine)
+            holders = self._holders(fact_keys or {})
+            self._local.reads.prefetch(mine, holders)
+            self._local.tables.prefetch(mid for _user, mid in [*mine, *holders])
             yield
             self._local.reads.flush_audits()
             self._local.tables.flush()
@@ -87,6 +93,13 @@ class LifecycleService:
         finally:
             self._local.payloads = self._local.reads = self._local.tables = None
         self._write_payloads(pending)
+
+    def _holders(self, fact_keys: dict[str, Iterable[str]]) -> list[tuple[str, str]]:
+        """(user, memory id) of the memories holding the batch's fact keys (read at once;
+        a user with more than ``PREFETCH_HOLDERS`` of them: none, read when needed)."""
+        found = self._local.tables.prefetch_facts(fact_keys)
+        return [(user_id, mid) for user_id, mids in found.items()
+                if len(mids) <= PREFETCH_HOLDERS for mid in sorted(mids)]
 
     def _events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         reads: BatchReads | None = getattr(self._local, "reads", None)
@@ -140,7 +153,7 @@ class LifecycleService:
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
         self._tables().ensure_life(obs.user_id, obs.id, stored_at)
-        existing = self.tables.current_facts(obs.user_id, sorted({f.key for f in rows}))
+        existing = self._tables().current_facts(obs.user_id, sorted({f.key for f in rows}))
         verdicts = sp.compare_facts(rows, existing)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
             newest = max(r.ts for r in rows)
@@ -156,11 +169,11 @@ class LifecycleService:
             for mid in (v.older, v.newer):
                 self._set(user_id, mid, "pipeline", f"conflict:{v.key}", at, status="conflicted")
             return
-        self.tables.mark_fact(v.older, v.key, "superseded")
+        self._tables().mark_fact(v.older, v.key, "superseded")
         older = self._row(user_id, v.older)
         for dup in (older["metadata"].get("merged_ranges", {}) if older else {}):
-            self.tables.mark_fact(dup, v.key, "superseded")  # its duplicates held it too
-        states = self.tables.fact_states_of(v.older)  # (key, state): held and lost at once
+            self._tables().mark_fact(dup, v.key, "superseded")  # its duplicates held it too
+        states = self._tables().fact_states_of(v.older)  # (key, state): held and lost at once
         lost = [key for key, state in states if state == "superseded"]
         if sp.memory_outcome([key for key, state in states if state in ("current",
                                                                           "superseded")],
@@ -294,12 +307,17 @@ class LifecycleService:
                  or change.supersedes_memory_id not in (None, row["supersedes_memory_id"]))
         if not fields and not links:
             return False
-        self.store.apply_status_change(change)
-        self._changed(change.user_id, memory_id, {  # as apply_status_change's UPDATE
+        values = {  # as apply_status_change's UPDATE leaves them
             "status": change.status, "tier": change.tier, "updated_at": change.at,
             "superseded_by": _coalesce(change.superseded_by, row["superseded_by"]),
             "supersedes_memory_id": _coalesce(change.supersedes_memory_id,
-                                              row["supersedes_memory_id"])})
+                                              row["supersedes_memory_id"])}
+        tables = self._tables()
+        if isinstance(tables, BatchedLifecycleTables):  # a batch: maybe at its end
+            tables.apply_status_change(change, [values[c] for c in STATUS_COLUMNS])
+        else:
+            self.store.apply_status_change(change)
+        self._changed(change.user_id, memory_id, values)
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
             self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,

@@ -43,6 +43,7 @@ class BatchReads:
         self.row_reads = 0  # memory-row statements (tests, benches)
         self._fact_keys: dict[str, list[str]] = {}  # memory id -> its held fact keys
         self.audits: list[tuple[Any, ...]] = []  # add_audit arguments, in order
+        self._built: dict[tuple[str, str], tuple[dict[str, Any], Observation]] = {}
 
     def events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         if self.hot is not None:
@@ -52,17 +53,22 @@ class BatchReads:
                 return list(self.hot.get_range(user_id, thread_id, start, end))
         return list(self.archive.get_range(user_id, thread_id, start, end))
 
-    def prefetch(self, memories: Iterable[tuple[str, str]]) -> None:
-        """Rows of (user_id, memory_id) pairs, one read per user."""
+    def prefetch(self, memories: Iterable[tuple[str, str]],
+                 others: Iterable[tuple[str, str]] = ()) -> None:
+        """Rows of (user_id, memory_id) pairs, one read per user, with the fact keys each
+        holds; ``others``: memories the hooks may read (their rows only, kept as any read
+        row is: only with ``keep_rows``)."""
+        mine = list(memories)
         by_user: dict[str, list[str]] = {}
-        for user_id, mid in memories:
+        for user_id, mid in [*mine, *(others if self.keep_rows else ())]:
             if (user_id, mid) not in self._rows:
                 by_user.setdefault(user_id, []).append(mid)
         for user_id, mids in by_user.items():
             self.row_reads += 1
-            for mid, row in self.store.get_memory_rows(user_id, mids).items():
+            for mid, row in self.store.get_memory_rows(user_id, list(dict.fromkeys(mids))
+                                                       ).items():
                 self._rows[(user_id, mid)] = row
-        mids = [m for ms in by_user.values() for m in ms if m not in self._fact_keys]
+        mids = [m for _u, m in dict.fromkeys(mine) if m not in self._fact_keys]
         if mids and self.keep_rows:
             self._fact_keys.update(self.tables.fact_keys_of(mids))
 
@@ -86,9 +92,17 @@ class BatchReads:
                 for mid, row in self.store.get_memory_rows(user_id, todo).items():
                     self._rows[(user_id, mid)] = row
             rows = {m: self._rows[(user_id, m)] for m in mids if (user_id, m) in self._rows}
-        else:
-            rows = self.store.get_memory_rows(user_id, mids)
+            return {m: self._memory(user_id, m, row) for m, row in rows.items()}
+        rows = self.store.get_memory_rows(user_id, mids)
         return {m: _memory(row) for m, row in rows.items()}
+
+    def _memory(self, user_id: str, mid: str, row: dict[str, Any]) -> Observation:
+        """``_memory(row)`` of a kept row, built once for that row (a write replaces the
+        kept row, so a changed memory is built again)."""
+        built = self._built.get((user_id, mid))
+        if built is None or built[0] is not row:
+            built = self._built[(user_id, mid)] = (row, _memory(row))
+        return built[1]
 
     def flush_audits(self) -> None:
         """Insert the buffered audit rows (inside the batch's transaction)."""
@@ -120,7 +134,7 @@ class BatchReads:
         go through JSON, so the kept row equals a fresh read)."""
         row = self._rows.get((user_id, mid))
         if row is not None:
-            self._rows[(user_id, mid)] = {**row, **json.loads(json.dumps(values))}
+            self._rows[(user_id, mid)] = {**row, **json_copy(values)}
 
     def forget(self, user_id: str, mid: str) -> None:
         """The hooks are writing this memory (or its user's archived ranges)."""
@@ -129,6 +143,24 @@ class BatchReads:
 
     def forget_archive(self, user_id: str) -> None:
         self._archived.pop(user_id, None)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_copy(value: Any) -> Any:
+    """``json.loads(json.dumps(value))``: what a JSON column gives back (tuples become
+    lists). Copied directly when made of JSON's own types (dicts with ``str`` keys, lists,
+    tuples, scalars), which is ~10x faster than encoding (a memory's metadata grows with
+    each duplicate merged into it); anything else goes through ``json``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list or kind is tuple:
+        return [json_copy(v) for v in value]
+    if kind is dict and all(type(k) is str for k in value):
+        return {k: json_copy(v) for k, v in value.items()}
+    return json.loads(json.dumps(value))
 
 
 def _memory(row: dict[str, Any]) -> Observation:

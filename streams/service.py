@@ -316,8 +316,13 @@ class IngestService:
         batch = getattr(getattr(self.on_observation, "__self__", None), "batch", None)
         if not callable(batch):
             return nullcontext()
-        return batch(raw=self.raw, memories=None if written is None else
-                     [(o.user_id, o.id) for o in written])
+        if written is None:
+            return batch(raw=self.raw, memories=None)
+        keys: dict[str, set[str]] = {}
+        for o in written:
+            keys.setdefault(o.user_id, set()).update(f.key for f in o.facts)
+        return batch(raw=self.raw, memories=[(o.user_id, o.id) for o in written],
+                     fact_keys={user_id: sorted(ks) for user_id, ks in keys.items()})
 
     # ------------------------------------------------------------------ helpers
     def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:

@@ -30,7 +30,7 @@ def _lives(tables: LifecycleTables) -> dict[str, tuple[str, int, str | None]]:
 
 def test_kept_writes_read_back_as_written_and_land_at_the_end(tmp_path: Path) -> None:
     direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
-    batch = BatchedLifecycleTables(batched, defer_metadata=True)
+    batch = BatchedLifecycleTables(batched, defer_rows=True)
     batch.prefetch(["m1", "m2", "m3"])
     steps = [("ensure_life", ("u", "m1", "2025-02-01T00:00:00Z")),
              ("ensure_life", ("u", "m3", "2025-02-01T00:00:00Z")),  # has a row: unchanged
@@ -52,7 +52,7 @@ def test_kept_writes_read_back_as_written_and_land_at_the_end(tmp_path: Path) ->
 
 def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
     tables = _tables(tmp_path)
-    batch = BatchedLifecycleTables(tables, defer_metadata=True)
+    batch = BatchedLifecycleTables(tables, defer_rows=True)
     batch.prefetch(["m1"])
     batch.ensure_life("u", "m1", "2025-02-01T00:00:00Z")
     batch.set_metadata("u", "m1", {"x": 1})
@@ -66,7 +66,7 @@ def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
 def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
     direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
     rows = {m: batched.store.get_memory_row("u", m) for m in ("m1", "m2", "m3")}
-    batch = BatchedLifecycleTables(batched, defer_metadata=True,
+    batch = BatchedLifecycleTables(batched, defer_rows=True,
                                    kept_row=lambda _user, mid: rows.get(mid))
     batch.prefetch(["m1", "m2", "m3"])
     for tables in (direct, batch):
@@ -85,7 +85,7 @@ def test_fact_holders_are_read_once_and_kept_as_facts_are_replaced(tmp_path: Pat
     from breadcrumb.processors.supersession import FactRow
 
     direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
-    batch = BatchedLifecycleTables(batched, defer_metadata=True)
+    batch = BatchedLifecycleTables(batched, defer_rows=True)
 
     def holders(tables: object) -> set[FactRow]:
         return set(tables.facts_in_any_state("u", ["env:A", "env:B"]))  # type: ignore[attr-defined]
@@ -102,3 +102,45 @@ def test_fact_holders_are_read_once_and_kept_as_facts_are_replaced(tmp_path: Pat
     batch.delete_memory("u", "m2")
     assert holders(batch) == {FactRow("m1", "env:A", "3", "t3")} == set(
         batched.facts_in_any_state("u", ["env:A", "env:B"]))
+
+
+def _memory_state(tables: LifecycleTables) -> list[tuple[object, ...]]:
+    return tables.store._read("SELECT id, status, tier, updated_at, superseded_by, "
+                              "supersedes_memory_id FROM agent_memories ORDER BY id")
+
+
+def test_status_changes_land_at_the_end_and_are_seen_before(tmp_path: Path) -> None:
+    """A deferred ``apply_status_change`` is what ``current_facts`` filters on and what
+    ``get_life`` gives before it is written; the end writes each memory's last values."""
+    from breadcrumb.processors.supersession import FactRow
+    from breadcrumb.stores.facts_batch import STATUS_COLUMNS
+    from breadcrumb.topics.records import MemoryStatusChange
+
+    direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
+    batch = BatchedLifecycleTables(batched, defer_rows=True)
+    for tables in (direct, batch):
+        for mid in ("m1", "m2", "m3"):
+            tables.replace_facts("u", mid, [FactRow(mid, "env:A", mid, "t")])
+    changes = [MemoryStatusChange("m1", "u", "superseded", "active", "t1", "p", "r",
+                                  superseded_by="m2"),
+               MemoryStatusChange("m2", "u", "conflicted", "active", "t2", "p", "r",
+                                  supersedes_memory_id="m1"),
+               MemoryStatusChange("m2", "u", "active", "confirmed", "t3", "p", "r")]
+    row = {str(r[0]): dict(zip(STATUS_COLUMNS, r[1:], strict=True))
+           for r in _memory_state(batched)}
+    for change in changes:
+        direct.store.apply_status_change(change)
+        old = row[change.memory_id]
+        row[change.memory_id] = {
+            "status": change.status, "tier": change.tier, "updated_at": change.at,
+            "superseded_by": change.superseded_by or old["superseded_by"],
+            "supersedes_memory_id": change.supersedes_memory_id or old["supersedes_memory_id"]}
+        batch.apply_status_change(change, [row[change.memory_id][c] for c in STATUS_COLUMNS])
+        assert sorted(batch.current_facts("u", ["env:A"]), key=str) == sorted(
+            direct.current_facts("u", ["env:A"]), key=str)
+        assert batch.get_life("u", "m2") == direct.get_life("u", "m2")
+    assert _memory_state(batched) != _memory_state(direct)  # not written yet
+    batch.flush_memory("u", "m1")  # one memory at once (before it is read from SQL)
+    assert _memory_state(batched)[0] == _memory_state(direct)[0]
+    batch.flush()
+    assert _memory_state(batched) == _memory_state(direct)
