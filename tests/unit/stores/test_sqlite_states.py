@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.stores.sql_schema import dumps
+from breadcrumb.stores.sqlite_states import _state_json, _state_value
 from breadcrumb.stores.sqlite_store import SqliteStore
 
 
@@ -100,3 +101,25 @@ def test_set_and_drop_counters_many(store: SqliteStore) -> None:
     store.set_counters([])
     store.drop_counters([])
     assert store.get_counters() == {"a": 5, "b": 2}
+
+
+def test_state_text_is_sql_schema_dumps_for_every_code_point() -> None:
+    """orjson's text of a state is the stdlib encoder's, byte for byte, for every character
+    (escapes included) and for the ints, None, bools and lists a state holds."""
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(chars), 4096):
+        text = "".join(chars[start:start + 4096])
+        state = {"thread_id": text, "pending": [[0, text, -3, "k", None]], "x": True}
+        assert _state_json(state) == dumps(state)
+        assert _state_value(_state_json(state)) == state
+    for value in (2**63 - 1, -2**63, 0, []):
+        assert _state_json({"v": value}) == dumps({"v": value})
+
+
+def test_state_values_orjson_refuses_go_through_the_stdlib(store: SqliteStore) -> None:
+    odd = {"big": 2**70, "lone": "\ud800", "nan": float("nan")}
+    assert _state_json(odd) == dumps(odd)  # orjson refuses the big int: the stdlib text
+    back = _state_value(_state_json(odd))  # NaN and the big int: json.loads reads it
+    assert back["big"] == 2**70 and back["lone"] == "\ud800" and back["nan"] != back["nan"]
+    store.put_state("u/odd", {"next_index": 2**70})
+    assert store.get_state("u/odd") == {"next_index": 2**70}
