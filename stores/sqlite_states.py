@@ -62,7 +62,7 @@ class CachedStatesMixin(LogStateMixin):
                 if not rows:
                     return None
                 text = str(rows[0][0])
-            return json.loads(text)
+            return _state_value(text)
         with self._lock:
             staged = self._state_tx.get(key)
             text = staged[1] if staged is not None else self._state_text.get(key)
