@@ -114,7 +114,8 @@ class QdrantEdgeIndex(EdgeRebuilds):
         self._last_write = time.monotonic()
         self._last_read = self._last_write
         self.last_build: dict[str, float] = {}  # seconds of the last build's phases
-        self._pool: ThreadPoolExecutor | None = None  # the second collection's searches
+        # the second collection's searches (threads start on first use)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="edge-search")
 
     # --- lifecycle -----------------------------------------------------------------
     def ensure(self) -> None:
@@ -360,7 +361,7 @@ class QdrantEdgeIndex(EdgeRebuilds):
             return batched(requests, self._built, self._query_batch)
         first, *others = groups.values()
         rest = [pos for positions in others for pos in positions]
-        later = self._searcher().submit(
+        later = self._pool.submit(
             batched, [requests[pos] for pos in first], self._built, self._query_batch)
         out: list[list[Hit]] = [[] for _ in requests]
         for pos, hits in zip(rest, batched([requests[pos] for pos in rest], self._built,
@@ -369,14 +370,6 @@ class QdrantEdgeIndex(EdgeRebuilds):
         for pos, hits in zip(first, later.result(), strict=True):
             out[pos] = hits
         return out
-
-    def _searcher(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            with self._gate:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=2,
-                                                    thread_name_prefix="edge-search")
-        return self._pool
 
     def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | None:
         return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
