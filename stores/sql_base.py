@@ -178,6 +178,11 @@ class SqlStore(LogStateMixin, ABC):
             cur.execute(self.dialect.sql(sql), tuple(params))
             return [tuple(r) for r in cur.fetchall()]
 
+    def _writer_owned(self) -> bool:
+        """Whether the calling thread holds the store lock (its own transaction, or a
+        block that must see the transaction's writes)."""
+        return bool(self._lock._is_owned())  # type: ignore[attr-defined]  # RLock: this thread
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """A read outside (or inside) a transaction, under the lock."""
         with self._lock:

@@ -55,8 +55,7 @@ class CachedRangesMixin(SqlStore):
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         # a thread outside the writer's lock sees committed events only (sqlite_readers):
         # the open transaction's inserts are not read, and the writer is not waited for
-        own = self._lock._is_owned()  # type: ignore[attr-defined]
-        found = self._held_range((user_id, thread_id), start, end, own)
+        found = self._held_range((user_id, thread_id), start, end, self._writer_owned())
         if found is not None:
             return found
         return super().get_range(user_id, thread_id, start, end)

@@ -42,11 +42,6 @@ class ReadPoolMixin(SqlStore):
         self._reader_all: list[sqlite3.Connection] = []
         self._reader_size = max(1, size)
 
-    def _writer_owned(self) -> bool:
-        """Whether this thread holds the writer lock (inside a transaction, or a block
-        that must see the transaction's own writes)."""
-        return bool(self._lock._is_owned())  # type: ignore[attr-defined]  # RLock: this thread
-
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         if self._writer_owned():
             return super()._read(sql, params)

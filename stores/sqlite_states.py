@@ -23,7 +23,7 @@ too. The rows written are the same rows, in the same order, as one upsert per ca
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +43,7 @@ class CachedStatesMixin(LogStateMixin):
     (mixed in before :class:`~stores.sql_base.SqlStore`, which supplies the statements)."""
 
     _lock: Any
+    _writer_owned: Callable[[], bool]  # stores.sql_base.SqlStore's
 
     def _init_state_cache(self) -> None:
         self._state_text: dict[str, str] = {}  # committed JSON text by state key
@@ -55,7 +56,7 @@ class CachedStatesMixin(LogStateMixin):
         """The segmenter state of a thread key, or None. A thread outside the writer's
         lock reads the committed state and leaves the cache as it is (``sqlite_readers``:
         a text it read could be older than one committed meanwhile)."""
-        if not self._lock._is_owned():
+        if not self._writer_owned():
             text = self._state_text.get(key)
             if text is None:
                 rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
@@ -75,28 +76,28 @@ class CachedStatesMixin(LogStateMixin):
         return _state_value(text)
 
     def get_states(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        if not self._lock._is_owned():  # committed rows, the writer not waited for
+        if not self._writer_owned():  # committed rows, the writer not waited for
             return super().get_states(keys)
         with self._lock:
             self._write_staged_states()
             return super().get_states(keys)
 
     def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
-        if not self._lock._is_owned():  # committed rows, the writer not waited for
+        if not self._writer_owned():  # committed rows, the writer not waited for
             return super().list_states(pending_only)
         with self._lock:
             self._write_staged_states()
             return super().list_states(pending_only)
 
     def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
-        if not self._lock._is_owned():  # committed rows, the writer not waited for
+        if not self._writer_owned():  # committed rows, the writer not waited for
             return super().list_open_states(user_id)
         with self._lock:
             self._write_staged_states()
             return super().list_open_states(user_id)
 
     def count_pending_window_events(self) -> int:
-        if not self._lock._is_owned():  # committed rows, the writer not waited for
+        if not self._writer_owned():  # committed rows, the writer not waited for
             return super().count_pending_window_events()
         with self._lock:
             self._write_staged_states()
