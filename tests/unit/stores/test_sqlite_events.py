@@ -3,21 +3,10 @@ same events a SQL read returns, never one the table no longer holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Event
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    opened = SqliteStore(tmp_path / "s.sqlite3")
-    opened.open()
-    yield opened
-    opened.close()
 
 
 def event(i: int, thread: str = "t1") -> Event:

@@ -5,8 +5,7 @@ writing thread still sees its own uncommitted rows."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,14 +15,6 @@ from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 WAIT = 10.0  # seconds a blocked call would wait at least (the writer holds its lock longer)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    opened = SqliteStore(tmp_path / "s.sqlite3")
-    opened.open()
-    yield opened
-    opened.close()
 
 
 def event(i: int) -> Event:

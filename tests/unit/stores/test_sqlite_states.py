@@ -4,7 +4,6 @@ written many at once: the same rows and answers as one statement per call."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,6 @@ import pytest
 from breadcrumb.stores.sql_schema import dumps
 from breadcrumb.stores.sqlite_states import _state_json, _state_value
 from breadcrumb.stores.sqlite_store import SqliteStore
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    with SqliteStore(tmp_path / "s.sqlite3") as opened:
-        yield opened
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
