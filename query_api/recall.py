@@ -77,6 +77,9 @@ log = logging.getLogger(__name__)
 Quoter = Callable[[str, str], Sequence[str]]
 CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
 PRECISE_PASSAGE_SHARE = 0.5  # share of the passage part for typed-value questions
+#: chunks per memory the word-exact cut reads (dense + lexical); a followed range's
+#: searches (``RANGE_POOL`` deep, same filter and query) hold them as their top ones
+CUT_CHUNKS = 4
 
 
 class RecallService:
@@ -283,16 +286,16 @@ class RecallService:
         if first:
             semantic, used = self._follow_semantic(req, query, top, decision, found, read)
             return (semantic, used) if semantic else self._follow(req, query, top, decision)
-        # the cut first: its chunks and those the lines by meaning may need, in one search
+        # the cut first: its chunks are the top CUT_CHUNKS of the followed ranges' searches,
+        # which the lines by meaning may need too (one search, two per range)
         memories = [c.memory for c in self._hops(req, query, top)]
-        chunks = self._chunk_requests(req.user_id, query, memories)
-        ranges = range_requests(req.user_id, [m.id for m in memories], query.dense, query.text)
-        results = search_many(self.index, chunks + ranges)
-        passages = self._chunk_passages(memories, results[: len(chunks)])
+        ranges = search_many(self.index, range_requests(
+            req.user_id, [m.id for m in memories], query.dense, query.text))
+        passages = self._chunk_passages(memories, [hits[:CUT_CHUNKS] for hits in ranges])
         evidence, level = self._follow(req, query, top, decision, passages)
         if needs_meaning(evidence, query):  # meaning and words
             semantic, used = self._follow_semantic(req, query, top, decision, found, read,
-                                                   results[len(chunks):])
+                                                   ranges)
             if semantic:
                 return semantic, used
         return evidence, level
@@ -340,8 +343,8 @@ class RecallService:
         requests = []
         for memory in memories:  # the memory passed the status filter; its chunks follow it
             flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(memory.id,))
-            requests += [SearchRequest("chunks", flt, 4, dense=query.dense),
-                         SearchRequest("chunks", flt, 4, sparse=sparse)]
+            requests += [SearchRequest("chunks", flt, CUT_CHUNKS, dense=query.dense),
+                         SearchRequest("chunks", flt, CUT_CHUNKS, sparse=sparse)]
         return requests
 
     @staticmethod
