@@ -15,7 +15,6 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -59,6 +58,7 @@ from breadcrumb.query_api.semantic import (
     semantic_evidence,
     with_timestamps,
 )
+from breadcrumb.query_api.usage import UsageWriter
 from breadcrumb.stores.ports import (
     Embedder,
     Hit,
@@ -109,19 +109,12 @@ class RecallService:
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
         # open windows (not yet memories) are searched too, where the store keeps them
         self.fresh_tail = FreshTail.for_store(memories, raw, embedder.count_tokens)
-        # usage accounting is written off the answer's path, in order, by one thread
-        self._usage = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-usage")
-
-    def _record_usage(self, user_id: str, memory_ids: list[str], at: str) -> None:
-        try:
-            self.memories.record_usage(user_id, memory_ids, at)
-        except Exception:  # counted and logged; a lost hit never fails a recall
-            self.errors["usage"] += 1
-            log.exception("recording usage failed")
+        # usage accounting is written off the answer's path, coalesced (query_api.usage)
+        self._usage = UsageWriter(memories, self.errors)
 
     def flush_usage(self) -> None:
         """Wait until every recorded use is written (tests, shutdown)."""
-        self._usage.submit(lambda: None).result()
+        self._usage.flush()
 
     # ------------------------------------------------------------------ public
     def recall(self, req: RecallRequest) -> dict[str, Any]:
@@ -147,8 +140,7 @@ class RecallService:
         token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
-            self._usage.submit(self._record_usage, req.user_id, [c.memory.id for c in top],
-                               self.clock().isoformat())
+            self._usage.record(req.user_id, [c.memory.id for c in top], self.clock().isoformat())
         return {
             "query": req.query,
             "classification": decision.classification,

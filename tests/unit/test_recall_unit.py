@@ -85,6 +85,7 @@ def test_level_2_from_raw_events_and_usage_recorded() -> None:
     assert "unrelated" not in answer["evidence"][0]["extracted_text"]
     assert answer["evidence"][0]["ts"] == "2024-05-01T00:00:00Z"  # the line's event time
     assert answer["evidence"][0]["event_ts"] == {"b-0": "2024-05-01T00:00:00Z"}
+    service.flush_usage()  # uses are written off the answer's path (query_api.usage)
     assert stores.usage == ["new", "old"]
 
 
