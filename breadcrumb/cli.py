@@ -106,7 +106,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.query_api.app import create_app
+    from breadcrumb.query_api.app import create_app, settle_heap
 
     if refused_bind(settings):
         return 2
@@ -122,6 +122,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         runtime = build_runtime(settings)
         app = create_app(runtime)
         marker = None if lock else local_client.write_server_marker(settings)
+        settle_heap()
         try:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
                         log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5,

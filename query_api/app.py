@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,6 +40,16 @@ def json_response(content: dict[str, Any]) -> Response:
     return Response(orjson.dumps(content, default=jsonable_encoder,  # a set, a Path, …
                                  option=orjson.OPT_NON_STR_KEYS),
                     media_type="application/json")
+
+
+def settle_heap() -> None:
+    """Put what is alive once a server is built (modules, stores, caches so far) out of
+    the cyclic collector's reach (``gc.freeze``; entry points call it before serving).
+    Without it every full collection walks all of it again: a 60-75 ms stall of the
+    recall being answered, about once per 400 source recalls at 100k memories
+    (``bench.recall`` data). Later garbage is collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:

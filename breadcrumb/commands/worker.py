@@ -94,6 +94,7 @@ def attach_api(app: Any, settings: Settings, parts: Any) -> None:
     from breadcrumb.infra.bootstrap import observer_stats
     from breadcrumb.infra.cluster import build_cluster_runtime
     from breadcrumb.query_api.app import create_app as create_http_app
+    from breadcrumb.query_api.app import settle_heap
     from breadcrumb.query_api.telemetry import uvicorn_log_config
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
@@ -115,6 +116,7 @@ def attach_api(app: Any, settings: Settings, parts: Any) -> None:
     @app.task
     async def serve_http() -> None:
         await asyncio.get_running_loop().run_in_executor(None, runtime.start)
+        settle_heap()
         marker = write_server_marker(settings)  # CLI commands on this data dir find us
         try:
             await server.serve()

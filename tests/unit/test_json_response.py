@@ -21,3 +21,25 @@ def test_json_response_matches_fastapi_encoding() -> None:
     fastapi_bytes = json.dumps(jsonable_encoder(content), ensure_ascii=False, allow_nan=False,
                                separators=(",", ":")).encode()  # Starlette's JSONResponse
     assert json.loads(bytes(response.body)) == json.loads(fastapi_bytes)
+
+
+def test_settle_heap_freezes_what_lives_and_later_cycles_are_still_collected() -> None:
+    import gc
+    import weakref
+
+    from breadcrumb.query_api.app import settle_heap
+
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    try:
+        settle_heap()
+        assert gc.get_freeze_count() > 0
+        later = Node()
+        alive = weakref.ref(later)
+        del later
+        gc.collect()
+        assert alive() is None  # a cycle made after the freeze is garbage as before
+    finally:
+        gc.unfreeze()
