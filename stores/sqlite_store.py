@@ -18,6 +18,7 @@ from pathlib import Path
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sql_schema import SQLITE
 from breadcrumb.stores.sqlite_events import CachedRangesMixin
+from breadcrumb.stores.sqlite_memories import CachedMemoriesMixin
 from breadcrumb.stores.sqlite_readers import ReadPoolMixin
 from breadcrumb.stores.sqlite_states import CachedStatesMixin
 
@@ -30,7 +31,8 @@ _DUPLICATE_CODES = frozenset({
 PAGE_CACHE_KB = 65536  # SQLite's page cache of the connection (memory, at most)
 
 
-class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore):
+class SqliteStore(CachedStatesMixin, CachedRangesMixin, CachedMemoriesMixin, ReadPoolMixin,
+                  SqlStore):
     """All SQL-backed ports on one SQLite database file at ``path``."""
 
     dialect = SQLITE
@@ -43,6 +45,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore)
         self._init_state_cache()  # thread states between batches (stores.sqlite_states)
         self._init_event_cache()  # raw events for range reads (stores.sqlite_events)
         self._init_readers(self._connect_reader)  # reads beside the writer (sqlite_readers)
+        self._init_memory_cache()  # memories read since the last write (sqlite_memories)
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -71,6 +74,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore)
     def _commit(self) -> None:
         self._write_staged_states()
         self._conn.execute("COMMIT")
+        self._memories_committed()
         self._states_committed()
         self._events_committed()
 
@@ -84,6 +88,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore)
     def close(self) -> None:
         with self._lock:
             self.close_readers()
+            self._memories_committed(reopened=True)
             self._forget_states()
             self._forget_events()
             super().close()
@@ -91,6 +96,7 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, ReadPoolMixin, SqlStore)
     def drop_tables(self) -> None:
         with self._lock:
             super().drop_tables()
+            self._memories_committed(reopened=True)
             self._forget_states()
             self._forget_events()
 
