@@ -10,8 +10,8 @@ it (one statement), so that those memories are known whole. The batch's writes
 the rows that changed: one upsert for those that are there, a DELETE by primary key for
 each that is gone (never a range DELETE: see ``LifecycleTables.replace_facts``).
 
-Rows come back in the order MySQL's ``(user_id, fact_key)`` index gives them: by key, then
-memory id. A memory's status (what ``current_facts`` filters on) is the one its kept row
+The rows read are kept by key and by memory (sets; what the hooks get is sorted), so the
+order a read returns them in does not matter. A memory's status (what ``current_facts`` filters on) is the one its kept row
 or a status change of the batch gives, else the one read with its facts.
 """
 
