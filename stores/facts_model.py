@@ -11,8 +11,9 @@ the rows that changed: one upsert for those that are there, a DELETE by primary 
 each that is gone (never a range DELETE: see ``LifecycleTables.replace_facts``).
 
 The rows read are kept by key and by memory (sets; what the hooks get is sorted), so the
-order a read returns them in does not matter. A memory's status (what ``current_facts`` filters on) is the one its kept row
-or a status change of the batch gives, else the one read with its facts.
+order a read returns them in does not matter. A memory's status (what ``current_facts``
+filters on) is the one its kept row or a status change of the batch gives, else the one
+read with its facts.
 """
 
 from __future__ import annotations
