@@ -122,13 +122,16 @@ async def _drive(parts: Any, messages: Sequence[Message], batch: int,
 
 
 class StatementCount:
-    """SQL round trips of a store, by the statement's first words (``--statements``)."""
+    """SQL round trips of a store, by the statement's first words (``--statements``): their
+    number, wall time and this thread's CPU time in them (wall minus CPU: waiting for the
+    database, its own work on the statement included)."""
 
     def __init__(self, store: Any) -> None:
         from collections import Counter
 
         self.by_kind: Counter[str] = Counter()
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
         for name in ("_execute", "_execute_many", "_fetch"):
             setattr(store, name, self._wrap(getattr(store, name), name))
 
@@ -136,11 +139,12 @@ class StatementCount:
         def counted(sql: str, *args: Any) -> Any:
             kind = f"{name[1:]:12} {' '.join(sql.split()[:4])[:60]}"
             self.by_kind[kind] += 1
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             try:
                 return fn(sql, *args)
             finally:
                 self.seconds[kind] = self.seconds.get(kind, 0.0) + time.perf_counter() - started
+                self.cpu[kind] = self.cpu.get(kind, 0.0) + time.thread_time() - cpu
         return counted
 
 
@@ -183,8 +187,11 @@ def run(kind: str, batch: int, messages: Sequence[Message], events: int,
     total = sum(counter.by_kind.values()) if counter else 0
     if counter:
         out(f"{kind} batch {batch}: {total} SQL statements, {total / events:.2f} per event")
+        out(f"  {'count':>7} {'wall':>9}    {'wait':>9}")
         for name, n in counter.by_kind.most_common(25):
-            out(f"  {n:7d} {1000 * counter.seconds.get(name, 0.0):9.1f} ms  {name}")
+            wall = counter.seconds.get(name, 0.0)
+            wait = wall - counter.cpu.get(name, 0.0)
+            out(f"  {n:7d} {1000 * wall:9.1f} ms {1000 * wait:9.1f} ms  {name}")
     if prof:
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(40)

@@ -34,11 +34,16 @@ HEAD_CHUNKS = 2
 TAIL_CHUNKS = 1
 MAX_INFORMATIVE_CHUNKS = 6
 
-_SUMMARY = re.compile(
-    r"(?im)^[ \t]*(?:={3,}[^\n]*\w[^\n]*={3,}"  # pytest's "==== 3 failed, 10 passed ===="
+_SUMMARY_LINE = (
+    r"[ \t]*(?:={3,}[^\n]*\w[^\n]*={3,}"  # pytest's "==== 3 failed, 10 passed ===="
     r"|(?:summary|totals?|finished|completed|succeeded|results?|ran \d+ tests?"
     r"|\d+ (?:passed|failed|errors?|warnings?|tests?))\b)"
 )
+#: A summary line: ``(?im)^`` + the line, as the first line (match) or after a newline
+#: (search): the same lines, found ~3x faster -- a search for a pattern that opens with a
+#: literal "\n" jumps from newline to newline, where ``^`` is tried at every character.
+_SUMMARY_FIRST = re.compile("(?i)" + _SUMMARY_LINE)
+_SUMMARY_AFTER_NEWLINE = re.compile(r"(?i)\n" + _SUMMARY_LINE)
 _ERROR = re.compile("|".join(re.escape(w) for w in ERROR_WORDS), re.IGNORECASE)
 
 
@@ -49,7 +54,8 @@ def informative(text: str) -> bool:
         has_error = any(word in lowered for word in ERROR_WORDS)
     else:  # the regex's Unicode case-insensitive matching, as it always was
         has_error = _ERROR.search(text) is not None
-    return has_error or _SUMMARY.search(text) is not None
+    return has_error or _SUMMARY_FIRST.match(text) is not None or \
+        _SUMMARY_AFTER_NEWLINE.search(text) is not None
 
 
 def dense_mask(chunks: Sequence[Chunk]) -> list[bool]:

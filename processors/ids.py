@@ -28,15 +28,21 @@ def _json_list(parts: tuple[str | int, ...]) -> str:
 
 
 def _uuid5(*parts: str | int) -> str:
-    """``str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(parts)))``, without building a
-    UUID object: SHA-1 of namespace + name, version 5 and the RFC 4122 variant set."""
+    """``str(uuid.uuid5(BREADCRUMB_NAMESPACE, json.dumps(parts)))``."""
+    return _uuid5_of(_json_list(parts))
+
+
+#: The RFC 4122 variant digit of a SHA-1 hex digit (its top two bits set to 10).
+_VARIANT = {d: "89ab"[int(d, 16) & 3] for d in "0123456789abcdef"}
+
+
+def _uuid5_of(name: str) -> str:
+    """``str(uuid.uuid5(BREADCRUMB_NAMESPACE, name))``, without building a UUID object:
+    SHA-1 of namespace + name, its hex digits with version 5 and the variant set."""
     sha = _NAMESPACE_SHA1.copy()
-    sha.update(_json_list(parts).encode("utf-8"))
-    raw = bytearray(sha.digest()[:16])
-    raw[6] = (raw[6] & 0x0F) | 0x50
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    sha.update(name.encode("utf-8"))
+    h = sha.hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 def memory_id(user_id: str, thread_id: str, start_index: int, end_index: int) -> str:
@@ -46,7 +52,9 @@ def memory_id(user_id: str, thread_id: str, start_index: int, end_index: int) ->
 
 def chunk_id(memory_id: str, event_id: str, char_start: int) -> str:
     """Id of the chunk of ``event_id`` starting at ``char_start``, inside one memory."""
-    return _uuid5("chunk", memory_id, event_id, int(char_start))
+    # _uuid5("chunk", memory_id, event_id, int(char_start)), its JSON written out: one
+    # chunk id per chunk of every memory
+    return _uuid5_of(f'["chunk", {_QUOTE(memory_id)}, {_QUOTE(event_id)}, {int(char_start)}]')
 
 
 def event_point_id(user_id: str, event_id: str) -> str:
