@@ -30,6 +30,7 @@ from breadcrumb.processors.decide import (
 )
 from breadcrumb.processors.extract import Extract, Passage, extract_lines, quoted_lines
 from breadcrumb.processors.lexical import query_terms, weighted_query
+from breadcrumb.query_api import chunk_rows
 from breadcrumb.query_api.evidence import (
     drop_superseded,
     evidence_record,
@@ -68,7 +69,7 @@ from breadcrumb.stores.ports import (
     VectorIndex,
 )
 from breadcrumb.stores.query_cache import query_vector
-from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.stores.search_batch import SearchRequest
 from breadcrumb.topics.records import Event, Observation
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,11 @@ class RecallService:
         self.fresh_tail = FreshTail.for_store(memories, raw, embedder.count_tokens)
         # usage accounting is written off the answer's path, coalesced (query_api.usage)
         self._usage = UsageWriter(memories, self.errors)
+        self._chunk_rows = chunk_rows.chunk_rows_of(memories)  # texts not from payloads
+
+    def _search_many(self, user_id: str, requests: list[SearchRequest]) -> list[list[Hit]]:
+        """The index searches; chunk texts from the store where it keeps its rows."""
+        return chunk_rows.search(self.index, self._chunk_rows, user_id, requests)
 
     def flush_usage(self) -> None:
         """Wait until every recorded use is written (tests, shutdown)."""
@@ -206,7 +212,7 @@ class RecallService:
         ]
         if not req.tags:  # chunk payloads carry no tags: only when unfiltered
             requests += direct_requests(replace(flt, tags=None), query.dense, query.text)
-        dense, sparse, *passages = search_many(self.index, requests)
+        dense, sparse, *passages = self._search_many(req.user_id, requests)
         found = merge(passages[:1], passages[1:]) if passages else {}
         # a typed-value / failure / literal question trusts its hints more than raw passages
         share = PRECISE_PASSAGE_SHARE if precise(query.intent, query.text) else 1.0
@@ -247,7 +253,7 @@ class RecallService:
         if passages is None:
             memories = [c.memory for c in hops]
             requests = self._chunk_requests(req.user_id, query, memories)
-            passages = self._chunk_passages(memories, search_many(self.index, requests))
+            passages = self._chunk_passages(memories, self._search_many(req.user_id, requests))
         for cand in hops:
             cut, used = self._extract(req.user_id, query, cand.memory, budget,
                                       passages[cand.memory.id])
@@ -281,7 +287,7 @@ class RecallService:
         # the cut first: its chunks are the top CUT_CHUNKS of the followed ranges' searches,
         # which the lines by meaning may need too (one search, two per range)
         memories = [c.memory for c in self._hops(req, query, top)]
-        ranges = search_many(self.index, range_requests(
+        ranges = self._search_many(req.user_id, range_requests(
             req.user_id, [m.id for m in memories], query.dense, query.text))
         passages = self._chunk_passages(memories, [hits[:CUT_CHUNKS] for hits in ranges])
         evidence, level = self._follow(req, query, top, decision, passages)
@@ -301,6 +307,9 @@ class RecallService:
         (``read``: the memories the ranking read, so their lines need no second read;
         ``ranges``: the followed ranges' chunk searches when already run)."""
         hops = self._hops(req, query, top)
+        if ranges is None:
+            ranges = self._search_many(req.user_id, range_requests(
+                req.user_id, [c.memory.id for c in hops], query.dense, query.text))
         ports = Ports(self.index, self.memories, self.raw, self.count_tokens)
         # the answer's whole cost (summaries + evidence) stays within max_tokens
         budget = req.max_tokens - sum(ports.count(c.memory.summary) for c in top)

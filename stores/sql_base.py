@@ -385,6 +385,16 @@ class SqlStore(LogStateMixin, ABC):
                           "ORDER BY event_index, char_start, id", (user_id, memory_id))
         return [s.chunk_from_row(r) for r in rows]
 
+    def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """The user's chunks among ``chunk_ids``, by id (others' and missing ids left out)."""
+        ids = list(dict.fromkeys(chunk_ids))
+        out: dict[str, Chunk] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = self._read(f"{s.SELECT_CHUNKS} WHERE id IN ({s.marks(len(part))})", part)
+            out.update((c.id, c) for r in rows if (c := s.chunk_from_row(r)).user_id == user_id)
+        return out
+
     def record_usage(self, user_id: str, memory_ids: Sequence[str], at: str) -> None:
         """``hit_count += 1`` and ``last_used_at = at`` for each (distinct) id of the user."""
         ids = list(dict.fromkeys(memory_ids))

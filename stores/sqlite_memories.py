@@ -1,11 +1,12 @@
-"""Memories read by recall, kept between two writes of the embedded store.
+"""Memories (and chunk rows) read by recall, kept between two writes of the embedded store.
 
 A recall reads the rows of 40-60 candidate memories by id (``get_memories``): about
 0.7 ms of SQLite at 100k memories, more when the searches before it have pushed the
 pages out of the CPU caches, on every recall. The embedded store is the only writer of
 its file (one owner per data dir), so the memories it read stay what the file holds until
 its own write connection changes a row. Here those reads are kept and served again while
-nothing was written.
+nothing was written; the chunk rows whose texts recall reads instead of the index's payloads
+(``query_api.chunk_rows``) the same way.
 
 Exactness: a kept memory is valid for one *write token* -- the number of commits that
 changed rows, and the rows the write connection changed (``total_changes``: any statement,
@@ -21,11 +22,13 @@ to its own user. At most :data:`MEMORY_CACHE_MAX` are kept (cleared when reached
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from breadcrumb.stores.sql_base import SqlStore
-from breadcrumb.topics.records import Observation
+from breadcrumb.topics.records import Chunk, Observation
+
+T = TypeVar("T")
 
 MEMORY_CACHE_MAX = 20_000
 #: ``SqlStore.record_usage``'s statement: it changes only the usage counters
@@ -33,11 +36,15 @@ USAGE_UPDATE = "UPDATE agent_memories SET hit_count = hit_count + 1, last_used_a
 
 
 class CachedMemoriesMixin(SqlStore):
-    """``get_memories`` of :class:`~stores.sql_base.SqlStore` served from the memories
-    read since the last write (mixed in before it)."""
+    """``get_memories`` and ``get_chunks_by_id`` of :class:`~stores.sql_base.SqlStore`
+    served from the rows read since the last write (mixed in before it)."""
+
+    #: recall reads chunk texts here rather than from the index's payloads (cheaper kept)
+    KEEPS_ROWS = True
 
     def _init_memory_cache(self) -> None:
         self._kept: dict[str, Observation] = {}
+        self._kept_chunks: dict[str, Chunk] = {}  # chunk rows: also read by every recall
         self._kept_token: tuple[int, int] = (-1, -1)
         self._kept_lock = threading.Lock()
         self._commits = 0  # commits that changed more than usage counters
@@ -68,24 +75,42 @@ class CachedMemoriesMixin(SqlStore):
                 self._commits += 1
                 self._committed_changes = changes
                 self._kept.clear()
+                self._kept_chunks.clear()
 
     def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Observation]:
         if self._writer_owned():
             return super().get_memories(user_id, memory_ids)
         ids = list(dict.fromkeys(memory_ids))
+        found = self._kept_read(self._kept, ids, lambda missing: {
+            m.id: m for m in super(CachedMemoriesMixin, self).get_memories(user_id, missing)})
+        return [m for i in ids if (m := found.get(i)) is not None and m.user_id == user_id]
+
+    def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        if self._writer_owned():
+            return super().get_chunks_by_id(user_id, chunk_ids)
+        ids = list(dict.fromkeys(chunk_ids))
+        found = self._kept_read(self._kept_chunks, ids, lambda missing: super(
+            CachedMemoriesMixin, self).get_chunks_by_id(user_id, missing))
+        return {i: c for i in ids if (c := found.get(i)) is not None and c.user_id == user_id}
+
+    def _kept_read(self, kept: dict[str, T], ids: list[str],
+                   read: Callable[[list[str]], dict[str, T]]) -> dict[str, T]:
+        """``ids`` from ``kept`` while the write token stands, the others through ``read``
+        (kept when the token did not move while it ran)."""
         with self._kept_lock:
             token = self._write_token()
             if token != self._kept_token:
                 self._kept.clear()
+                self._kept_chunks.clear()
                 self._kept_token = token
-            found = {i: m for i in ids if (m := self._kept.get(i)) is not None}
+            found = {i: row for i in ids if (row := kept.get(i)) is not None}
         missing = [i for i in ids if i not in found]
         if missing:
-            read = super().get_memories(user_id, missing)
-            found.update((m.id, m) for m in read)
+            fresh = read(missing)
+            found.update(fresh)
             with self._kept_lock:
                 if self._write_token() == token == self._kept_token:
-                    if len(self._kept) + len(read) > MEMORY_CACHE_MAX:
-                        self._kept.clear()
-                    self._kept.update((m.id, m) for m in read)
-        return [m for i in ids if (m := found.get(i)) is not None and m.user_id == user_id]
+                    if len(kept) + len(fresh) > MEMORY_CACHE_MAX:
+                        kept.clear()
+                    kept.update(fresh)
+        return found

@@ -1,0 +1,59 @@
+"""Chunk searches without payloads, their texts from the store's kept rows.
+
+A recall's chunk searches (the direct passage search, the followed ranges') return up to
+~130 hits. Qdrant Edge reads and converts each hit's payload (text, event, offsets):
+about 25 us a hit, some 2.5 ms of a source recall at 100k points. Where the store keeps the
+rows it read (the embedded SQLite store, ``stores.sqlite_memories``), the searches ask for
+ids and scores only and the texts come from the store: the same rows the index's payloads
+were written from. A search with a hit whose chunk the store does not hold (an archived
+memory's chunks leave the hot table, their points stay) is run again with payloads, so
+the answer is what the payloads give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from breadcrumb.stores.ports import Hit, VectorIndex
+from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.topics.records import Chunk
+
+ChunkRows = Callable[[str, Sequence[str]], dict[str, Chunk]]
+
+
+def chunk_rows_of(store: Any) -> ChunkRows | None:
+    """``store.get_chunks_by_id`` when the store keeps its rows, else None."""
+    return store.get_chunks_by_id if getattr(store, "KEEPS_ROWS", False) else None
+
+
+def payload(chunk: Chunk) -> dict[str, Any]:
+    """What recall reads of a chunk hit's payload."""
+    return {"memory_id": chunk.memory_id, "event_id": chunk.event_id,
+            "event_index": chunk.event_index, "char_start": chunk.char_start,
+            "text": chunk.text}
+
+
+def search(index: VectorIndex, rows: ChunkRows | None, user_id: str,
+           requests: Sequence[SearchRequest]) -> list[list[Hit]]:
+    """:func:`search_many`; with ``rows``, chunk searches without payloads, filled from it."""
+    if rows is None:
+        return search_many(index, requests)
+    bare = [replace(r, with_payload=False) if r.collection == "chunks" and r.with_payload
+            else r for r in requests]
+    results = search_many(index, bare)
+    wanted = [pos for pos, (old, new) in enumerate(zip(requests, bare, strict=True))
+              if old is not new]
+    ids = list(dict.fromkeys(h.id for pos in wanted for h in results[pos]))
+    found = rows(user_id, ids) if ids else {}
+    short = [pos for pos in wanted if any(h.id not in found for h in results[pos])]
+    for pos in wanted:
+        results[pos] = [Hit(h.id, h.score, payload(found[h.id])) for h in results[pos]
+                        if h.id in found]
+    if short:  # a chunk the store no longer holds (archived: its hot rows moved to cold
+        # storage, its points stay): those searches again, with the index's payloads
+        for pos, hits in zip(short, search_many(index, [requests[p] for p in short]),
+                             strict=True):
+            results[pos] = hits
+    return results
