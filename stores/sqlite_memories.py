@@ -6,7 +6,7 @@ pages out of the CPU caches, on every recall. The embedded store is the only wri
 its file (one owner per data dir), so the memories it read stay what the file holds until
 its own write connection changes a row. Here those reads are kept and served again while
 nothing was written; the chunk rows whose texts recall reads instead of the index's payloads
-(``query_api.chunk_rows``) the same way.
+(``query_api.chunk_rows``) and the events its evidence is dated by the same way.
 
 Exactness: a kept memory is valid for one *write token* -- the number of commits that
 changed rows, and the rows the write connection changed (``total_changes``: any statement,
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from breadcrumb.stores.sql_base import SqlStore
-from breadcrumb.topics.records import Chunk, Observation
+from breadcrumb.topics.records import Chunk, Event, Observation
 
 T = TypeVar("T")
 
@@ -36,8 +36,9 @@ USAGE_UPDATE = "UPDATE agent_memories SET hit_count = hit_count + 1, last_used_a
 
 
 class CachedMemoriesMixin(SqlStore):
-    """``get_memories`` and ``get_chunks_by_id`` of :class:`~stores.sql_base.SqlStore`
-    served from the rows read since the last write (mixed in before it)."""
+    """``get_memories``, ``get_chunks_by_id`` and ``get_events`` of
+    :class:`~stores.sql_base.SqlStore` served from the rows read since the last write
+    (mixed in before it)."""
 
     #: recall reads chunk texts here rather than from the index's payloads (cheaper kept)
     KEEPS_ROWS = True
@@ -45,6 +46,7 @@ class CachedMemoriesMixin(SqlStore):
     def _init_memory_cache(self) -> None:
         self._kept: dict[str, Observation] = {}
         self._kept_chunks: dict[str, Chunk] = {}  # chunk rows: also read by every recall
+        self._kept_events: dict[str, Event] = {}  # "user\0event id" -> the evidence's events
         self._kept_token: tuple[int, int] = (-1, -1)
         self._kept_lock = threading.Lock()
         self._commits = 0  # commits that changed more than usage counters
@@ -74,8 +76,7 @@ class CachedMemoriesMixin(SqlStore):
             if reopened or changes != self._committed_changes:
                 self._commits += 1
                 self._committed_changes = changes
-                self._kept.clear()
-                self._kept_chunks.clear()
+                self._forget_kept()
 
     def get_memories(self, user_id: str, memory_ids: Sequence[str]) -> list[Observation]:
         if self._writer_owned():
@@ -93,6 +94,20 @@ class CachedMemoriesMixin(SqlStore):
             CachedMemoriesMixin, self).get_chunks_by_id(user_id, missing))
         return {i: c for i in ids if (c := found.get(i)) is not None and c.user_id == user_id}
 
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        if self._writer_owned():
+            return super().get_events(user_id, event_ids)
+        keys = {f"{user_id}\0{i}": i for i in dict.fromkeys(event_ids)}
+        found = self._kept_read(self._kept_events, list(keys), lambda missing: {
+            f"{user_id}\0{e.event_id}": e for e in super(CachedMemoriesMixin, self).get_events(
+                user_id, [keys[k] for k in missing]).values()})
+        return {keys[k]: e for k in keys if (e := found.get(k)) is not None}
+
+    def _forget_kept(self) -> None:
+        self._kept.clear()
+        self._kept_chunks.clear()
+        self._kept_events.clear()
+
     def _kept_read(self, kept: dict[str, T], ids: list[str],
                    read: Callable[[list[str]], dict[str, T]]) -> dict[str, T]:
         """``ids`` from ``kept`` while the write token stands, the others through ``read``
@@ -100,8 +115,7 @@ class CachedMemoriesMixin(SqlStore):
         with self._kept_lock:
             token = self._write_token()
             if token != self._kept_token:
-                self._kept.clear()
-                self._kept_chunks.clear()
+                self._forget_kept()
                 self._kept_token = token
             found = {i: row for i in ids if (row := kept.get(i)) is not None}
         missing = [i for i in ids if i not in found]

@@ -101,3 +101,27 @@ def test_usage_counters_keep_the_memories_other_changes_do_not(store: SqliteStor
         store.upsert_memory(memory("m2", "changed"))
     assert [m.summary for m in store.get_memories("alice", ["m1", "m2"])] == ["kept", "changed"]
     assert calls == [1, 2]  # the row read, then both memories (one commit changed m2)
+
+
+def test_events_are_kept_per_user_and_refreshed_after_a_write(store: SqliteStore) -> None:
+    from tests.unit.stores.test_sqlite_readers import event
+
+    mine, theirs = event(1), dataclasses.replace(event(1), user_id="bob", content="bob's")
+    store.put_event(mine)
+    store.put_event(theirs)  # the same event id, another user
+    assert store.get_events("alice", ["e1"])["e1"].content == "line 1"
+    assert store.get_events("bob", ["e1", "e9"]) == {"e1": theirs}
+    reads: list[int] = []
+    real = store._read
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        reads.append(1)
+        return real(sql, params)
+
+    store._read = counted  # type: ignore[method-assign]
+    assert store.get_events("alice", ["e1"]) == {"e1": mine}
+    assert store.get_events("bob", ["e1"]) == {"e1": theirs}
+    assert reads == []  # both kept, each for its own user
+    store.put_event(event(2))  # a write: read again
+    assert store.get_events("alice", ["e1", "e2"]) == {"e1": mine, "e2": event(2)}
+    assert reads == [1]
