@@ -103,13 +103,16 @@ class InlineExecutor(Executor):
         return future
 
 
-async def _drive(parts: Any, messages: Sequence[Message], batch: int,
-                 inline: bool = False) -> None:
+async def drive(parts: Any, messages: Sequence[Message], batch: int,
+                inline: bool = False, sink: Any = None) -> None:
+    """Hand ``messages`` to the worker's ingest agent as Faust would: one at a time
+    (``batch`` 1) or ``batch`` at a time (``tests/integration/test_cluster_derive_same``
+    drives it too, with a sink that keeps what is sent)."""
     from breadcrumb.streams.faust_agent import IngestAgent
     from breadcrumb.streams.faust_batch import BatchIngest
     from breadcrumb.streams.tracking import IdleTracker
 
-    agent = IngestAgent(parts, NullSink(), IdleTracker(3600),
+    agent = IngestAgent(parts, NullSink() if sink is None else sink, IdleTracker(3600),
                         executor=InlineExecutor() if inline else None)
     if batch <= 1:
         for m in messages:
@@ -176,7 +179,7 @@ def run(kind: str, batch: int, messages: Sequence[Message], events: int,
             started, cpu = time.perf_counter(), time.process_time()
             if prof:
                 prof.enable()
-            asyncio.run(_drive(parts, messages, batch, inline=profile))
+            asyncio.run(drive(parts, messages, batch, inline=profile))
             if prof:
                 prof.disable()
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu

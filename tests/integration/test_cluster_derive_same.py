@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench.cluster_derive import NullIndex, messages_for
+from bench.cluster_derive import NullIndex, drive, messages_for
 from bench.replay import copies
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores import facts_batch
@@ -47,22 +47,6 @@ def _ticking(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_parts, "utc_now_iso", lambda: now().isoformat())
 
 
-async def _drive(parts: Any, messages: list[Any], batch: int, sink: _Sink) -> None:
-    from breadcrumb.streams.faust_agent import IngestAgent
-    from breadcrumb.streams.faust_batch import BatchIngest
-    from breadcrumb.streams.tracking import IdleTracker
-
-    agent = IngestAgent(parts, sink, IdleTracker(3600))
-    if batch == 1:
-        for m in messages:
-            await agent.handle(m.key, m.value, m.position)
-        return
-    batcher = BatchIngest(agent)
-    for start in range(0, len(messages), batch):
-        await batcher.handle_batch(messages[start:start + batch])
-    assert batcher.fallbacks == 0
-
-
 def _derive(batch: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     from breadcrumb.infra.worker_parts import build_worker_parts
 
@@ -73,7 +57,7 @@ def _derive(batch: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
                             mysql_database=name)
         parts = build_worker_parts(settings, HashEmbedder(), NullIndex())
         try:
-            asyncio.run(_drive(parts, messages_for(copies(4)), batch, sink))
+            asyncio.run(drive(parts, messages_for(copies(4)), batch, sink=sink))
             out: dict[str, Any] = {"sent": sink.sent}
             for (table,) in parts.store._fetch("SHOW TABLES"):
                 rows = parts.store._fetch(f"SELECT * FROM {table}")
