@@ -52,19 +52,19 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, CachedMemoriesMixin, Rea
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: the driver never opens transactions behind our back.
-        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s,
-                               isolation_level=None, check_same_thread=False)
+        conn = self._connect_reader()
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
-        # a recall reads ~100 memory rows by id, spread over the file: with the default
-        # 2 MB page cache most of those pages are read from the OS again on every recall
-        conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
         return conn
 
     def _connect_reader(self) -> sqlite3.Connection:
+        """A connection to the file (the write connection is one too, then set up for
+        WAL and full sync)."""
+        # isolation_level=None: the driver never opens transactions behind our back.
         conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s,
                                isolation_level=None, check_same_thread=False)
+        # a recall reads ~100 memory rows by id, spread over the file: with the default
+        # 2 MB page cache most of those pages are read from the OS again on every recall
         conn.execute(f"PRAGMA cache_size=-{PAGE_CACHE_KB}")
         return conn
 
