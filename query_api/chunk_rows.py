@@ -40,11 +40,11 @@ def search(index: VectorIndex, rows: ChunkRows | None, user_id: str,
     """:func:`search_many`; with ``rows``, chunk searches without payloads, filled from it."""
     if rows is None:
         return search_many(index, requests)
-    bare = [replace(r, with_payload=False) if r.collection == "chunks" and r.with_payload
-            else r for r in requests]
+    wanted = [pos for pos, r in enumerate(requests) if r.collection == "chunks" and r.with_payload]
+    bare = list(requests)
+    for pos in wanted:
+        bare[pos] = replace(requests[pos], with_payload=False)
     results = search_many(index, bare)
-    wanted = [pos for pos, (old, new) in enumerate(zip(requests, bare, strict=True))
-              if old is not new]
     ids = list(dict.fromkeys(h.id for pos in wanted for h in results[pos]))
     found = rows(user_id, ids) if ids else {}
     short = [pos for pos in wanted if any(h.id not in found for h in results[pos])]
