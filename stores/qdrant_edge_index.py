@@ -37,6 +37,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from breadcrumb.stores.edge_postfilter import Attempt, PostFilter
 from breadcrumb.stores.edge_rebuild import EdgeRebuilds
 from breadcrumb.stores.index_build import current_dirs, edge_config, remove_strays
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
@@ -116,6 +117,7 @@ class QdrantEdgeIndex(EdgeRebuilds):
         self.last_build: dict[str, float] = {}  # seconds of the last build's phases
         # the second collection's searches (threads start on first use)
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="edge-search")
+        self._postfilter = PostFilter()  # lexical searches on the tenant filter alone
 
     # --- lifecycle -----------------------------------------------------------------
     def ensure(self) -> None:
@@ -310,8 +312,10 @@ class QdrantEdgeIndex(EdgeRebuilds):
         self, name: str, flt: SearchFilter, k: int,
         dense: Sequence[float] | None, sparse: SparseVector | None,
         with_payload: bool = True,
-    ) -> qe.QueryRequest | None:
-        """The shard request of one search; ``None`` when it can match nothing."""
+    ) -> qe.QueryRequest | Attempt | None:
+        """The shard request of one search (a lexical one on the tenant filter alone as an
+        unfiltered :class:`~breadcrumb.stores.edge_postfilter.Attempt`); ``None`` when it
+        can match nothing."""
         check_query(dense, sparse)
         conditions = filter_conditions(flt, name)
         if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
@@ -322,9 +326,13 @@ class QdrantEdgeIndex(EdgeRebuilds):
         else:
             assert sparse is not None
             query = qe.Query.Nearest(_sparse(sparse), using=SPARSE)
-        return qe.QueryRequest(
+        request = qe.QueryRequest(
             limit=k, query=query, filter=_edge_filter(conditions), with_payload=with_payload
         )
+        if sparse is None:
+            return request
+        return self._postfilter.plan(name, conditions, k, query, request,
+                                     with_payload) or request
 
     def _search(
         self, name: str, flt: SearchFilter, k: int,
@@ -333,10 +341,7 @@ class QdrantEdgeIndex(EdgeRebuilds):
         request = self._request(name, flt, k, dense, sparse)
         if request is None:
             return []
-        with self._reading(name) as shard:
-            points = shard.query(request)
-        self._last_read = time.monotonic()
-        return _hits(points)
+        return self._query_batch(name, [request])[0]
 
     @contextmanager
     def _reading(self, name: str) -> Iterator[qe.EdgeShard]:
@@ -371,14 +376,19 @@ class QdrantEdgeIndex(EdgeRebuilds):
             out[pos] = hits
         return out
 
-    def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | None:
+    def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | Attempt | None:
         return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
 
-    def _query_batch(self, name: str, requests: list[qe.QueryRequest]) -> list[list[Hit]]:
-        with self._reading(name) as shard:
-            results = shard.query_batch(qe.QueryBatchRequest(requests))
+    def _query_batch(self, name: str, requests: list[qe.QueryRequest | Attempt]
+                     ) -> list[list[Hit]]:
+        def run(batch: list[qe.QueryRequest]) -> list[Any]:
+            with self._reading(name) as shard:
+                return list(shard.query_batch(qe.QueryBatchRequest(batch)))
+
+        answers = self._postfilter.run(requests, run)
         self._last_read = time.monotonic()
-        return [_hits(points) for points in results]
+        return [_hits(points) if payload else [Hit(str(p.id), float(p.score)) for p in points]
+                for points, payload in answers]
 
     def search_memories(
         self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
