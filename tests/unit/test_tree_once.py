@@ -80,3 +80,16 @@ def test_the_links_of_this_checkout_are_materialized() -> None:
     for name in LINKED:
         assert (ROOT / "breadcrumb" / name).resolve() == (ROOT / name).resolve()
         assert (ROOT / "breadcrumb" / name / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("name", LINKED)
+def test_a_folder_imported_by_its_bare_name_says_which_name_to_use(name: str) -> None:
+    """From the repository root ``stores.ports.Hit is breadcrumb.stores.ports.Hit`` was
+    False (two copies of every module): the bare name now refuses, naming the right one."""
+    done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1
+    assert f"ImportError: import breadcrumb.{name}, not {name}" in done.stderr
+    ok = subprocess.run([sys.executable, "-c", f"import breadcrumb.{name}"], cwd=ROOT,
+                        capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
