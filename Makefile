@@ -38,11 +38,13 @@ demo: venv
 	$(BIN)/breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
 	$(BIN)/breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 
-## ruff, mypy, and the import contracts (layers without cycles, pyproject.toml).
+## ruff, mypy, the import contracts (layers without cycles, pyproject.toml), and no
+## getattr capability probes in product code (scripts/check_getattr.py).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(PY) scripts/check_getattr.py
 
 unit: venv
 	$(PY) -m pytest -q -m "not integration"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from breadcrumb.infra.cluster_stores import (  # noqa: F401  (re-exported)
     build_cold_store,
@@ -17,6 +17,9 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
+
+if TYPE_CHECKING:
+    from breadcrumb.infra.cluster_generations import ClusterGenerations
 
 
 def build_cluster_runtime(
@@ -62,6 +65,16 @@ def build_cluster_runtime(
     )
     gens.runtime = runtime
     return runtime
+
+
+def cluster_generations(runtime: Runtime) -> ClusterGenerations:
+    """The cluster runtime's generation manager (``build_cluster_runtime`` sets it)."""
+    from breadcrumb.infra.cluster_generations import ClusterGenerations
+
+    gens = runtime.generation_manager
+    if not isinstance(gens, ClusterGenerations):
+        raise TypeError("not a cluster runtime (no ClusterGenerations)")
+    return gens
 
 
 def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:

@@ -108,8 +108,10 @@ class ClusterGenerations:
             runtime.recall, runtime.raw, runtime.memories = view.recall, view.raw, view.store
             runtime.index, runtime.store, runtime.lifecycle = view.index, view.store, view.lifecycle
             runtime.dead_letters = view.store
-            gateway: Any = runtime.gateway
-            if hasattr(gateway, "store"):
+            from breadcrumb.streams.kafka_gateway import KafkaGateway
+
+            gateway = runtime.gateway
+            if isinstance(gateway, KafkaGateway):
                 gateway.store = view.store  # dedupe and counters against the current tables
                 gateway.group = generation_settings(self.settings, name).worker_id
             runtime.generation = name

@@ -34,7 +34,7 @@ from breadcrumb.stores import data_dir
 from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.data_dir import index_failure
 from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
-from breadcrumb.stores.ports import Embedder
+from breadcrumb.stores.ports import Embedder, WriteBacklog
 from breadcrumb.streams.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
 
@@ -86,7 +86,7 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
     service = IngestService(
         store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
         observer=build_observer(settings),
-        on_observation=lifecycle.on_observation if settings.lifecycle_enabled else None,
+        hooks=lifecycle if settings.lifecycle_enabled else None,
     )
     recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
                            **build_recall_llm(settings))
@@ -199,8 +199,8 @@ class EmbeddedGenerations:
 
 def gen_index_pending(runtime: Runtime) -> int:
     """Points written to the current vector index since its last optimize()."""
-    pending = getattr(runtime.index, "pending_writes", None)
-    return int(pending()[0]) if callable(pending) else 0
+    index = runtime.index
+    return int(index.pending_writes()[0]) if isinstance(index, WriteBacklog) else 0
 
 
 class _DeadLetters:
@@ -295,7 +295,7 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     runtime.index, runtime.store, runtime.lifecycle = gen.index, gen.store, gen.lifecycle
     runtime.generations[gen.name] = gen
     runtime.generation = gen.name
-    if old is not None:
+    if isinstance(old, Generation):
         old.sweeper.stop()
         old.optimizer.stop()
     gen.sweeper.start()

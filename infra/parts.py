@@ -12,7 +12,7 @@ from breadcrumb.processors.observer import ObserverConfig
 from breadcrumb.processors.segmenter import SegmenterConfig
 from breadcrumb.query_api.recall import ScoreWeights
 from breadcrumb.stores.clock import utc_now
-from breadcrumb.stores.ports import Embedder
+from breadcrumb.stores.ports import Embedder, ReportsStats
 from breadcrumb.streams.service import ObserveFn, PipelineConfig
 
 
@@ -59,8 +59,7 @@ def build_observer(settings: Settings) -> ObserveFn | None:
 def observer_stats(observer: Any) -> dict[str, Any]:
     """``{"llm_observer": counters}`` (calls, successes, fallbacks, last error) when the
     LLM observer runs, else nothing: for ``/v1/stats``."""
-    stats = getattr(observer, "stats", None)
-    return {"llm_observer": stats()} if callable(stats) else {}
+    return {"llm_observer": observer.stats()} if isinstance(observer, ReportsStats) else {}
 
 
 def build_recall_llm(settings: Settings) -> dict[str, Any]:

@@ -54,7 +54,7 @@ class WorkerParts:
             _Mirrored(states, self.store if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
-            on_observation=self.lifecycle.on_observation if self.lifecycle else None,  # issue 5
+            hooks=self.lifecycle,  # issue 5: the lifecycle hears of each memory
         )
 
     def close(self) -> None:

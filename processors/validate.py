@@ -65,7 +65,7 @@ def validate_event(data: Any, limits: EventLimits = NO_LIMITS) -> Event | Reject
         return explain_shape(data) or Event.from_dict(data)
     errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.path), e.message))
     if errors:
-        return _rejection_from(errors[0])
+        return _missing(errors) or _rejection_from(errors[0])
     ts_problem = _check_timestamp(data["ts"])
     if ts_problem:
         return Rejection(ts_problem, "ts")
@@ -98,6 +98,22 @@ def sanity(data: dict[str, Any], limits: EventLimits = NO_LIMITS) -> Rejection |
         return Rejection(f"is longer than {limits.content_chars} characters "
                          "(limit_content_chars)", "content")
     return None
+
+
+def _missing(errors: list[Any]) -> Rejection | None:
+    """Every missing required field in one rejection (None when none is missing)."""
+    names = [printable(m.group(1)) for e in errors if e.validator == "required"
+             and not list(e.path) and (m := _REQUIRED_RE.search(e.message))]
+    return missing_fields(names) if names else None
+
+
+def missing_fields(names: list[str]) -> Rejection:
+    """``field 'a': is required`` for one; the first named, then every other, for more."""
+    names = sorted(set(names))
+    if len(names) == 1:
+        return Rejection("is required", names[0])
+    others = ", ".join(f"'{n}'" for n in names[1:])
+    return Rejection(f"is required, and so are {others}", names[0])
 
 
 def _rejection_from(error: Any) -> Rejection:
@@ -177,9 +193,9 @@ def explain_shape(data: dict[str, Any]) -> Rejection | None:
     the full schema again.
     """
     fields, strings, roles, kinds = _shape()
-    for name in event_schema()["required"]:
-        if name not in data:
-            return Rejection("is required", name)
+    absent = [name for name in event_schema()["required"] if name not in data]
+    if absent:
+        return missing_fields(absent)
     for name in sorted(set(data) - fields):
         return Rejection("is not a field of the event schema", name)
     for name, (required, limit) in strings.items():

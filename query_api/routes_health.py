@@ -33,6 +33,8 @@ from fastapi.responses import JSONResponse
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.data_dir import MB, FreeSpace
+from breadcrumb.stores.ports import IndexWriteProbe, IntegrityProbe, SqlWriteProbe
+from breadcrumb.streams.embedded import EmbeddedRunner
 
 router = APIRouter()
 CheckFn = Callable[[], str | None]  # None: ok; a string: why not
@@ -71,7 +73,9 @@ class Readiness:
 
     # --- checks ----------------------------------------------------------------------
     def _stores(self) -> list[Any]:
-        stores = [getattr(self.runtime.gateway, "store", None), self.runtime.store]
+        gateway = self.runtime.gateway
+        log_store = gateway.store if isinstance(gateway, EmbeddedRunner) else None
+        stores = [log_store, self.runtime.store]
         unique: list[Any] = []
         for store in stores:
             if store is not None and all(store is not s for s in unique):
@@ -80,25 +84,23 @@ class Readiness:
 
     def _sql_write(self) -> str | None:
         for store in self._stores():
-            probe = getattr(store, "probe_write", None)
-            if probe is None:  # cluster SQL: a read proves the connection
+            if isinstance(store, SqlWriteProbe):
+                store.probe_write()
+            else:  # cluster SQL: a read proves the connection
                 store.get_counters()
-            else:
-                probe()
         return None
 
     def _integrity_ok(self) -> str | None:
         period = self.runtime.settings.ready_integrity_seconds
         for store in self._stores():
-            probe, check = getattr(store, "probe_read", None), getattr(store, "quick_check", None)
-            if probe is None or check is None:
+            if not isinstance(store, IntegrityProbe):
                 continue
-            probe()
+            store.probe_read()
             key = str(store.path)
             with self._lock:
                 last = self._integrity.get(key)
             if last is None or period == 0 or self.clock() - last[0] >= period:
-                last = (self.clock(), check())
+                last = (self.clock(), store.quick_check())
                 with self._lock:
                     self._integrity[key] = last
             if last[1] != "ok":
@@ -107,15 +109,14 @@ class Readiness:
 
     def _processor(self) -> str | None:
         gateway = self.runtime.gateway
-        unprocessed = getattr(gateway, "unprocessed", None)
-        if not hasattr(gateway, "derived") or unprocessed is None:
+        if not isinstance(gateway, EmbeddedRunner):
             return None  # cluster: the workers run elsewhere (their lag is in /v1/stats)
-        thread = getattr(gateway, "_thread", None)
-        if thread is None or not thread.is_alive():
+        if not gateway.running():
             return "the processor thread is not running"
         from breadcrumb.streams.replay import applied_seq
 
-        cursor, backlog, now = applied_seq(gateway.derived), int(unprocessed()), self.clock()
+        cursor, backlog = applied_seq(gateway.derived), int(gateway.unprocessed())
+        now = self.clock()
         with self._lock:
             if self._progress is None or self._progress[0] != cursor or backlog == 0:
                 self._progress = (cursor, now)
@@ -127,15 +128,15 @@ class Readiness:
         return None
 
     def _vectors(self) -> str | None:
-        probe = getattr(self.runtime.index, "probe_write", None)
-        if probe is None:
-            self.runtime.index.count(exact=False)
+        index = self.runtime.index
+        if not isinstance(index, IndexWriteProbe):
+            index.count(exact=False)
             return None
         # the WAL write every call; the flush (tens to hundreds of ms, holding the index
         # lock) at most every ready_integrity_seconds, like quick_check
         period, now = self.runtime.settings.ready_integrity_seconds, self.clock()
         flush = self._flushed_at is None or period == 0 or now - self._flushed_at >= period
-        probe(flush=flush)
+        index.probe_write(flush=flush)
         if flush:
             self._flushed_at = now
         return None

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.stores.ports import Optimizable, WriteBacklog
 
 router = APIRouter()
 _running = threading.Lock()
@@ -28,7 +29,7 @@ def _optimize(index: Any) -> dict[str, Any]:
     try:
         started = time.perf_counter()
         optimized = bool(index.optimize())
-        pending = index.pending_writes()[0] if hasattr(index, "pending_writes") else 0
+        pending = index.pending_writes()[0] if isinstance(index, WriteBacklog) else 0
         return {"optimized": optimized, "seconds": round(time.perf_counter() - started, 3),
                 "pending_points": pending}
     finally:
@@ -39,6 +40,6 @@ def _optimize(index: Any) -> dict[str, Any]:
 async def optimize_index(request: Request) -> dict[str, Any]:
     """Optimize the current vector index (blocking until done)."""
     index = request.app.state.runtime.index
-    if not hasattr(index, "optimize"):
+    if not isinstance(index, Optimizable):
         raise ApiError(501, "not_supported", "this vector index has no optimize()")
     return await run_in_threadpool(_optimize, index)

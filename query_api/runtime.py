@@ -17,7 +17,9 @@ from breadcrumb.stores.ports import (
     RawEventStore,
     VectorIndex,
 )
-from breadcrumb.streams.gateway import Gateway
+from breadcrumb.stores.sql_base import SqlStore
+from breadcrumb.streams.gateway import Gateway, MeasuresFreshness, TwoSpeeds
+from breadcrumb.streams.lifecycle import LifecycleService
 from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,14 @@ class Generations(Protocol):
         ...
 
 
+class GenerationHandle(Protocol):
+    """One open generation of derived stores (embedded: ``infra.embedded.Generation``)."""
+
+    name: str
+
+    def close(self, log_store: SqlStore) -> None: ...
+
+
 @dataclass
 class Runtime:
     """Everything the query service and the CLI use, built once."""
@@ -56,11 +66,11 @@ class Runtime:
     dead_letters: DeadLetterStore
     index: VectorIndex
     embedder: Embedder
-    store: Any  # the SQL store (SqliteStore or MySqlStore): stats, audit, log
-    lifecycle: Any = None  # issue 5: streams.lifecycle.LifecycleService (status/tier owner)
+    store: SqlStore  # SqliteStore or MySqlStore: stats, audit, log
+    lifecycle: LifecycleService | None = None  # issue 5: the status/tier owner
     generation: str = "main"  # embedded: the generation of derived stores in use
-    generations: dict[str, Any] = field(default_factory=dict)
-    generation_manager: Any = None  # the Generations of this mode (set by infra)
+    generations: dict[str, GenerationHandle] = field(default_factory=dict)
+    generation_manager: Generations | None = None  # the Generations of this mode (infra)
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
@@ -70,9 +80,7 @@ class Runtime:
             fn()
 
     def stop(self) -> None:
-        flush = getattr(self.recall, "flush_usage", None)
-        if flush is not None:  # write pending usage before the stores close
-            flush()
+        self.recall.flush_usage()  # write pending usage before the stores close
         for fn in reversed(self.stoppers):
             try:
                 fn()
@@ -101,11 +109,11 @@ def stats(runtime: Runtime) -> dict[str, Any]:
     }
 
 
-def _freshness(gateway: Any) -> dict[str, Any]:
+def _freshness(gateway: Gateway) -> dict[str, Any]:
     """``freshness``: accepted → recallable / → memory, p50 / p95 ms (modes that measure it)."""
-    measure = getattr(gateway, "freshness", None)
-    out = {"freshness": measure()} if callable(measure) else {}
-    passages = getattr(gateway, "passages_pending", None)
-    if callable(passages):  # two speeds: memories written, their chunks' vectors not yet
-        out["passages_pending"] = passages()
+    out: dict[str, Any] = {}
+    if isinstance(gateway, MeasuresFreshness):
+        out["freshness"] = gateway.freshness()
+    if isinstance(gateway, TwoSpeeds):  # memories written, their chunks' vectors not yet
+        out["passages_pending"] = gateway.passages_pending()
     return out

@@ -29,6 +29,7 @@ from breadcrumb.logs import (  # noqa: F401  (re-exported: they lived here)
     configure_logging,
     uvicorn_log_config,
 )
+from breadcrumb.stores.ports import StatusTierGrid
 
 log = logging.getLogger(__name__)
 
@@ -313,9 +314,10 @@ def _runtime_stats(runtime: Any) -> StatsFn:
         from breadcrumb.query_api.runtime import stats
 
         result: dict[str, Any] = stats(runtime)
-        grid = getattr(runtime.memories, "memory_counts_by_status_tier", None)
-        if grid is not None:  # optional store method: [(status, tier, count), ...]
-            result["memories"] = {**result["memories"], "by_status_tier": [list(r) for r in grid()]}
+        memories = runtime.memories
+        if isinstance(memories, StatusTierGrid):  # [(status, tier, count), ...]
+            grid = memories.memory_counts_by_status_tier()
+            result["memories"] = {**result["memories"], "by_status_tier": [list(r) for r in grid]}
         return result
 
     return fetch

@@ -8,6 +8,7 @@ Nothing here opens a connection; ``infra.bootstrap`` builds the implementations.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -162,3 +163,110 @@ class ColdStore(Protocol):
     def delete_object(self, key: str) -> None: ...
 
     def list_keys(self, prefix: str) -> list[str]: ...
+
+
+# --- capabilities ingest and health use ---
+# Optional abilities of a store beyond its port: a caller checks ``isinstance(store,
+# Capability)`` (the class names say what the store can do), never ``getattr`` for a method.
+
+
+@runtime_checkable
+class BatchedEventReads(Protocol):
+    """A raw-event store that reads many events of a user in one statement (a batch's
+    lookups: ``stores.raw_batch.BatchedRawEvents``)."""
+
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]: ...
+
+
+@runtime_checkable
+class BatchedMemoryWrites(Protocol):
+    """A memory store that writes many memory rows in one statement (issue 14)."""
+
+    def upsert_memories(self, observations: Sequence[Observation]) -> None: ...
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None: ...
+
+
+@runtime_checkable
+class BatchedCounters(Protocol):
+    """A store that sets many named counters in one statement (the fair runner's marks)."""
+
+    def set_counters(self, values: Sequence[tuple[str, int]]) -> None: ...
+
+
+@runtime_checkable
+class BatchedPayloads(Protocol):
+    """A vector index that updates the payloads of many memories at once; ids it does
+    not hold are skipped and returned."""
+
+    def set_memory_payloads(
+        self, updates: Sequence[tuple[Sequence[str], dict[str, Any]]]
+    ) -> list[str]: ...
+
+
+@runtime_checkable
+class DeferredFlush(Protocol):
+    """A vector index whose writes live in a WAL until flushed: the idle runner flushes
+    what is due (returns how many shards it flushed)."""
+
+    def flush_due(self) -> int: ...
+
+
+@runtime_checkable
+class WriteBacklog(Protocol):
+    """A vector index that knows its points written since the last optimize."""
+
+    def pending_writes(self) -> tuple[int, float]: ...
+
+
+@runtime_checkable
+class Optimizable(Protocol):
+    """A vector index that can be optimized on demand (``POST /v1/admin/optimize``)."""
+
+    def optimize(self) -> bool: ...
+
+
+@runtime_checkable
+class SqlWriteProbe(Protocol):
+    """A SQL store whose readiness is proven by a rolled-back write (SQLite)."""
+
+    def probe_write(self) -> None: ...
+
+
+@runtime_checkable
+class IntegrityProbe(Protocol):
+    """A file-backed SQL store that can read its pages and check its integrity."""
+
+    path: Any
+
+    def probe_read(self) -> None: ...
+
+    def quick_check(self) -> str: ...
+
+
+@runtime_checkable
+class IndexWriteProbe(Protocol):
+    """A vector index whose readiness is proven by a write that changes nothing."""
+
+    def probe_write(self, flush: bool = True) -> None: ...
+
+
+@runtime_checkable
+class StatusTierGrid(Protocol):
+    """A memory store that counts memories by (status, tier) (the dashboard's grid)."""
+
+    def memory_counts_by_status_tier(self) -> list[tuple[str, str, int]]: ...
+
+
+@runtime_checkable
+class Transactional(Protocol):
+    """A store whose writes can be grouped in one transaction."""
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+
+@runtime_checkable
+class ReportsStats(Protocol):
+    """A part that reports its own counters (the LLM observer: calls, fallbacks, ...)."""
+
+    def stats(self) -> dict[str, Any]: ...

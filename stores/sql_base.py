@@ -28,6 +28,8 @@ Row = tuple[Any, ...]
 __all__ = ["LogItem", "Row", "SqlStore"]
 #: One row per dead letter written with a key (its position: ``log:<seq>`` or
 #: ``<topic>/<partition>/<offset>``): a redelivered message is not dead-lettered twice.
+#: The counter of dead letters written (``/v1/stats`` ``dead_lettered``, ``/metrics``).
+DEAD_LETTERED = "dead_lettered"
 DEAD_LETTER_KEYS = s._t("dead_letter_keys", "letter_key:key! dead_letter_id:int!", "letter_key")
 
 
@@ -443,8 +445,9 @@ class SqlStore(LogStateMixin, ABC):
     # --- DeadLetterStore ---------------------------------------------------------------------
 
     def put_dead_letter(self, letter: DeadLetter, key: str | None = None) -> bool:
-        """Keep a rejected input with its reason. With a ``key`` (the message's position)
-        a second letter under the same key changes nothing and returns False."""
+        """Keep a rejected input with its reason and count it (``dead_lettered``, in the
+        same transaction: the counter and the table agree). With a ``key`` (the message's
+        position) a second letter under the same key changes nothing and returns False."""
         with self.transaction():
             if key is not None and self._fetch(
                     "SELECT 1 FROM dead_letter_keys WHERE letter_key = ?", (key,)):
@@ -456,6 +459,7 @@ class SqlStore(LogStateMixin, ABC):
                 if not self._insert_unique("INSERT INTO dead_letter_keys (letter_key, "
                                            "dead_letter_id) VALUES (?, ?)", (key, letter_id)):
                     raise IndexConflictError(f"dead letter {key!r} written concurrently")
+            self.incr(DEAD_LETTERED)  # the one dead-letter count: moves with each new row
         return True
 
     def dead_letter_positions(self, limit: int = 100) -> list[tuple[str, str, str]]:

@@ -31,6 +31,8 @@ class _Sql(Protocol):
 
     def _execute(self, sql: str, params: Any = ()) -> int: ...
 
+    def _insert_unique(self, sql: str, params: Any) -> bool: ...
+
 
 def stored_version(store: _Sql) -> int:
     """The schema version of the open database (1 when never recorded)."""
@@ -49,9 +51,8 @@ def upgrade(store: _Sql) -> int:
     if found == 1 and not store._fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.
-        insert = getattr(store, "_insert_unique", store._execute)
-        insert("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
-               ("version", SCHEMA_VERSION))
+        store._insert_unique("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
+                             ("version", SCHEMA_VERSION))
     else:
         store._execute("UPDATE schema_meta SET value = ? WHERE name = ?",
                        (SCHEMA_VERSION, "version"))

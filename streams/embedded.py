@@ -18,24 +18,26 @@ Idle threads get a flush marker appended to the same log, so a replay reproduces
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import orjson
 
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
+from breadcrumb.stores.ports import DeferredFlush
 from breadcrumb.stores.sqlite_store import SqliteStore
-from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
+from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
+from breadcrumb.streams.ingest_core import Item, Retrying, UnitOfWork
 from breadcrumb.streams.passage_lane import PassageLane
 from breadcrumb.streams.rehearsal import rehearse
-from breadcrumb.streams.replay import apply_batch, apply_entry, dead_letter_entry
+from breadcrumb.streams.replay import log_items, log_unit
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
@@ -77,8 +79,7 @@ class EmbeddedRunner:
         self.idle = IdleTracker(idle_flush_seconds, monotonic)
         self._errors = 0
         self.policy = policy or FailurePolicy()
-        self._attempts = Attempts()
-        self._retry_delay = self.policy.base_delay
+        self.retrying = Retrying(self.policy)  # the one failure policy step, per position
         self.limits = limits  # intake limits (settings limit_*), checked before the log
         self.batch_entries = max(1, batch_entries)  # settings derive_batch_entries
         self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
@@ -138,12 +139,12 @@ class EmbeddedRunner:
         return lane.pending if lane is not None else 0
 
     def _attach_lane(self) -> PassageLane | None:
-        """Give the current generation's service a passage lane (resuming a crashed one)."""
-        if not self.two_speeds or not hasattr(self.service, "passage_lane"):
+        """A passage lane for the current generation (resuming a crashed one's); each unit
+        of work hands it its chunks (``UnitOfWork.lane``)."""
+        if not self.two_speeds:
             return None
         lane = PassageLane(self.derived, self.service)
         lane.recover()
-        self.service.passage_lane = lane
         return lane
 
     def _passages(self, log_busy: bool) -> int:
@@ -204,8 +205,11 @@ class EmbeddedRunner:
         values = dict(self.store.get_counters())
         if self.derived is not self.store:
             derived = self.derived.get_counters()
+            intake_letters = values.get("dead_lettered", 0)  # refused at the gateway
             for name in ("events_processed", *RELIABILITY_COUNTERS):
                 values[name] = derived.get(name, 0)
+            # as ``count_dead_letters`` counts them: the log's letters plus the generation's
+            values["dead_lettered"] = intake_letters + derived.get("dead_lettered", 0)
         values["processor_errors"] = self._errors
         return values
 
@@ -215,12 +219,12 @@ class EmbeddedRunner:
         (:class:`~breadcrumb.streams.fair_schedule.FairSchedule`: round-robin by tenant,
         each thread's entries in log order); returns how many were handled.
 
-        They go as one batch (:func:`~breadcrumb.streams.replay.apply_batch`) when the
-        service can batch. A batch that fails is rolled back and its entries are then taken
-        one at a time: a failing entry goes through the failure policy — a transient error
-        (or a permanent one before ``max_attempts``) raises, leaving the entry unapplied for
-        the next call (after ``retry_delay``); a permanent one then becomes a dead letter
-        keyed by its log position and the log moves on."""
+        They go as one unit of work (``streams.ingest_core``). A unit that fails is rolled
+        back and its entries are then taken one at a time under the failure policy
+        (:class:`~breadcrumb.streams.ingest_core.Retrying`): a transient error (or a
+        permanent one before ``max_attempts``) raises, leaving the entry unapplied for the
+        next call (after ``retry_delay``); a permanent one then becomes a dead letter keyed
+        by its log position and the log moves on."""
         with self._lock:
             if self._single:
                 return self._apply_singly()
@@ -230,15 +234,25 @@ class EmbeddedRunner:
                 return self._passages(log_busy=False)
             payloads = self.store.read_log_entries([seq for seq, _key in picked])
             entries = [(seq, key, payloads[seq]) for seq, key in picked]
-            if self._can_batch(entries):
+            if len(entries) > 1:
                 handled = self._apply_batch(entries)
                 if handled:
                     return handled + self._passages(log_busy=True)
             self._single = entries
             return self._apply_singly()
 
-    def _can_batch(self, entries: Sequence[Entry]) -> bool:
-        return len(entries) > 1 and callable(getattr(self.service, "batched", None))
+    def _unit(self, picked: Sequence[tuple[int, str]], written: list[Marks]) -> UnitOfWork:
+        """A unit of work on the current generation whose cursor writes the fair
+        schedule's marks for the applied entries of ``picked`` (kept in ``written``)."""
+
+        def mark(items: Sequence[Item]) -> None:  # inside the unit's transaction
+            marks = self._sched.marks_for(picked[:len(items)])
+            marks.write(self.derived)
+            written.append(marks)
+            if self.derived is self.store:  # the log's flags commit with the batch
+                self.store.mark_processed_many([seq for seq, _key in picked[:len(items)]])
+
+        return log_unit(self.derived, self.service, mark, self._lane)
 
     def _apply_batch(self, entries: list[Entry]) -> int:
         deadline = self.monotonic() + self.batch_max_ms / 1000.0
@@ -246,61 +260,41 @@ class EmbeddedRunner:
         def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
             return self._intake.count > 0 or self.monotonic() >= deadline
 
-        rehearsed = rehearse(self.derived, self.service,
-                             [(seq, payload) for seq, _key, payload in entries], enough)
-        if not rehearsed:
-            return self._apply_prepared(entries, enough)
-        try:  # the same entries again, their vectors ready: the store lock for the writes
-            return self._apply_prepared(entries[:rehearsed], None)
-        finally:
-            self.service.prepared = {}
-
-    def _apply_prepared(self, entries: list[Entry], enough: Callable[[], bool] | None) -> int:
+        items = log_items([(seq, payload) for seq, _key, payload in entries])
         picked = [(seq, key) for seq, key, _payload in entries]
         written: list[Marks] = []
-        results: list[HandleResult] = []
-
-        def mark(applied: int) -> None:  # inside the batch's transaction
-            marks = self._sched.marks_for(picked[:applied])
-            marks.write(self.derived)
-            written.append(marks)
-            if self.derived is self.store:  # the log's flags commit with the batch
-                self.store.mark_processed_many([seq for seq, _key in picked[:applied]])
-
-        try:
-            handled = apply_batch(self.derived, self.service,
-                                  [(seq, payload) for seq, _key, payload in entries],
-                                  enough, mark, results)
+        unit = self._unit(picked, written)
+        rehearsed, prepared = rehearse(unit, self.service, items, enough)
+        try:  # a rehearsal's vectors ready: the same entries, the store lock for the writes
+            result = unit.apply(items[:rehearsed] if rehearsed else items,
+                                enough=None if rehearsed else enough, prepared=prepared)
         except Exception as exc:  # redo these entries one by one under the failure policy
             self._discard()
-            log.warning("batch of %s log entries after %s failed (%r); one at a time",
-                        len(entries), self._sched.low, exc)
+            log.warning("batch of %s log entries after %s failed (%s); one at a time",
+                        len(entries), self._sched.low, describe(exc))
             return 0
-        self._done(entries[:handled], written[-1], results, flagged=self.derived is self.store)
+        handled = len(result.results)
+        self._done(entries[:handled], written[-1], result.results,
+                   flagged=self.derived is self.store)
         return handled
 
     def _apply_singly(self) -> int:
         handled = 0
         while self._single:
             seq, key, payload = self._single[0]
-            marks = self._sched.marks_for([(seq, key)])
-            write = functools.partial(marks.write, self.derived)
-            retries = self._attempts.counts.get(seq, 0)
-            result: HandleResult | None = None
+            item, = log_items([(seq, payload)])
+            written: list[Marks] = []
+            unit = self._unit([(seq, key)], written)
             try:
-                result = apply_entry(self.derived, self.service, seq, payload, retries, write)
-            except Exception as exc:
+                result = self.retrying.attempt(item.position, partial(unit.apply_one, item),
+                                               partial(unit.give_up, item))
+            except Exception:  # retried on a later call, after retry_delay
                 self._discard()
-                decision = self.policy.decide(exc, self._attempts.failed(seq))
-                if decision.retry:
-                    self._retry_delay = decision.delay
-                    raise
-                dead_letter_entry(self.derived, seq, payload, decision.reason,
-                                  self._attempts.counts[seq], self.clock(),
-                                  write)
+                raise
             self._single.pop(0)
-            self._attempts.done(seq)
-            self._done([(seq, key, payload)], marks, [result])
+            outcome = result.results[0]
+            self._done([(seq, key, payload)], written[-1],
+                       [None if outcome.outcome == "dead_lettered" else outcome])
             handled += 1
         return handled
 
@@ -329,7 +323,7 @@ class EmbeddedRunner:
     @property
     def retry_delay(self) -> float:
         """How long the loop waits before retrying the entry that failed last."""
-        return self._retry_delay
+        return self.retrying.delay
 
     def drain(self, timeout: float = 600.0) -> None:
         """Process until the log is empty (used by ``breadcrumb ingest`` in-process)."""
@@ -353,6 +347,10 @@ class EmbeddedRunner:
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)
         self._thread.start()
 
+    def running(self) -> bool:
+        """Whether the background processor thread is alive (``/readyz``)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._wake.set()
@@ -366,9 +364,9 @@ class EmbeddedRunner:
                 self.flush_idle()
             except Exception:  # keep the loop alive, but loudly: the entry stays unprocessed
                 self._errors += 1
-                log.exception("processing failed; retrying in %.1f s", self._retry_delay)
+                log.exception("processing failed; retrying in %.1f s", self.retry_delay)
                 busy = 0
-                self._stop.wait(self._retry_delay)
+                self._stop.wait(self.retry_delay)
             if not busy:
                 self._flush_index()
                 self._wake.wait(0.2)
@@ -377,12 +375,12 @@ class EmbeddedRunner:
     def _flush_index(self) -> None:
         """Idle: persist the vector shards written a while ago (writes themselves do not
         flush; their WAL already makes them survive a crash)."""
-        flush_due = getattr(getattr(self.service, "index", None), "flush_due", None)
-        if not callable(flush_due):
+        index = self.service.index
+        if not isinstance(index, DeferredFlush):
             return
         try:
             with self._lock:  # between batches: a flush never splits one
-                flush_due()
+                index.flush_due()
         except Exception:  # the next idle tick tries again; the WAL keeps the writes
             log.exception("vector index flush failed")
 

@@ -116,10 +116,34 @@ class FailurePolicy:
                         f"processing failed {attempts} times: {describe(exc)}")
 
 
+#: What a driver error says when its own message says nothing (pymysql raises
+#: ``InterfaceError(0, '')`` on a connection that is already closed).
+_SILENT_ERRORS = {
+    ("InterfaceError", 0): "the database connection is closed (lost while the server "
+                           "was unreachable); reconnecting",
+    ("OperationalError", 0): "the database connection was lost; reconnecting",
+}
+
+
 def describe(exc: BaseException) -> str:
-    """A one-line reason: class and message, cut to a readable length."""
-    text = f"{type(exc).__name__}: {exc}".strip()
+    """A one-line reason a person can read: class, driver code and message (an empty
+    driver message replaced by what it means), then what it was raised from; cut to a
+    readable length."""
+    parts = [_one_line(e) for e in _chain(exc)]
+    text = " (from ".join(parts) + ")" * (len(parts) - 1)
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _one_line(exc: BaseException) -> str:
+    name = type(exc).__name__
+    args = exc.args
+    if len(args) >= 1 and isinstance(args[0], int) and (
+            len(args) == 1 or isinstance(args[1], str)):
+        code, message = args[0], (args[1] if len(args) > 1 else "")
+        meaning = _SILENT_ERRORS.get((name, code)) if not message.strip() else None
+        return f"{name} {code}: {meaning or message or 'no message'}"
+    text = " ".join(str(exc).split())
+    return f"{name}: {text}" if text else name
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from breadcrumb.stores.ports import BatchedCounters
 from breadcrumb.streams.freshness import accepted_epoch
 
 CURSOR = "applied_seq"
@@ -47,9 +48,8 @@ class Marks:
         """Write them (call inside the batch's transaction): one statement for the sets and
         one for the drops when the store can (``set_counters``: a batch spread over a few
         hundred threads set as many marks, one statement each)."""
-        many = getattr(derived, "set_counters", None)
-        if callable(many):
-            many([(CURSOR, self.low), *self.set.items()])
+        if isinstance(derived, BatchedCounters):
+            derived.set_counters([(CURSOR, self.low), *self.set.items()])
         else:
             derived.set_counter(CURSOR, self.low)
             for name, value in self.set.items():

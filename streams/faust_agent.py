@@ -8,9 +8,10 @@ message's own transaction, so after a ``kill -9`` the next message sees exactly 
 state of the last committed one, and a rebalance has nothing to recover (no Faust
 table, no changelog; see ``streams.faust_app`` for why that matters).
 
-Every message ends applied or dead-lettered, never skipped: errors go through the
-:class:`~streams.failure_policy.FailurePolicy` (transient → retried with backoff until the
-store is back, permanent → dead-lettered after a few attempts with the reason and the
+Every message ends applied or dead-lettered, never skipped: it is decoded once
+(``streams.messages``) and applied as a unit of work of the ingest core
+(``streams.ingest_core``) under its failure policy (transient → retried with backoff until
+the store is back, permanent → dead-lettered after a few attempts with the reason and the
 message's position), and the caller acknowledges the message only after :meth:`handle`
 returns. Poison (undecodable bytes, a tombstone, a flush marker without its thread, an
 event under another thread's key, a schema-invalid event) is dead-lettered at once.
@@ -20,24 +21,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from breadcrumb.processors.validate import Rejection, validate_event
+from breadcrumb.stores.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
-from breadcrumb.streams.service import HandleResult, IngestService
-from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
-from breadcrumb.streams.tracking import IdleTracker, count_message, first_consumption
+from breadcrumb.streams.ingest_core import Item, PositionedLetters, Retrying, UnitOfWork, UnitResult
+from breadcrumb.streams.messages import Message, decode, poison_reason  # noqa: F401 (re-export)
+from breadcrumb.streams.service import IngestService
+from breadcrumb.streams.state import DictStateStore
+from breadcrumb.streams.tracking import IdleTracker, KafkaOffsets
 from breadcrumb.topics.records import (
     FlushMarker,
     MemoryStatusChange,
     Observation,
     split_thread_key,
-    thread_key,
 )
 
 log = logging.getLogger(__name__)
@@ -52,24 +55,9 @@ class Sink(Protocol):
     async def send(self, topic: str, key: bytes | None, value: bytes | None) -> None: ...
 
 
-def poison_reason(key: str, entry: Any) -> str | None:
-    """Why a decoded message cannot be handled under its key (None: it can)."""
-    if not isinstance(entry, dict):
-        return None  # the schema validation rejects it with its own reason
-    user_id, thread_id = entry.get("user_id"), entry.get("thread_id")
-    flush = FlushMarker.is_flush(entry)
-    if flush and (not isinstance(user_id, str) or not user_id or not isinstance(thread_id, str)):
-        return "flush marker without user_id / thread_id"
-    own = thread_key(str(user_id), str(thread_id))
-    if own == key:
-        return None
-    if not flush and isinstance(validate_event(entry), Rejection):
-        return None  # an invalid event: the service rejects it naming the field
-    return f"message of thread {own!r} under key {key!r} (state is kept per key)"
-
-
 class IngestAgent:
-    """One message in → stores updated → observations / status / dead letters out."""
+    """Messages in → units of work (``streams.ingest_core``) → observations / status /
+    dead letters out."""
 
     def __init__(self, parts: Any, sink: Sink, idle: IdleTracker,
                  policy: FailurePolicy | None = None, executor: Executor | None = None,
@@ -82,6 +70,7 @@ class IngestAgent:
         # for threads it consumes; another worker's active thread is not idle)
         self.owns = owns or (lambda _key: True)
         self.policy = policy or FailurePolicy()
+        self.retrying = Retrying(self.policy)
         self.executor = executor
         self.sleep = sleep
         self.errors: dict[str, int] = {}  # timer / publish errors survived, by name
@@ -92,83 +81,65 @@ class IngestAgent:
         """Apply one message or dead-letter it; returns the outcome. Raises only when
         cancelled (then the message must not be acknowledged). ``direct``: published
         straight to Kafka (no gateway counted it as received)."""
-        key_text = key.decode("utf-8", "replace") if key else ""
-        text = "" if value is None else value.decode("utf-8", "replace")
-        entry: Any = None
-        poison: str | None = "tombstone (a message without a value)" if value is None else None
-        if value is not None:
-            try:
-                entry = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                poison = "value is not JSON"
-            else:
-                poison = poison_reason(key_text, entry)
-        with self.idle.handling(key_text):
-            result, letters = await self._apply_or_dead_letter(
-                entry, text, key_text, position, poison, direct)
-            await self._retrying("publish", lambda: self.publish(result.observations,
-                                                                 letters.captured))
-            await self._retrying("publish", self.publish_lifecycle)
-        if poison is None:
-            self.idle.touch(key_text, entry)
-        return result.outcome
+        return await self.handle_item(decode(Message(key, value, position, direct)))
 
-    async def _apply_or_dead_letter(self, entry: Any, text: str, key: str, position: str,
-                                    poison: str | None, direct: bool) -> tuple[
-                                        HandleResult, CapturingDeadLetters]:
-        attempts = 0
+    async def handle_item(self, item: Item) -> str:
+        """One decoded message under the failure policy: applied, or retried (transient
+        errors for as long as it takes), or dead-lettered; then its output published."""
+        with self.idle.handling(item.key):
+            result = await self._until_done(item)
+            await self.publish_unit(result)
+        if item.poison is None:
+            self.idle.touch(item.key, item.entry)
+        return result.outcomes[0]
+
+    async def _until_done(self, item: Item) -> UnitResult:
+        """:meth:`Retrying.attempt` in the executor until it returns; the waits are awaited
+        here (a shutdown cancels them)."""
+        unit = self.unit()
+        apply, give_up = partial(unit.apply_one, item), partial(unit.give_up, item)
         while True:
             try:
-                return await self._run(self._apply, entry, text, key, position, poison,
-                                       attempts, direct)
-            except Exception as exc:
-                attempts += 1
-                decision = self.policy.decide(exc, attempts)
-                if decision.retry:
-                    log.warning("message %s failed (attempt %s, %s); retrying in %.1f s: %s",
-                                position, attempts, "transient" if decision.transient
-                                else "permanent", decision.delay, decision.reason)
-                    await self.sleep(decision.delay)
-                    continue
-                log.error("dead-lettering message %s: %s", position, decision.reason)
-                letters = await self._retrying("dead_letter", partial(
-                    self._run, self._dead_letter, text, entry, position, decision.reason,
-                    attempts, direct))
-                return HandleResult("dead_lettered", reason=decision.reason), letters
+                return await self.run_blocking(self.retrying.attempt, item.position, apply,
+                                               give_up)
+            except Exception:  # logged by Retrying.attempt; the policy's delay, then again
+                await self.sleep(self.retrying.delay)
 
-    def _apply(self, entry: Any, text: str, key: str, position: str, poison: str | None,
-               retries: int, direct: bool) -> tuple[HandleResult, CapturingDeadLetters]:
-        """In the executor: one SQL transaction for the message, its thread state and its
-        counters. The state is read from SQL inside that transaction, so it is the one
-        committed with the previous message of the thread, whatever crashed since."""
-        letters = CapturingDeadLetters(self.parts.store, position)
-        users = [split_thread_key(key)[0]] if key else []  # see SqlStore.serialized
-        with self.parts.store.serialized(users), self.parts.store.transaction():
-            committed = self.parts.store.get_state(key) if key else None
-            local = DictStateStore({key: committed} if committed is not None else {})
-            service: IngestService = self.parts.service_for(local, letters)
-            if poison is not None:
-                result = service.reject(f"{poison} (at {position})", None, text,
-                                        entry if isinstance(entry, dict) else None)
-            else:
-                result = service.handle(entry, text)  # a rejection is keyed by position
-            first = first_consumption(self.parts.store, position)
-            count_message(self.parts.store, result.outcome, retries, first, direct)
-        return result, letters
+    def unit(self) -> UnitOfWork:
+        """A unit of work on this worker's SQL store (its cursor, made for each
+        transaction, reads the consumed-through marks inside it)."""
+        store = self.parts.store
+        return UnitOfWork(store, self._scope, partial(KafkaOffsets, store), read_ahead=False)
 
-    def _dead_letter(self, text: str, entry: Any, position: str, reason: str,
-                     attempts: int, direct: bool) -> CapturingDeadLetters:
-        letters = CapturingDeadLetters(self.parts.store, position)
-        service: IngestService = self.parts.service_for(DictStateStore(), letters)
-        with self.parts.store.transaction():
-            service.reject(f"{reason} (at {position})", None, text,
-                           entry if isinstance(entry, dict) else None)
-            first = first_consumption(self.parts.store, position)
-            count_message(self.parts.store, "dead_lettered", attempts - 1, first, direct)
-        return letters
+    @contextmanager
+    def _scope(self, items: Sequence[Item], letters: PositionedLetters
+               ) -> Iterator[IngestService]:
+        """The unit's transaction: each thread's state read from SQL inside it (the last
+        committed one, whatever crashed since) and written back once; the raw events
+        looked up with one statement and inserted with one."""
+        store = self.parts.store
+        keys = sorted({i.key for i in items if i.key})
+        local, mirror, raw = DictStateStore(), DictStateStore(), BatchedRawEvents(store)
+        service: IngestService = self.parts.service_for(local, letters, mirror=mirror, raw=raw)
+        users = {split_thread_key(k)[0] for k in keys}
+        with store.serialized(users), store.transaction():  # users: see SqlStore.serialized
+            raw.prefetch(ids for i in items if (ids := i.event_ids))
+            for key, committed in store.get_states(keys).items():
+                local.put_state(key, committed)
+            yield service
+            raw.flush()
+            store.put_states(sorted(mirror.data.items()))
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the ingest executor (one thread: messages keep their order)."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def publish_unit(self, result: UnitResult) -> None:
+        """A committed unit's memories and letters, then the lifecycle's changes, each
+        retried until sent."""
+        await self._retrying("publish", lambda: self.publish(result.observations,
+                                                             result.letters))
+        await self._retrying("publish", self.publish_lifecycle)
 
     async def _retrying(self, name: str, step: Callable[[], Awaitable[T]]) -> T:
         """Run ``step`` until it succeeds; only transient errors are expected here (a
@@ -263,5 +234,5 @@ class IngestAgent:
         """The lifecycle sweeper (tiers, archive); its changes go to memory-status."""
         if self.parts.lifecycle is None or not self.parts.publishing:
             return
-        await self._run(self.parts.lifecycle.sweep)
+        await self.run_blocking(self.parts.lifecycle.sweep)
         await self.publish_lifecycle()

@@ -13,9 +13,11 @@ in arrival order (so each thread — one key, one partition — keeps its order)
   and one vector upsert (``IngestService.batched``, as the embedded runner does);
 * the output topics and the acknowledgements only after the commit.
 
-When the batch fails, nothing of it is committed and its messages are handed one at a
-time to :meth:`IngestAgent.handle`, i.e. to the one failure policy: a poison message is
-dead-lettered with its position and the others are applied. Writes are idempotent (event
+The batch is ONE unit of work of the ingest core (``streams.ingest_core``), the same the
+agent applies to a single message. When it fails, nothing of it is committed and its
+messages are handed one at a time to :meth:`IngestAgent.handle_item`, i.e. to the one
+failure policy: a poison message is dead-lettered with its position and the others are
+applied. Writes are idempotent (event
 ids, memory ids, vector ids, dead letters keyed by position), so a crash between the
 commit and the acknowledgement only redelivers messages that then change nothing.
 """
@@ -24,198 +26,70 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-import orjson
-
-from breadcrumb.stores.raw_batch import BatchedRawEvents
-from breadcrumb.streams.failure_policy import kafka_position
-from breadcrumb.streams.faust_agent import IngestAgent, poison_reason
-from breadcrumb.streams.freshness import bucket_counter
-from breadcrumb.streams.state import DictStateStore
-from breadcrumb.streams.tracking import ConsumedThrough, count_message, is_direct
-from breadcrumb.topics.records import DeadLetter, Observation, split_thread_key
+from breadcrumb.streams.failure_policy import describe, kafka_position
+from breadcrumb.streams.faust_agent import IngestAgent
+from breadcrumb.streams.messages import Message, decode
+from breadcrumb.streams.tracking import count_freshness, is_direct  # noqa: F401 (re-export)
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One consumed Kafka message: raw key and value and where it sits."""
-
-    key: bytes | None
-    value: bytes | None
-    position: str  # topic/partition/offset (also its dead letter's key)
-    direct: bool = False  # published straight to Kafka (header breadcrumb-direct)
-    accepted: float | None = None  # the message's Kafka timestamp, epoch s (freshness)
-
-
-@dataclass(frozen=True, slots=True)
-class Decoded:
-    key: str
-    text: str
-    entry: Any
-    poison: str | None
-    position: str
-
-
-def decode(message: Message) -> Decoded:
-    """The message's key, text, JSON value and why it is poison (None: it is not)."""
-    key = message.key.decode("utf-8", "replace") if message.key else ""
-    value = message.value
-    if value is None:
-        return Decoded(key, "", None, "tombstone (a message without a value)", message.position)
-    text = value.decode("utf-8", "replace")
-    try:
-        entry = orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return Decoded(key, text, None, "value is not JSON", message.position)
-    return Decoded(key, text, entry, poison_reason(key, entry), message.position)
-
-
-@dataclass
-class BatchResult:
-    outcomes: list[str] = field(default_factory=list)
-    observations: list[Observation] = field(default_factory=list)
-    letters: list[bytes] = field(default_factory=list)
-
-
-class _Tally:
-    """Counter increments collected during a batch (the outcomes and each partition's
-    consumed-through mark), written with one statement at its end."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def incr(self, name: str, n: int = 1) -> None:
-        self.counts[name] += n
-
-    def flush(self, store: Any) -> None:
-        store.incr_many(self.counts)
-
-
-class _PositionedLetters:
-    """Dead letters of a batch, each keyed by the position of the message being handled
-    (``#n`` for a message's n-th), kept for the dead-letter topic."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.position = ""
-        self.captured: list[bytes] = []
-        self._per_position: Counter[str] = Counter()
-
-    def put_dead_letter(self, letter: DeadLetter) -> None:
-        n = self._per_position[self.position]
-        self._per_position[self.position] += 1
-        self.inner.put_dead_letter(letter, key=self.position if n == 0 else
-                                   f"{self.position}#{n}")
-        self.captured.append(orjson.dumps({**letter.to_dict(), "position": self.position}))
-
-    def count_dead_letters(self) -> int:
-        return int(self.inner.count_dead_letters())
-
-    def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]:
-        return list(self.inner.list_dead_letters(limit))
+__all__ = ["BatchIngest", "Message", "consume_batches", "count_freshness"]
 
 
 class BatchIngest:
-    """Applies a batch of messages through an :class:`IngestAgent`'s parts and outputs."""
+    """Applies a batch of messages as one unit of work of an :class:`IngestAgent`."""
 
     def __init__(self, agent: IngestAgent) -> None:
         self.agent = agent
         self.batches = 0  # batches applied whole
         self.fallbacks = 0  # batches redone one message at a time
 
-    async def handle_batch(self, messages: Sequence[Message]) -> list[str]:
+    async def handle_batch(self, messages: Sequence[Message],
+                           lag: Callable[[], int | None] | None = None) -> list[str]:
         """Apply ``messages`` (in order) or dead-letter the poison among them; returns each
-        one's outcome. Raises only when cancelled (then nothing may be acknowledged)."""
+        one's outcome. Raises only when cancelled (then nothing may be acknowledged).
+        Logs one line per batch: its size, time and the consumer's lag after it (``lag``)."""
         if not messages:
             return []
+        started = time.perf_counter()
+        outcomes = await self._apply(messages)
+        seconds = time.perf_counter() - started
+        behind = lag() if lag is not None else None
+        log.info("batch of %s messages from %s: %.0f ms, %s%s", len(messages),
+                 messages[0].position, seconds * 1000, _summary(outcomes),
+                 "" if behind is None else f", lag {behind}")
+        return outcomes
+
+    async def _apply(self, messages: Sequence[Message]) -> list[str]:
         agent = self.agent
-        decoded = [decode(m) for m in messages]
-        keys = sorted({d.key for d in decoded if d.key})
+        items = [decode(m) for m in messages]
         try:
             with ExitStack() as busy:
-                for key in keys:
+                for key in sorted({i.key for i in items if i.key}):
                     busy.enter_context(agent.idle.handling(key))
-                result: BatchResult = await agent._run(self._apply, decoded, messages, keys)
-                await agent._retrying("publish", lambda: agent.publish(result.observations,
-                                                                       result.letters))
-                await agent._retrying("publish", agent.publish_lifecycle)
+                result = await agent.run_blocking(agent.unit().apply, items)
+                await agent.publish_unit(result)
         except Exception as exc:  # nothing committed: one at a time, under the policy
             self.fallbacks += 1
-            log.warning("batch of %s messages from %s failed (%r); one at a time",
-                        len(messages), messages[0].position, exc)
-            return [await agent.handle(m.key, m.value, m.position, m.direct) for m in messages]
+            log.warning("batch of %s messages from %s failed (%s); one at a time",
+                        len(messages), messages[0].position, describe(exc))
+            return [await agent.handle_item(item) for item in items]
         self.batches += 1
-        for d in decoded:
-            if d.poison is None:
-                agent.idle.touch(d.key, d.entry)
+        for item in items:
+            if item.poison is None:
+                agent.idle.touch(item.key, item.entry)
         return result.outcomes
 
-    def _apply(self, decoded: Sequence[Decoded], messages: Sequence[Message],
-               keys: Sequence[str]) -> BatchResult:
-        """In the executor: the whole batch in one transaction. As for one message, each
-        thread's state is read from SQL inside it (the last committed one, whatever crashed
-        since) and counters are moved once per Kafka position (a redelivery only counts as
-        ``redeliveries``)."""
-        parts = self.agent.parts
-        store = parts.store
-        local = DictStateStore()
-        mirror = DictStateStore()  # SQL copy of the states: written once per thread
-        letters = _PositionedLetters(store)
-        raw = BatchedRawEvents(store)  # event lookups and inserts in a few statements
-        service = parts.service_for(local, letters, mirror=mirror, raw=raw)
-        tally = _Tally()
-        out = BatchResult()
-        fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed a range)
-        users = {split_thread_key(k)[0] for k in keys}
-        with store.serialized(users), store.transaction():  # users: see SqlStore.serialized
-            raw.prefetch((d.entry["user_id"], d.entry["event_id"]) for d in decoded
-                         if d.poison is None and isinstance(d.entry, dict)
-                         and isinstance(d.entry.get("user_id"), str)
-                         and isinstance(d.entry.get("event_id"), str))
-            for key, committed in store.get_states(keys).items():
-                local.put_state(key, committed)
-            seen = ConsumedThrough(store, writes=tally)
-            with service.batched():
-                for d, m in zip(decoded, messages, strict=True):
-                    letters.position = d.position
-                    if d.poison is not None:
-                        result = service.reject(f"{d.poison} (at {d.position})", None, d.text,
-                                                d.entry if isinstance(d.entry, dict) else None)
-                    else:
-                        result = service.handle(d.entry, d.text)
-                    first = seen.first(d.position)
-                    count_message(tally, result.outcome, 0, first, m.direct)
-                    out.outcomes.append(result.outcome)
-                    out.observations.extend(result.observations)
-                    if first and m.accepted is not None:
-                        fresh.append((m.accepted, result.outcome, bool(result.observations)))
-            raw.flush()
-            store.put_states(sorted(mirror.data.items()))
-            count_freshness(tally, fresh, time.time())
-            tally.flush(store)
-        out.letters = letters.captured
-        return out
 
-
-def count_freshness(tally: Any, fresh: Sequence[tuple[float, str, bool]], now: float) -> None:
-    """Freshness (issue 14) of a batch's first-consumed messages, into its counters: an
-    event is recallable from its batch's commit (accepted = its Kafka timestamp, set when
-    the gateway produced it); a message whose handling closed a range also counts as
-    accepted → memory (memory and chunk rows committed, vectors written or acked on the
-    vectors topic; a ``VectorSink``'s lag is not in it). ``now``: the batch's last
-    statement before its commit."""
-    for accepted, outcome, closed in fresh:
-        if outcome == "processed":
-            tally.incr(bucket_counter("recallable", now - accepted))
-        if closed and outcome in ("processed", "flushed"):
-            tally.incr(bucket_counter("memory", now - accepted))
+def _summary(outcomes: Sequence[str]) -> str:
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return " ".join(f"{name} {n}" for name, n in sorted(counts.items()))
 
 
 async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings: Any) -> None:
@@ -229,7 +103,27 @@ async def consume_batches(stream: Any, batch: BatchIngest, parts: Any, settings:
             await batch.handle_batch([
                 Message(e.key, e.value, kafka_position(e.message.topic, e.message.partition,
                                                        e.message.offset),
-                        is_direct(e.message.headers), e.message.timestamp) for e in events])
+                        is_direct(e.message.headers), e.message.timestamp) for e in events],
+                lag=partial(_lag, stream, events))
             for event in events:
                 await stream.ack(event)
                 parts.positions[event.message.partition] = event.message.offset
+
+
+def _lag(stream: Any, events: Sequence[Any]) -> int | None:
+    """Messages behind the batch's last ones in their partitions (the consumer's
+    highwater), None when Faust cannot say."""
+    last: dict[Any, int] = {}
+    for event in events:
+        last[event.message.tp] = max(last.get(event.message.tp, -1), event.message.offset)
+    try:
+        consumer = stream.app.consumer
+        marks = [consumer.highwater(tp) for tp in last]
+    except Exception:  # a consumer without highwater (test context): no lag in the line
+        return None
+    behind = 0
+    for mark, offset in zip(marks, last.values(), strict=True):
+        if not isinstance(mark, int):
+            return None
+        behind += max(0, mark - offset - 1)
+    return behind

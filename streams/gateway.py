@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -48,6 +48,20 @@ class Gateway(Protocol):
         ...
 
     def counters(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class MeasuresFreshness(Protocol):
+    """A gateway that measures accepted → recallable / → memory (``/v1/stats``)."""
+
+    def freshness(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class TwoSpeeds(Protocol):
+    """A gateway whose memories' passage vectors may follow later (two speeds)."""
+
+    def passages_pending(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

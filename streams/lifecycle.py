@@ -24,6 +24,7 @@ from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.archive import Archiver
 from breadcrumb.stores.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
 from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.ports import BatchedPayloads
 from breadcrumb.stores.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
     ChangelogPublisher,
@@ -350,15 +351,15 @@ class LifecycleService:
     def _write_payloads(self, pending: dict[str, dict[str, Any]]) -> None:
         if not pending:
             return
-        many = getattr(self.index, "set_memory_payloads", None)
-        if many is None:  # an index without the batch call: one update per memory
+        index = self.index
+        if not isinstance(index, BatchedPayloads):  # no batch call: one update per memory
             for memory_id, values in pending.items():
                 self._payload(memory_id, values)
             return
         groups: dict[tuple[tuple[str, Any], ...], list[str]] = {}
         for memory_id, values in pending.items():
             groups.setdefault(tuple(sorted(values.items())), []).append(memory_id)
-        missing = many([(ids, dict(values)) for values, ids in groups.items()])
+        missing = index.set_memory_payloads([(ids, dict(values)) for values, ids in groups.items()])
         for memory_id in missing:
             self.errors["missing_point"] += 1
             log.warning("memory %s has no vector point; payload not updated", memory_id)

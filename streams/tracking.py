@@ -15,17 +15,22 @@ again at a position already counted (a redelivery after a crash or a rebalance) 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from breadcrumb.streams.freshness import bucket_counter
 from breadcrumb.topics.records import FlushMarker
 
 #: Counters the runners add to the store's counters (``/v1/stats``, ``/metrics``).
 RELIABILITY_COUNTERS = ("processing_failures", "dead_lettered", "retries", "redeliveries",
                         "flushes")
-_BY_OUTCOME = {"processed": "events_processed", "rejected": "events_processed",
-               "duplicate": "redeliveries", "flushed": "flushes"}
+#: The counter each outcome moves. A rejected message (poison, an invalid event) is not
+#: processed: its dead letter moves ``dead_lettered`` where it is written (the SQL store
+#: counts each letter row it inserts), so the counter and the table cannot disagree.
+_BY_OUTCOME: dict[str, str | None] = {
+    "processed": "events_processed", "rejected": None, "dead_lettered": None,
+    "duplicate": "redeliveries", "flushed": "flushes"}
 
 
 #: Kafka header of a message published straight to ``agent-events`` (the SDK's Publisher):
@@ -105,14 +110,15 @@ def count_message(store: Any, outcome: str, retries: int, first: bool,
         store.incr("duplicates", 1)
     elif outcome == "dead_lettered":
         store.incr("processing_failures", 1)
-        store.incr("dead_lettered", 1)
     else:
-        store.incr(_BY_OUTCOME.get(outcome, "events_processed"), 1)
+        counter = _BY_OUTCOME.get(outcome, "events_processed")
+        if counter is not None:
+            store.incr(counter, 1)
 
 
 def count_outcome(store: Any, outcome: str, retries: int = 0) -> None:
     """Move the counters for one applied message (call inside its transaction)."""
-    store.incr(_BY_OUTCOME.get(outcome, "events_processed"), 1)
+    count_outcomes(store, {outcome: 1})
     if retries:
         store.incr("retries", retries)
 
@@ -122,18 +128,58 @@ def count_outcomes(store: Any, outcomes: Mapping[str, int]) -> None:
     moved: dict[str, int] = {}
     for outcome, n in outcomes.items():
         name = _BY_OUTCOME.get(outcome, "events_processed")
-        moved[name] = moved.get(name, 0) + n
+        if name is not None:
+            moved[name] = moved.get(name, 0) + n
     for name, n in moved.items():
         if n:
             store.incr(name, n)
 
 
 def count_dead_letter(store: Any, retries: int) -> None:
-    """Counters for a message given up on (call inside the dead letter's transaction)."""
+    """Counters for a message given up on (call inside the dead letter's transaction; the
+    letter itself moves ``dead_lettered``)."""
     store.incr("processing_failures", 1)
-    store.incr("dead_lettered", 1)
     if retries:
         store.incr("retries", retries)
+
+
+class KafkaOffsets:
+    """The ingest core's cursor over Kafka partitions (one per unit of work): each message
+    counted once by its position (:class:`ConsumedThrough`; a redelivery moves only
+    ``redeliveries``) and the freshness of the first-consumed ones recorded at the end."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._seen: ConsumedThrough | None = None
+        self._fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed)
+
+    def count(self, tally: Any, item: Any, outcome: str, retries: int, closed: bool) -> None:
+        if self._seen is None:
+            self._seen = ConsumedThrough(self.store, writes=tally)
+        first = self._seen.first(item.position)
+        count_message(tally, outcome, retries, first, item.direct)
+        if first and item.accepted is not None:
+            self._fresh.append((item.accepted, outcome, closed))
+
+    def advance(self, tally: Any, items: Sequence[Any]) -> None:
+        """Kafka offsets are acknowledged by the driver after the commit; here only the
+        freshness of the unit's messages goes into its counters."""
+        count_freshness(tally, self._fresh, time.time())
+        self._fresh = []
+
+
+def count_freshness(tally: Any, fresh: Sequence[tuple[float, str, bool]], now: float) -> None:
+    """Freshness (issue 14) of a unit's first-consumed messages, into its counters: an
+    event is recallable from its unit's commit (accepted = its Kafka timestamp, set when
+    the gateway produced it); a message whose handling closed a range also counts as
+    accepted → memory (memory and chunk rows committed, vectors written or acked on the
+    vectors topic; a ``VectorSink``'s lag is not in it). ``now``: the unit's last
+    statement before its commit."""
+    for accepted, outcome, closed in fresh:
+        if outcome == "processed":
+            tally.incr(bucket_counter("recallable", now - accepted))
+        if closed and outcome in ("processed", "flushed"):
+            tally.incr(bucket_counter("memory", now - accepted))
 
 
 def ends_window(entry: Any) -> bool:

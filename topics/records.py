@@ -8,6 +8,7 @@ Field names follow ../shared/contracts (``source_range``, ``query_hints``,
 
 from __future__ import annotations
 
+import base64
 import re
 from copy import deepcopy
 from dataclasses import asdict, dataclass, field
@@ -290,7 +291,7 @@ class DeadLetter:
     """A rejected input kept with the reason (failures are data)."""
 
     reason: str
-    payload: str  # what was received, verbatim (JSON text or raw bytes decoded lossily)
+    payload: str  # what was received: its JSON text, or ``base64:`` + its bytes (letter_payload)
     received_at: str
     field: str | None = None
     source: str = "http"  # "http" | "kafka" | "cli"
@@ -299,6 +300,30 @@ class DeadLetter:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def original_bytes(self) -> bytes:
+        """The bytes that were received (see :func:`letter_payload`)."""
+        if self.payload.startswith(BASE64_PREFIX):
+            return base64.b64decode(self.payload[len(BASE64_PREFIX):], validate=True)
+        return self.payload.encode()
+
+
+#: A dead letter's payload that is not UTF-8 text: the received bytes, base64-encoded
+#: (text that itself starts with this prefix is stored base64 too: never ambiguous).
+BASE64_PREFIX = "base64:"
+
+
+def letter_payload(value: bytes) -> str:
+    """A received value as a dead letter's payload, with its bytes recoverable: the text
+    itself when it is UTF-8 (without NUL, which SQL text columns refuse), else ``base64:``
+    + its bytes (an undecodable message keeps every byte, not replacement characters)."""
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        text = BASE64_PREFIX  # forces the base64 form below
+    if text.startswith(BASE64_PREFIX) or "\x00" in text:
+        return BASE64_PREFIX + base64.b64encode(value).decode("ascii")
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,13 +92,14 @@ def attach_api(app: Any, settings: Settings, parts: Any) -> None:
 
     from breadcrumb.client import write_server_marker
     from breadcrumb.infra.bootstrap import observer_stats
-    from breadcrumb.infra.cluster import build_cluster_runtime
+    from breadcrumb.infra.cluster import build_cluster_runtime, cluster_generations
     from breadcrumb.query_api.app import create_app as create_http_app
     from breadcrumb.query_api.app import settle_heap
     from breadcrumb.query_api.telemetry import uvicorn_log_config
 
     runtime = build_cluster_runtime(settings, parts.embedder, index=parts.index)
-    runtime.generation_manager.local_parts = parts  # a replay here quiets this worker
+    gens = cluster_generations(runtime)
+    gens.local_parts = parts  # a replay here quiets this worker
     base_stats = runtime.extra_stats  # this process runs the observer: report it too
     runtime.extra_stats = lambda: {**base_stats(), **observer_stats(parts.observer)}
     http = create_http_app(runtime, manage_lifecycle=False)
@@ -122,5 +123,5 @@ def attach_api(app: Any, settings: Settings, parts: Any) -> None:
             await server.serve()
         finally:
             marker.unlink(missing_ok=True)
-            await runtime.generation_manager.aclose()
+            await gens.aclose()
             runtime.stop()

@@ -32,6 +32,7 @@ from breadcrumb.infra.bootstrap import utc_now_iso
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.kafka_gateway import KafkaGateway
+from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, free_port
 from tests.integration.faults import (
@@ -133,9 +134,21 @@ def test_poison_messages_are_dead_lettered_with_reason_and_position(
         assert ranges(store) == clean_ranges(tmp_path, good)
         result = report("poison", good, store, figures, poison=len(poison),
                         dead_letter_rows=len(letters))
-        # every poison message is a rejection with its reason (6 letters above); none needed
-        # the give-up path of the failure policy (its counter stays 0)
-        assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
+        # issue 30: one count everywhere — the counter (/v1/stats dead_lettered, /metrics)
+        # is the table's (dead_letters, the dashboard); poison is not "processed"; none of
+        # it needed the give-up path of the failure policy
+        counters = gateway.counters()
+        assert (result.lost, result.duplicated) == (0, 0)
+        assert result.dead_lettered == counters["dead_lettered"] == store.count_dead_letters()
+        assert counters["dead_lettered"] == len(poison)
+        assert counters.get("processing_failures", 0) == 0
+        assert counters["events_processed"] == len(good)
+        # the undecodable message's bytes come back from its letter (table and topic)
+        kept = [x.original_bytes() for x in store.list_dead_letters(20)]
+        assert b"\xff\x00 not json" in kept
+        assert b"\xff\x00 not json" in [DeadLetter(**{k: v for k, v in m.items()
+                                                      if k != "position"}).original_bytes()
+                                        for m in on_topic]
     finally:
         worker.stop()
 

@@ -12,7 +12,10 @@ import pytest
 from breadcrumb.stores.sqlite_store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
+from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events
+
+NOW = "2026-11-30T00:00:00+00:00"
 
 
 class _RecordingService:
@@ -21,6 +24,18 @@ class _RecordingService:
     def __init__(self, poison: str | None = None) -> None:
         self.poison = poison
         self.seen: list[str] = []
+
+    def batched(self, context: Any = None) -> contextlib.AbstractContextManager[None]:
+        self.letters = context.letters  # where the unit of work keeps its dead letters
+        return contextlib.nullcontext()
+
+    def embeds_slowly(self) -> bool:
+        return False
+
+    def reject(self, reason: str, fld: str | None, raw_text: str | None,
+               entry: Any = None) -> HandleResult:
+        self.letters.put_dead_letter(DeadLetter(reason, raw_text or "", NOW, fld, "log"))
+        return HandleResult("rejected", reason=reason)
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
         if entry.get("event_id") == self.poison:
@@ -64,8 +79,13 @@ def test_a_poison_entry_becomes_a_dead_letter_and_the_log_moves_on(tmp_path: Pat
     assert runner.store.count_dead_letters() == 1
     letter = runner.store.list_dead_letters(1)[0]
     assert "boom" in letter.reason and events[1]["event_id"] in letter.payload
-    assert service.seen == [events[0]["event_id"], events[2]["event_id"], events[3]["event_id"]]
+    # the batch of four failed and rolled back (it had seen the first), then one at a time
+    assert service.seen[-3:] == [events[0]["event_id"], events[2]["event_id"],
+                                 events[3]["event_id"]]
     assert runner.unprocessed() == 0
+    counters = runner.counters()
+    assert (counters["events_processed"], counters["dead_lettered"]) == (3, 1)
+    assert counters["processing_failures"] == 1 and counters["retries"] == 2
 
 
 class _FlakyService(_RecordingService):
@@ -85,7 +105,8 @@ class _FlakyService(_RecordingService):
 def test_a_transient_error_is_retried_past_max_attempts_and_never_dead_lettered(
         tmp_path: Path) -> None:
     events = example_events()[:3]
-    service = _FlakyService(events[1]["event_id"], times=10)
+    # once in the first batch (rolled back, then one at a time), then ten times alone
+    service = _FlakyService(events[1]["event_id"], times=11)
     runner = _runner(tmp_path, service)
     runner.submit(events)
     delays = []
@@ -95,7 +116,7 @@ def test_a_transient_error_is_retried_past_max_attempts_and_never_dead_lettered(
         delays.append(runner.retry_delay)
     runner.drain()
     assert runner.store.count_dead_letters() == 0
-    assert service.seen == [e["event_id"] for e in events]
+    assert service.seen[1:] == [e["event_id"] for e in events]  # [0]: the failed batch's
     assert delays[0] < delays[3] and max(delays) == runner.policy.max_delay  # capped backoff
     assert runner.counters()["retries"] == 10
 
@@ -108,8 +129,6 @@ class _BatchingService(_RecordingService):
         super().__init__()
         self.on_entry: Any = None
 
-    def batched(self, events: object = None) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
         result = super().handle(entry, raw_text)

@@ -66,8 +66,11 @@ class _Batching:
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    def batched(self, events: object = None) -> contextlib.AbstractContextManager[None]:
+    def batched(self, context: object = None) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
+
+    def embeds_slowly(self) -> bool:  # no rehearsal (streams.rehearsal)
+        return False
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
         self.seen.append(str(entry.get("event_id") or "flush"))

@@ -103,3 +103,14 @@ def test_a_rejected_key_with_a_surrogate_is_storable() -> None:
     outcome = validate_event({**GOOD, "x\ud800": 1})
     assert isinstance(outcome, Rejection)
     outcome.message().encode("utf-8")
+
+
+def test_every_missing_required_field_is_named() -> None:
+    """Issue 30: the reason names each missing field, not only the first."""
+    from breadcrumb.processors.validate import explain_shape
+
+    event = {k: v for k, v in GOOD.items() if k not in ("thread_id", "ts", "user_id")}
+    for outcome in (validate_event(event), explain_shape(event)):
+        assert isinstance(outcome, Rejection)
+        assert outcome.message() == ("field 'thread_id': is required, and so are 'ts', "
+                                     "'user_id'")

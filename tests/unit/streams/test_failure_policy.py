@@ -93,3 +93,23 @@ def test_attempts_are_counted_per_position_and_forgotten_when_done() -> None:
 def test_positions_name_where_the_message_is() -> None:
     assert log_position(17) == "log:17"
     assert kafka_position("t-agent-events", 2, 40) == "t-agent-events/2/40"
+
+
+def test_retry_causes_read_as_sentences() -> None:
+    """Issue 30: not ``InterfaceError: (0, '')``; the chain of causes on one line."""
+    import pymysql
+
+    from breadcrumb.streams.failure_policy import describe
+
+    closed = describe(pymysql.err.InterfaceError(0, ""))
+    assert closed.startswith("InterfaceError 0: the database connection is closed")
+    assert describe(pymysql.err.OperationalError(2003, "Can't connect")) == (
+        "OperationalError 2003: Can't connect")
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as inner:
+            raise RuntimeError("flush failed") from inner
+    except RuntimeError as exc:
+        assert describe(exc) == ("RuntimeError: flush failed (from ConnectionRefusedError "
+                                 "111: Connection refused)")

@@ -22,6 +22,7 @@ from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.tracking import IdleTracker
+from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events
 
 NOW = "2026-11-30T00:00:00+00:00"
@@ -137,8 +138,8 @@ async def test_poison_goes_to_the_dead_letter_table_and_topic_with_its_position(
 def _failing_service(h: Harness, errors: list[BaseException]) -> None:
     real = h.parts.service_for
 
-    def service_for(states: Any, letters: Any) -> IngestService:
-        service = real(states, letters)
+    def service_for(states: Any, letters: Any, **batch: Any) -> IngestService:
+        service = real(states, letters, **batch)
         handle = service.handle
 
         def flaky(entry: Any, raw_text: str | None = None) -> Any:
@@ -313,9 +314,10 @@ async def test_direct_publishes_are_received_once_by_position(h: Harness) -> Non
     await h.agent.handle(key.encode(), orjson.dumps(other), "t-agent-events/0/6")
     counters = h.store.get_counters()
     assert counters["events_received"] == 5  # 3 events, the resend, the poison message
-    assert counters["events_processed"] == 5  # 3 + the rejection + the gateway's event
+    # issue 30: the poison message is a dead letter, not a processed event
+    assert counters["events_processed"] == 4  # 3 + the gateway's event
     assert (counters["redeliveries"], counters["duplicates"], counters["flushes"]) == (3, 1, 1)
-    assert h.store.count_dead_letters() == 1
+    assert h.store.count_dead_letters() == counters["dead_lettered"] == 1
 
 
 def test_the_direct_header_is_read_from_pairs_or_a_mapping() -> None:
@@ -323,3 +325,27 @@ def test_the_direct_header_is_read_from_pairs_or_a_mapping() -> None:
 
     assert is_direct([("x", b"1"), (DIRECT_HEADER, b"1")]) and is_direct({DIRECT_HEADER: b"1"})
     assert not is_direct(None) and not is_direct([]) and not is_direct({"x": b"1"})
+
+
+async def test_undecodable_bytes_are_kept_whole_and_counted_once(h: Harness) -> None:
+    """Issue 30: the letter gives back every byte (base64), in the table and on the topic;
+    the poison is counted as a dead letter, not as a processed event."""
+    raw = b"\xff\x00 not json \xc3("
+    assert await h.send("demo/t", raw, 9) == "rejected"
+    letter = h.store.list_dead_letters(1)[0]
+    assert letter.original_bytes() == raw and letter.payload.startswith("base64:")
+    on_topic = h.sink.values(fa.DEAD_LETTERS)[0]
+    assert DeadLetter(**{k: v for k, v in on_topic.items() if k != "position"}
+                      ).original_bytes() == raw
+    counters = h.store.get_counters()
+    assert counters["dead_lettered"] == h.store.count_dead_letters() == 1
+    assert counters.get("events_processed", 0) == 0
+    assert counters.get("processing_failures", 0) == 0
+
+
+async def test_a_missing_fields_reason_names_every_field(h: Harness) -> None:
+    event = {k: v for k, v in example_events()[0].items()
+             if k not in ("event_id", "role", "ts")}
+    assert await h.send(_key(event), event, 3) == "rejected"
+    (_position, reason, _payload), = h.store.dead_letter_positions()
+    assert all(f"'{name}'" in reason for name in ("event_id", "role", "ts")), reason

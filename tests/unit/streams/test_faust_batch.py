@@ -179,3 +179,17 @@ async def test_the_faust_app_consumes_in_batches(pair: tuple[Harness, Harness]) 
     assert h.store.count_events() == len(stream)
     (position, reason, payload), = h.store.dead_letter_positions()
     assert position == "tb-agent-events/0/30" and "not JSON" in reason and payload == "{oops"
+
+
+async def test_each_batch_logs_one_line_with_size_time_and_lag(
+        pair: tuple[Harness, Harness], caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 30: a worker busy for a minute says so, batch by batch."""
+    h = pair[1]
+    messages = _messages(_stream(1))[:12]
+    caplog.set_level("INFO", logger="breadcrumb.streams.faust_batch")
+    await BatchIngest(h.agent).handle_batch(messages, lag=lambda: 7)
+    lines = [r.getMessage() for r in caplog.records
+             if r.name == "breadcrumb.streams.faust_batch"]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"batch of 12 messages from {messages[0].position}: ")
+    assert " ms, " in lines[0] and "processed" in lines[0] and lines[0].endswith(", lag 7")
