@@ -8,6 +8,7 @@ Nothing here opens a connection; ``infra.bootstrap`` builds the implementations.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -162,3 +163,47 @@ class ColdStore(Protocol):
     def delete_object(self, key: str) -> None: ...
 
     def list_keys(self, prefix: str) -> list[str]: ...
+
+
+# --- capabilities recall uses ---
+# Optional abilities a store may have beyond its port; recall checks them with
+# isinstance (query_api.recall) and takes the plain path when a store has none.
+
+
+@runtime_checkable
+class KeptChunkRows(Protocol):
+    """A memory store that keeps the chunk rows it read (the embedded SQLite store): recall
+    reads chunk texts from it instead of the index's payloads when ``KEEPS_ROWS``."""
+
+    KEEPS_ROWS: bool
+
+    def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """The user's chunks among ``chunk_ids``, by id (others' and missing ones left out)."""
+        ...
+
+
+@runtime_checkable
+class EventsByIds(Protocol):
+    """A raw event store that looks up many events in one statement."""
+
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        """The user's events among ``event_ids``, by id (missing ones left out)."""
+        ...
+
+
+@runtime_checkable
+class OpenWindowStates(Protocol):
+    """A thread-state store that lists a tenant's open windows (the fresh tail)."""
+
+    def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(key, state)`` of the user's threads with pending events."""
+        ...
+
+
+@runtime_checkable
+class UsageTransactions(Protocol):
+    """A memory store whose usage writes can share one transaction."""
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A context in which writes commit together."""
+        ...

@@ -16,12 +16,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from breadcrumb.stores.ports import MemoryStore
+from breadcrumb.stores.ports import MemoryStore, UsageTransactions
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +98,6 @@ class UsageWriter:
             log.exception("recording usage failed (%d recalls)", len(uses))
 
     def _transaction(self) -> AbstractContextManager[Any]:
-        begin: Callable[[], AbstractContextManager[Any]] | None = getattr(
-            self._memories, "transaction", None)
-        return begin() if begin is not None else nullcontext()
+        if isinstance(self._memories, UsageTransactions):
+            return self._memories.transaction()
+        return nullcontext()
