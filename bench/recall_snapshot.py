@@ -9,8 +9,8 @@ writes usage counts, so every run starts from the same bytes):
 * ``golden``: the golden coding history plus LoCoMo conversation 26, ingested with the
   hash embedder (real pipeline: segmenter, observer, chunks, facts, supersession).
 
-Every question is asked in several modes; ``latency_ms`` is dropped (it is the only
-field that may differ). ``--record FILE`` writes the responses; ``--compare FILE``
+Every question is asked in several modes; ``latency_ms`` and ``timings_ms`` are dropped
+(the only fields that may differ). ``--record FILE`` writes the responses; ``--compare FILE``
 exits 1 and names the first differences when any response changed.
 
     python -m bench.recall_snapshot --cache /work/benchcache --record /tmp/base.jsonl
@@ -64,6 +64,7 @@ def _copy(src: Path) -> Iterator[Path]:
 def _clean(resp: dict[str, Any]) -> str:
     resp = dict(resp)
     resp.pop("latency_ms", None)
+    resp.pop("timings_ms", None)
     return json.dumps(resp, sort_keys=True, ensure_ascii=False)
 
 

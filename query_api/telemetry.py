@@ -29,6 +29,7 @@ from breadcrumb.logs import (  # noqa: F401  (re-exported: they lived here)
     configure_logging,
     uvicorn_log_config,
 )
+from breadcrumb.query_api.recall.stages import STAGES
 from breadcrumb.stores.ports import StatusTierGrid
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,12 @@ class Telemetry:
         self.recall_latency = Histogram(
             "breadcrumb_recall_latency_seconds", "Recall latency (Retrieve to Extract).",
             buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.recall_stage = Histogram(
+            "breadcrumb_recall_stage_seconds",
+            "Recall time per pipeline stage (a response's timings_ms).",
+            ["stage"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        for stage in STAGES:  # every stage's series exists from the start
+            self.recall_stage.labels(stage)
         self.registry.register(StatsCollector(self))
 
     # ------------------------------------------------------------------ recalls
@@ -153,6 +160,9 @@ class Telemetry:
         )
         self.recalls_total.labels(record.classification, str(record.level)).inc()
         self.recall_latency.observe(record.latency_ms / 1000.0)
+        for stage, ms in (response.get("timings_ms") or {}).items():
+            if stage in STAGES:
+                self.recall_stage.labels(stage).observe(float(ms) / 1000.0)
         with self._lock:
             self.recent.append(record)
             self.by_classification[record.classification] += 1

@@ -20,12 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("breadcrumb", "infra", "processors", "query_api", "stores", "streams", "topics")
 DYNAMIC = "<dynamic>"  # getattr with a computed name
 
-#: Recall modules: the recall helper turns their probes into Protocols (issue 25).
-_RECALL = "recall helper: its Protocols go in stores/ports.py ('capabilities recall uses')"
-RECALL_FILES = ("query_api/recall.py", "query_api/evidence.py", "query_api/semantic.py",
-                "query_api/line_rank.py", "query_api/chunk_rows.py", "query_api/fresh_tail.py",
-                "query_api/decide.py", "query_api/extract.py")
-
 #: (file, attribute) -> why this getattr / hasattr is not a store capability probe.
 ALLOWED: dict[tuple[str, str], str] = {
     # attributes of exceptions raised by drivers and libraries (no common base class)
@@ -113,8 +107,6 @@ def findings(root: Path = ROOT) -> list[str]:
     out = []
     for path in product_files(root):
         rel = path.relative_to(root).as_posix()
-        if rel in RECALL_FILES:
-            continue  # _RECALL
         for line, fn, attr in probes(path):
             if (rel, attr) not in ALLOWED:
                 out.append(f"{rel}:{line}: {fn}(..., {attr!r}): a capability probe? name it "

@@ -41,7 +41,7 @@ _QUOTE = (
 
 
 class LlmClassifier:
-    """``query -> {"classification", "reason"}`` (processors.decide.Classifier)."""
+    """``query -> {"classification", "reason"}`` (query_api.recall.decide.Classifier)."""
 
     def __init__(self, chat: ChatClient) -> None:
         self.chat = chat

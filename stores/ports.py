@@ -270,3 +270,29 @@ class ReportsStats(Protocol):
     """A part that reports its own counters (the LLM observer: calls, fallbacks, ...)."""
 
     def stats(self) -> dict[str, Any]: ...
+
+
+# --- capabilities recall uses ---
+# Recall checks them with isinstance (query_api.recall) and takes the plain path when a
+# store has none; it also uses BatchedEventReads and Transactional above.
+
+
+@runtime_checkable
+class KeptChunkRows(Protocol):
+    """A memory store that keeps the chunk rows it read (the embedded SQLite store): recall
+    reads chunk texts from it instead of the index's payloads when ``KEEPS_ROWS``."""
+
+    KEEPS_ROWS: bool
+
+    def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """The user's chunks among ``chunk_ids``, by id (others' and missing ones left out)."""
+        ...
+
+
+@runtime_checkable
+class OpenWindowStates(Protocol):
+    """A thread-state store that lists a tenant's open windows (the fresh tail)."""
+
+    def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(key, state)`` of the user's threads with pending events."""
+        ...

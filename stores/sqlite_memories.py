@@ -6,7 +6,7 @@ pages out of the CPU caches, on every recall. The embedded store is the only wri
 its file (one owner per data dir), so the memories it read stay what the file holds until
 its own write connection changes a row. Here those reads are kept and served again while
 nothing was written; the chunk rows whose texts recall reads instead of the index's payloads
-(``query_api.chunk_rows``) and the events its evidence is dated by the same way.
+(``query_api.recall.chunk_rows``) and the events its evidence is dated by the same way.
 
 Exactness: a kept memory is valid for one *write token* -- the number of commits that
 changed rows, and the rows the write connection changed (``total_changes``: any statement,

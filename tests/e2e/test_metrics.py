@@ -89,6 +89,9 @@ def test_recalls_are_counted_by_classification_and_level(client: TestClient) -> 
                   classification="summary_ok", level="0") == 1
     assert _value(m, "breadcrumb_recall_latency_seconds",
                   "breadcrumb_recall_latency_seconds_count") == 2
+    for stage in ("analyze", "retrieve", "decide", "recall", "extract", "respond"):
+        assert _value(m, "breadcrumb_recall_stage_seconds",
+                      "breadcrumb_recall_stage_seconds_count", stage=stage) == 2
     recent = client.get("/v1/dashboard/snapshot").json()["recalls"]["recent"]
     assert [r["classification"] for r in recent] == ["summary_ok", "exact_value_needed"]
     assert all(r["user_id"] == "demo" and r["latency_ms"] > 0 for r in recent)

@@ -1,4 +1,4 @@
-"""Chunk searches without payloads, texts from the store's kept rows (query_api.chunk_rows),
+"""Chunk searches without payloads, texts from the store's kept rows (query_api.recall.chunk_rows),
 on the real embedded parts: the same hits as the index's payloads give, a chunk the
 store no longer holds answered from the payloads, other users' rows never read."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.processors.lexical import sparse_vector, weighted_query
-from breadcrumb.query_api.chunk_rows import chunk_rows_of, payload, search
+from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of, payload, search
 from breadcrumb.stores.ports import SearchFilter
 from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
 from breadcrumb.stores.search_batch import SearchRequest, search_many

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from breadcrumb.processors.decide import analyze_query
-from breadcrumb.processors.extract import Passage
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api import semantic as s
-from breadcrumb.query_api.dated import dated_events
+from breadcrumb.query_api.recall.extract.dated import dated_events
+from breadcrumb.query_api.recall.extract.scoring import DATE_BOOST, score_semantic
+from breadcrumb.query_api.recall.passages import Found, Passage
+from breadcrumb.query_api.recall.query import analyze_query
 from breadcrumb.topics.records import Event
 
 
@@ -38,11 +38,11 @@ def test_events_said_in_or_just_after_the_named_month_are_dated() -> None:
 
 def test_a_dated_line_outranks_an_equal_undated_one() -> None:
     q = "What did Maria receive at the homeless shelter in August 2023?"
-    pool = [s.Found(Passage("e1", 1, 0, "Maria: the homeless shelter gave me a medal!"), "m1", 0.8),
-            s.Found(Passage("e2", 9, 0, "Maria: the homeless shelter gave me a hug!"), "m2", 0.8)]
-    plain = s.score_lines(pool, query_terms(q), analyze_query(q), {})
+    pool = [Found(Passage("e1", 1, 0, "Maria: the homeless shelter gave me a medal!"), "m1", 0.8),
+            Found(Passage("e2", 9, 0, "Maria: the homeless shelter gave me a hug!"), "m2", 0.8)]
+    plain = score_semantic(pool, query_terms(q), analyze_query(q), {})
     assert plain[0][0] == plain[1][0]
-    ranked = s.score_lines(pool, query_terms(q), analyze_query(q), {}, dated=frozenset({"e2"}))
+    ranked = score_semantic(pool, query_terms(q), analyze_query(q), {}, dated=frozenset({"e2"}))
     assert ranked[0][1].line.event_id == "e2"
-    assert round(ranked[0][0] - ranked[1][0], 6) == s.DATE_BOOST
+    assert round(ranked[0][0] - ranked[1][0], 6) == DATE_BOOST
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from breadcrumb.processors.decide import AMBIGUOUS, EXACT, SUMMARY_OK, analyze_query, decide
+from breadcrumb.query_api.recall.decide import AMBIGUOUS, EXACT, SUMMARY_OK, decide
+from breadcrumb.query_api.recall.query import analyze_query
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from breadcrumb.processors.extract import Passage, extract_lines, quoted_lines, split_lines
 from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.query_api.recall.extract.cut import extract_lines, quoted_lines
+from breadcrumb.query_api.recall.passages import Passage, split_lines
 from breadcrumb.topics.records import Event
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from breadcrumb.query_api.fresh_tail import MAX_WINDOWS, OpenWindow, open_windows
+from breadcrumb.query_api.recall.sources import MAX_WINDOWS, open_windows
+from breadcrumb.query_api.recall.stages import OpenWindow
 
 
 def _state(user: str, thread: str, project: str | None, indices: list[int],
@@ -34,16 +35,13 @@ def test_most_recently_active_windows_first_and_bounded() -> None:
 
 
 def test_a_tag_filter_excludes_the_fresh_tail() -> None:
-    from breadcrumb.processors.decide import analyze_query
-    from breadcrumb.query_api.fresh_tail import FreshTail
     from breadcrumb.query_api.models import RecallRequest
-    from breadcrumb.query_api.scoring import Query
+    from breadcrumb.query_api.recall.sources import Sources
 
     class States:
         def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
             raise AssertionError("a tag-filtered recall must not read open windows")
 
-    tail = FreshTail(States(), None, len)  # type: ignore[arg-type]
-    query = Query("DB_PORT", analyze_query("DB_PORT"), {}, [])
+    sources = Sources(None, None, None, States())  # type: ignore[arg-type]
     req = RecallRequest(user_id="u1", query="DB_PORT", tags=["db"])
-    assert tail.search(req, query, 100) == []
+    assert sources.open_window_events(req) == []

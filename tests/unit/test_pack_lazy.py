@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import random
 
-from breadcrumb.processors.extract import Line
-from breadcrumb.query_api import semantic
-from breadcrumb.query_api.semantic import Scored, pack
+from breadcrumb.query_api.recall.extract import pack as packing
+from breadcrumb.query_api.recall.extract.pack import pack
+from breadcrumb.query_api.recall.extract.scoring import Scored
+from breadcrumb.query_api.recall.passages import Line
 
 WORDS = [f"w{i}" for i in range(14)]
 
 
 def _plain(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: int,
-           count, max_lines: int = semantic.MAX_LINES) -> list[Scored]:
+           count, max_lines: int = packing.MAX_LINES) -> list[Scored]:
     pool = list(ranked)
     total = sum(terms.values()) or 1.0
     repeat = [0.0] * len(pool)
@@ -23,7 +24,7 @@ def _plain(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: 
     used = 0
     while alive and len(chosen) < max_lines:
         pick = max(alive, key=lambda i: (
-            pool[i][0] - semantic.REPEAT_PENALTY * repeat[i] + semantic.COVER_BONUS
+            pool[i][0] - packing.REPEAT_PENALTY * repeat[i] + packing.COVER_BONUS
             * sum(w for t, w in terms.items() if t in pool[i][1].terms and t not in covered)
             / total))
         alive.remove(pick)
@@ -34,7 +35,7 @@ def _plain(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: 
         covered |= cand.terms & terms.keys()
         used += costs[pick]
         for i in alive:
-            repeat[i] = max(repeat[i], semantic._overlap(pool[i][1].terms, cand.terms))
+            repeat[i] = max(repeat[i], packing._overlap(pool[i][1].terms, cand.terms))
     return chosen
 
 

@@ -1,13 +1,13 @@
-"""query_api.scoring.rank_candidates when no candidate has a dense or lexical score of its
+"""query_api.recall.rank.rank_candidates when no candidate has a dense or lexical score of its
 own: every memory the vector searches named is missing from SQL (written to the index
 first, its transaction not committed yet) and the passage search found these ones. It
 answered a recall with a 500 (float division by zero) during a derivation burst."""
 
 from __future__ import annotations
 
-from breadcrumb.processors.decide import analyze_query
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api.scoring import Query, ScoreWeights, rank_candidates
+from breadcrumb.query_api.recall.query import Query, analyze_query
+from breadcrumb.query_api.recall.rank import ScoreWeights, rank_candidates
 from breadcrumb.topics.records import Observation, SourceRange
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.query_api.recall.stages import STAGES
 from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
 from breadcrumb.topics.records import Event, Observation, SourceRange
@@ -85,8 +86,20 @@ def test_level_2_from_raw_events_and_usage_recorded() -> None:
     assert "unrelated" not in answer["evidence"][0]["extracted_text"]
     assert answer["evidence"][0]["ts"] == "2024-05-01T00:00:00Z"  # the line's event time
     assert answer["evidence"][0]["event_ts"] == {"b-0": "2024-05-01T00:00:00Z"}
-    service.flush_usage()  # uses are written off the answer's path (query_api.usage)
+    service.flush_usage()  # uses are written off the answer's path (query_api.recall.usage)
     assert stores.usage == ["new", "old"]
+
+
+def test_every_answer_carries_its_stage_timings() -> None:
+    service, _ = _service()
+    for mode in ("auto", "summary", "source"):
+        answer = service.recall(RecallRequest(user_id="u", query="DB_PORT now", mode=mode))
+        timings = answer["timings_ms"]
+        assert list(timings) == [*STAGES, "total"]
+        assert all(ms >= 0 for ms in timings.values())
+        assert timings["total"] == answer["latency_ms"]
+        # the stages follow each other: together they are the whole, never more
+        assert sum(timings[s] for s in STAGES) <= timings["total"] + 0.01
 
 
 def test_summary_mode_stays_at_level_0() -> None:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from breadcrumb.processors.decide import analyze_query
-from breadcrumb.processors.extract import Passage
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api import semantic as s
+from breadcrumb.query_api.recall.extract.pack import pack
+from breadcrumb.query_api.recall.extract.scoring import Scored, pool_weights, score_semantic
+from breadcrumb.query_api.recall.extract.semantic import holds_kind
+from breadcrumb.query_api.recall.passages import Found, Line, Passage, merge
+from breadcrumb.query_api.recall.query import analyze_query, precise
+from breadcrumb.query_api.recall.sources import with_timestamps
 from breadcrumb.stores.ports import Hit
 from breadcrumb.topics.records import Event
 
 
-def _found(idx: int, text: str, dense: float | None, memory: str = "m1") -> s.Found:
-    return s.Found(Passage(f"e{idx}", idx, 0, text), memory, dense)
+def _found(idx: int, text: str, dense: float | None, memory: str = "m1") -> Found:
+    return Found(Passage(f"e{idx}", idx, 0, text), memory, dense)
 
 
 def _count(text: str) -> int:
@@ -23,7 +26,7 @@ def test_a_line_sharing_no_word_is_found_by_meaning() -> None:
     pool = [_found(1, "Melanie: I've been running farther lately, great for my headspace.", 0.91),
             _found(2, "Caroline: the weather was odd", 0.80),
             _found(3, "Caroline: do you like it?", 0.78)]
-    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {})
+    ranked = score_semantic(pool, query_terms(question), analyze_query(question), {})
     assert ranked[0][1].line.event_id == "e1"
     assert ranked[0][1].line.text.startswith("Melanie: I've been running")
 
@@ -33,16 +36,16 @@ def test_words_and_range_score_add_to_meaning() -> None:
     pool = [_found(1, "I signed up for a pottery class yesterday", 0.80, "far"),
             _found(2, "The kids loved the museum", 0.81, "near"),
             _found(3, "Caroline: hello", 0.60, "near")]
-    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {"near": 0.2})
+    ranked = score_semantic(pool, query_terms(question), analyze_query(question), {"near": 0.2})
     assert ranked[0][1].line.event_id == "e1"  # lexical match beats a slightly closer vector
     tie = [_found(1, "alpha", 0.8, "a"), _found(3, "beta", 0.8, "b")]
-    ranked = s.score_lines(tie, {"x": 1.0}, analyze_query("x"), {"b": 1.0})
+    ranked = score_semantic(tie, {"x": 1.0}, analyze_query("x"), {"b": 1.0})
     assert ranked[0][1].memory_id == "b"  # the better range decides between equals
 
 
 def test_a_term_on_every_line_weighs_less_than_a_rare_one() -> None:
     lines = [frozenset({"melanie", "pottery"})] + [frozenset({"melanie"})] * 9
-    weights = s.pool_weights({"melanie": 1.0, "pottery": 1.0}, lines)
+    weights = pool_weights({"melanie": 1.0, "pottery": 1.0}, lines)
     assert weights["pottery"] == 1.0
     assert weights["melanie"] < 0.5
 
@@ -52,7 +55,7 @@ def test_the_turn_next_to_a_strong_one_is_lifted() -> None:
     pool = [_found(10, "Caroline: Wow! What got you into running?", 0.95),
             _found(11, "Melanie: I wanted to clear my head.", 0.70),
             _found(40, "Melanie: I like pasta.", 0.70)]
-    ranked = s.score_lines(pool, query_terms(question), analyze_query(question), {})
+    ranked = score_semantic(pool, query_terms(question), analyze_query(question), {})
     by_event = {sc.line.event_id: score for score, sc in ranked}
     assert by_event["e11"] > by_event["e40"]
 
@@ -60,14 +63,14 @@ def test_the_turn_next_to_a_strong_one_is_lifted() -> None:
 def test_packing_prefers_new_terms_over_near_repeats_and_keeps_the_budget() -> None:
     terms = {"paris": 1.0, "museum": 1.0}
     lines = [
-        (1.00, s.Scored(s.Line("e1", 1, 0, 20, "we went to paris today", 1.0), "m",
+        (1.00, Scored(Line("e1", 1, 0, 20, "we went to paris today", 1.0), "m",
                         frozenset({"went", "paris", "today"}))),
-        (0.99, s.Scored(s.Line("e2", 2, 0, 20, "we went to paris today!", 0.99), "m",
+        (0.99, Scored(Line("e2", 2, 0, 20, "we went to paris today!", 0.99), "m",
                         frozenset({"went", "paris", "today"}))),
-        (0.95, s.Scored(s.Line("e3", 3, 0, 20, "the museum was closed", 0.95), "m",
+        (0.95, Scored(Line("e3", 3, 0, 20, "the museum was closed", 0.95), "m",
                         frozenset({"museum", "closed"}))),
     ]
-    chosen = s.pack(lines, terms, budget=10, count=_count)
+    chosen = pack(lines, terms, budget=10, count=_count)
     assert [c.line.event_id for c in chosen] == ["e1", "e3"]  # the repeat lost to the new term
     assert sum(_count(c.line.text) for c in chosen) <= 10
 
@@ -75,20 +78,20 @@ def test_packing_prefers_new_terms_over_near_repeats_and_keeps_the_budget() -> N
 def test_merge_keeps_both_channel_scores_per_chunk() -> None:
     payload = {"event_id": "e1", "event_index": 1, "char_start": 0, "text": "hi",
                "memory_id": "m1"}
-    found = s.merge([[Hit("c1", 0.9, payload)]], [[Hit("c1", 3.0, payload),
+    found = merge([[Hit("c1", 0.9, payload)]], [[Hit("c1", 3.0, payload),
                                                    Hit("c2", 1.0, {"memory_id": "m"})]])
     assert list(found) == ["c1"]  # a hit without text is no passage
     assert found["c1"].dense == 0.9 and found["c1"].sparse == 3.0
 
 
 def test_typed_or_failure_questions_stay_precise() -> None:
-    assert s.precise(analyze_query("What is the email validation regex?"))
-    assert s.precise(analyze_query("Which test failed in CI?"))
-    assert not s.precise(analyze_query("What does Melanie do to destress?"))
+    assert precise(analyze_query("What is the email validation regex?"))
+    assert precise(analyze_query("Which test failed in CI?"))
+    assert not precise(analyze_query("What does Melanie do to destress?"))
     for text in ("which DB_PORT do we use now?", "show validate-email.ts", "what is retryCount?"):
-        assert s.precise(analyze_query(text), text)
+        assert precise(analyze_query(text), text)
     text = "When did Caroline go to the LGBTQ support group?"
-    assert not s.precise(analyze_query(text), text)
+    assert not precise(analyze_query(text), text)
 
 
 class _Raw:
@@ -101,23 +104,23 @@ class _Raw:
 
 def test_evidence_items_carry_their_events_timestamps() -> None:
     items = [{"matched_event_ids": ["e1", "gone"]}, {"matched_event_ids": []}]
-    out = s.with_timestamps(_Raw(), "u", items)  # type: ignore[arg-type]
+    out = with_timestamps(_Raw(), "u", items)  # type: ignore[arg-type]
     assert out[0]["ts"] == "2023-05-08T13:56:00Z"
     assert out[0]["event_ts"] == {"e1": "2023-05-08T13:56:00Z"}
     assert out[1]["ts"] is None and out[1]["event_ts"] == {}
 
 
 def test_a_failure_line_quoting_an_old_value_stays_a_value_line_goes() -> None:
-    from breadcrumb.processors.extract import Extract
-    from breadcrumb.query_api.evidence import drop_superseded
+    from breadcrumb.query_api.recall.extract.cut import drop_superseded
+    from breadcrumb.query_api.recall.passages import Extract
     from breadcrumb.topics.records import Observation, SourceRange
 
     memory = Observation(id="m", user_id="u", project_id=None, summary="db",
                          source_range=SourceRange("t", 0, 1), tags=(), query_hints=(),
                          retrieve_when="", importance=0.5, created_at="2024-05-01T00:00:00Z",
                          metadata={"superseded_facts": {"env:DB_PORT": {"value": "5432"}}})
-    lines = (s.Line("e1", 0, 0, 10, "DB_PORT=5432", 1.0),
-             s.Line("e2", 1, 0, 40, "Error: connect ECONNREFUSED 127.0.0.1:5432", 1.0))
+    lines = (Line("e1", 0, 0, 10, "DB_PORT=5432", 1.0),
+             Line("e2", 1, 0, 40, "Error: connect ECONNREFUSED 127.0.0.1:5432", 1.0))
     kept, stale = drop_superseded(Extract(lines, 20), memory, False, _count)
     assert [ln.event_id for ln in kept.lines] == ["e2"] and stale == []
     kept, stale = drop_superseded(Extract(lines, 20), memory, True, _count)
@@ -130,7 +133,7 @@ def test_a_diffs_removed_line_is_history_unless_the_first_value_is_asked() -> No
     bullets = "- retry the payments gateway three times"  # a list item, not a diff
     for question, removed_kept in (("how many retries does the gateway get?", False),
                                    ("what was the first retry count?", True)):
-        ranked = s.score_lines([_found(1, diff, 0.9), _found(2, bullets, 0.5)],
+        ranked = score_semantic([_found(1, diff, 0.9), _found(2, bullets, 0.5)],
                                query_terms(question), analyze_query(question), {})
         texts = [sc.line.text for _score, sc in ranked]
         assert "+export const MAX_RETRY_COUNT = 5;" in texts
@@ -139,20 +142,20 @@ def test_a_diffs_removed_line_is_history_unless_the_first_value_is_asked() -> No
 
 
 def test_a_question_for_the_current_value_stays_precise() -> None:
-    assert s.precise(analyze_query("What is the maximum number of retries now?"))
+    assert precise(analyze_query("What is the maximum number of retries now?"))
 
 
 def test_a_question_for_the_users_words_lifts_the_users_turn() -> None:
     question = "Show me exactly what the user said when asking for the inventory sync schedule."
     intent = analyze_query(question)
-    assert intent.role == "user" and not s.precise(intent, question)
+    assert intent.role == "user" and not precise(intent, question)
     pool = [_found(1, "在庫同期のバッチを5分ごとに回したいです。", 0.84, "m1"),
             _found(3, "+*/5 * * * * python -m shop.jobs.sync_inventory", 0.85, "m2"),
             _found(5, "session end", 0.60, "m3")]
     roles = {"e1": "user", "e3": "assistant", "e5": "system"}
-    ranked = s.score_lines(pool, query_terms(question), intent, {}, roles)
+    ranked = score_semantic(pool, query_terms(question), intent, {}, roles)
     assert ranked[0][1].line.event_id == "e1"
-    ranked = s.score_lines(pool, query_terms(question), intent, {})  # no roles: words win
+    ranked = score_semantic(pool, query_terms(question), intent, {})  # no roles: words win
     assert ranked[0][1].line.event_id == "e3"
 
 
@@ -161,18 +164,18 @@ def test_a_cut_without_the_asked_value_kind_needs_meaning() -> None:
     intent = analyze_query(question)
     words_only = [{"lines": [{"text": "認証のメールアドレス正規表現で、連続ドットが通ります。"}]}]
     with_value = [{"lines": [{"text": "+export const EMAIL_RE = /^[A-Za-z0-9._%+-]+@[a-z]+$/;"}]}]
-    assert not s.holds_kind(words_only, intent) and s.holds_kind(with_value, intent)
-    assert s.holds_kind(words_only, analyze_query("What did Caroline research?"))  # no kind
+    assert not holds_kind(words_only, intent) and holds_kind(with_value, intent)
+    assert holds_kind(words_only, analyze_query("What did Caroline research?"))  # no kind
 
 
 def test_a_failure_question_is_held_by_a_diagnostic_line_the_value_rules_do_not_name() -> None:
     intent = analyze_query("what was the go test build failure in the CSV export?")
     go_error = [{"lines": [{"text": "internal/export/csv.go:9:2: undefined: csv"}]}]
     request = [{"lines": [{"text": "Fix ExportCSV so product names with commas stay one column"}]}]
-    assert s.holds_kind(go_error, intent) and not s.holds_kind(request, intent)
+    assert holds_kind(go_error, intent) and not holds_kind(request, intent)
 
 
 def test_a_kind_no_rule_names_does_not_discard_the_word_exact_cut() -> None:
     intent = analyze_query("what command ran the email validation tests?")  # kind "command"
     cut = [{"lines": [{"text": "npx vitest run tests/auth/validate-email.test.ts"}]}]
-    assert s.holds_kind(cut, intent)
+    assert holds_kind(cut, intent)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from breadcrumb.processors.decide import analyze_query
-from breadcrumb.processors.extract import Passage
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api import semantic as s
-from breadcrumb.query_api.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.extract.scoring import SPEAKER_BOOST, score_semantic
+from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.passages import Found, Passage
+from breadcrumb.query_api.recall.query import analyze_query
 
 CHAT = ["Melanie: We love painting together lately, nature mostly.",
         "Caroline: Thanks, Melanie! Painting sounds lovely.",
@@ -29,12 +29,12 @@ def test_a_speaker_is_a_capitalised_prefix_seen_on_several_lines() -> None:
 
 def test_the_named_speakers_line_outranks_a_line_only_addressing_them() -> None:
     q = "What did Melanie paint?"
-    pool = [s.Found(Passage(f"e{i}", i * 10, 0, t), "m", 0.8) for i, t in enumerate(CHAT)]
-    plain = s.score_lines(pool, query_terms(q), analyze_query(q), {})
-    lifted = s.score_lines(pool, query_terms(q), analyze_query(q), {}, question=q)
+    pool = [Found(Passage(f"e{i}", i * 10, 0, t), "m", 0.8) for i, t in enumerate(CHAT)]
+    plain = score_semantic(pool, query_terms(q), analyze_query(q), {})
+    lifted = score_semantic(pool, query_terms(q), analyze_query(q), {}, question=q)
     by_plain = {sc.line.event_id: score for score, sc in plain}
     by_lifted = {sc.line.event_id: score for score, sc in lifted}
     for eid in ("e0", "e2", "e4"):  # Melanie's own lines
-        assert round(by_lifted[eid] - by_plain[eid], 6) == s.SPEAKER_BOOST
+        assert round(by_lifted[eid] - by_plain[eid], 6) == SPEAKER_BOOST
     for eid in ("e1", "e3", "e5"):  # Caroline's, even the one addressing Melanie
         assert by_lifted[eid] == by_plain[eid]

@@ -1,4 +1,4 @@
-"""Recall uses coalesced into one write per window (query_api.usage), on the real store."""
+"""Recall uses coalesced into one write per window (query_api.recall.usage), on the real store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.query_api.usage import UsageWriter, layers
+from breadcrumb.query_api.recall.usage import UsageWriter, layers
 from breadcrumb.stores.sql_base import SqlStore
 from breadcrumb.stores.sqlite_store import SqliteStore
 from tests.unit.stores.test_sqlite_store import obs

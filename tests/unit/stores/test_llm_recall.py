@@ -7,9 +7,9 @@ from pathlib import Path
 
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
-from breadcrumb.processors.extract import extract_lines
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService
+from breadcrumb.query_api.recall.extract.cut import extract_lines
 from breadcrumb.stores.embedders import HashEmbedder
 from breadcrumb.stores.llm import ChatClient
 from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
@@ -59,12 +59,12 @@ def test_quoter_keeps_only_verbatim_lines(stub: Stub, tmp_path: Path) -> None:  
         recall = RecallService(base.index, base.memories, base.raw, base.embedder, base.weights,
                                base.clock, quoter=quoter)
         cut = extract_lines("which image tag", events, 200, HashEmbedder().count_tokens)
-        quoted = recall._quoted("which image tag", events, cut, 200)
+        quoted = recall.extractor.word_exact.quoted("which image tag", events, cut, 200)
         assert quoted is not None
         assert [line.text for line in quoted.lines] == [real]
         assert recall.errors["quotes_dropped"] == 1
         stub.replies = [Reply(500)]
-        assert recall._quoted("which image tag", events, cut, 200) is None
+        assert recall.extractor.word_exact.quoted("which image tag", events, cut, 200) is None
         assert recall.errors["quoter"] == 1
     finally:
         runtime.stop()

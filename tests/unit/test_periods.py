@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from breadcrumb.processors.periods import asked_period, within
+from breadcrumb.query_api.recall.extract.periods import asked_period, within
 
 
 def _d(y: int, m: int, d: int) -> datetime:

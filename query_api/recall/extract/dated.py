@@ -3,7 +3,7 @@
 A conversation's turns carry their time; a question about what happened in a named
 month or on a named day is best answered by what was said then, or in the days after
 ("last week I ..."). Semantic Extract lifts those events' lines a little
-(:data:`query_api.semantic.DATE_BOOST`); the words and meaning of a line still decide.
+(:data:`.scoring.SEMANTIC`, ``date``); the words and meaning of a line still decide.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, timedelta
 
-from breadcrumb.processors.periods import asked_period, within
-from breadcrumb.query_api.scoring import parse_ts
+from breadcrumb.query_api.recall.extract.periods import asked_period, within
+from breadcrumb.query_api.recall.rank import parse_ts
 from breadcrumb.stores.ports import RawEventStore
 
 DATE_BEFORE = timedelta(days=2)  # said a little before the named period

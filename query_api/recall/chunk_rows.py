@@ -16,16 +16,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from breadcrumb.stores.ports import Hit, VectorIndex
+from breadcrumb.stores.ports import Hit, KeptChunkRows, VectorIndex
 from breadcrumb.stores.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Chunk
 
 ChunkRows = Callable[[str, Sequence[str]], dict[str, Chunk]]
 
 
-def chunk_rows_of(store: Any) -> ChunkRows | None:
+def chunk_rows_of(store: object) -> ChunkRows | None:
     """``store.get_chunks_by_id`` when the store keeps its rows, else None."""
-    return store.get_chunks_by_id if getattr(store, "KEEPS_ROWS", False) else None
+    if isinstance(store, KeptChunkRows) and store.KEEPS_ROWS:
+        return store.get_chunks_by_id
+    return None
 
 
 def payload(chunk: Chunk) -> dict[str, Any]:

@@ -2,17 +2,22 @@
 
 Rules in English and Japanese; an optional LLM classifier (any callable that answers
 ``{"classification": ..., "reason": ...}``) is consulted only when no rule matched.
-:func:`analyze_query` also reads what *kind* of exact value a question asks for
-(regex, port, image, SQL, ...) and whether it asks for the newest or the first value:
-Retrieve uses both for ranking, Extract for picking lines.
+:func:`decide_stage` is the pipeline's Decide step: a classifier that fails is counted
+and the source is recalled (never a guess).
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from breadcrumb.query_api.recall.query import named_literal
+
+log = logging.getLogger(__name__)
 
 SUMMARY_OK = "summary_ok"
 EXACT = "exact_value_needed"
@@ -71,57 +76,6 @@ _NOW_VALUE = re.compile(
 )
 _EXACT_WORD = re.compile(r"(?i)\bexact(ly)?\b|verbatim|\bquote\b|正確|そのまま|原文|もう一回出して")
 _CLAUSES = re.compile(r"[,;?？。、!！]|\s(?:and|but|also|then)\s|それと|あと、|また、")
-_LITERAL = re.compile(
-    r"`[^`]+`|\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b|[\w.-]+/[\w./-]+"
-    r"|\b\w+\.(ts|py|js|sql|yml|yaml|json|toml)\b"
-)
-
-#: Words of a question -> the kinds of exact value (processors.hints kinds) it asks for.
-_KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), kinds) for p, kinds in (
-        (r"\bregex|regexp|regular expression|pattern|正規表現", ("regex",)),
-        (r"\bports?\b|ポート", ("port", "env")),
-        (r"\benv\b|environment|variable|\bset to\b|config|環境変数|設定", ("env", "quoted")),
-        (r"\bimages?\b|\btags?\b|イメージ|タグ|docker", ("image", "version")),
-        (r"\bsql\b|\bquery\b|クエリ|売上", ("sql",)),
-        (r"\bcolumns?\b|カラム|列", ("sql_column", "sql")),
-        (r"\btables?\b|テーブル", ("sql_table", "sql")),
-        (r"\bendpoint|\bapi\b|\broute|エンドポイント", ("endpoint",)),
-        (r"\burl\b|\blink\b", ("url",)),
-        (r"\bpath\b|\bfile\b|パス|ファイル", ("path", "file")),
-        (r"\bcron\b|schedule|スケジュール", ("cron",)),
-        (r"\berror|exception|fail|broke|crash|落ち|失敗|エラー", ("error", "nodeid")),
-        (r"\bpapers?\b|arxiv|論文", ("arxiv", "arxiv_id")),
-        (r"\bfunction|method|関数", ("identifier",)),
-        (r"\bdomains?\b|ドメイン", ("env", "domain")),
-        (r"\bcommand\b|コマンド", ("command",)),
-        (r"\bversion|バージョン", ("version",)),
-    )
-)
-#: A question for the current value ("now", "latest", "今", "変更後") ...
-_NEWEST = re.compile(
-    r"\b(current(ly)?|now|latest|newest|today|most recent|after|up[- ]to[- ]date|these days)\b"
-    r"|今|現在|最新|最近|後の|(対策|変更|修正|更新|移行)後",
-    re.IGNORECASE,
-)
-#: ... or for the first / an earlier one ("original", "previous", "最初", "元の", "前の").
-#: "前の" after a number or a time unit ("2日前の") means "ago", not "previous".
-_OLDEST = re.compile(
-    r"\b(first|original(ly)?|initial(ly)?|before|at first|earliest|used to|(?<!how )old(er)?"
-    r"|previous(ly)?|prior|former(ly)?|back then)\b"
-    r"|最初|当初|元々|もともと|初め|はじめ|以前|元の|(?<![復新])旧|(?<![\d０-９一二三四五六七八九十数日週月年分秒間])前の"
-    r"|(対策|変更|修正|更新|移行)前",
-    re.IGNORECASE,
-)
-_FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",
-                      re.IGNORECASE)
-#: "what the user said / asked", "ユーザーの発言": the answer is one of the user's own turns.
-_USER_WORDS = re.compile(
-    r"(?i)\b(the|our) (user|customer|client)('s)? (said|says|say|asked|asks|ask|wrote|writes"
-    r"|typed|requested|request|told|words|message|request(ed)?|wanted)\b"
-    r"|\b(user|customer)'s (own )?(words|message|request)\b"
-    r"|ユーザー(さん)?(の(発言|言葉|依頼|要望|メッセージ)|が(言|書|頼|依頼|求|指示))"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,30 +86,8 @@ class Decision:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class QueryIntent:
-    """What a question asks for: value kinds, a time preference, failures."""
-
-    kinds: frozenset[str]
-    temporal: str | None  # "newest" | "oldest" | None
-    failure: bool
-    role: str | None = None  # "user": the question asks for what the user said
-
-
 #: An optional classifier: query -> {"classification": ..., "reason": ...} (an LLM port).
 Classifier = Callable[[str], Mapping[str, Any]]
-
-
-def analyze_query(query: str) -> QueryIntent:
-    """Value kinds asked for, newest/oldest preference and failure interest of a query."""
-    kinds: set[str] = set()
-    for pattern, found in _KIND_WORDS:
-        if pattern.search(query):
-            kinds.update(found)
-    newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
-    temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
-    role = "user" if _USER_WORDS.search(query) else None
-    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role)
 
 
 def decide(query: str, mode: str = "auto", classifier: Classifier | None = None) -> Decision:
@@ -182,7 +114,7 @@ def decide_by_rules(query: str) -> Decision | None:
         return why
     for name, pattern in (("en", _SUMMARY_EN), ("ja", _SUMMARY_JA)):
         summary = pattern.search(query)
-        if summary and not _LITERAL.search(query) and not _asks_exact_word(query):
+        if summary and named_literal(query, "decide") is None and not _asks_exact_word(query):
             return Decision(SUMMARY_OK, f"asks for the gist ({name}: {summary.group(0)!r})")
     for name, pattern in (("en", _EXACT_EN), ("ja", _EXACT_JA)):
         match = pattern.search(query)
@@ -191,7 +123,7 @@ def decide_by_rules(query: str) -> Decision | None:
     now = _NOW_VALUE.search(query)
     if now:
         return Decision(EXACT, f"asks for the newest value ({now.group(0)!r})")
-    literal = _LITERAL.search(query)
+    literal = named_literal(query, "decide")
     if literal:
         return Decision(EXACT, f"names a literal ({literal.group(0)!r})")
     return None
@@ -233,3 +165,15 @@ def _classified(answer: Mapping[str, Any]) -> Decision:
     if label not in CLASSIFICATIONS:
         raise ValueError(f"classifier answered {label!r}, expected one of {CLASSIFICATIONS}")
     return Decision(str(label), f"classifier: {answer.get('reason') or 'no reason given'}")
+
+
+def decide_stage(query: str, mode: str, classifier: Classifier | None,
+                 errors: Counter[str]) -> Decision:
+    """Stage 3: :func:`decide`; a classifier failure is counted in ``errors`` and the
+    question recalls its source (``ambiguous``)."""
+    try:
+        return decide(query, mode, classifier)
+    except Exception as exc:  # an LLM port failed: count it, recall conservatively
+        errors["classifier"] += 1
+        log.warning("query classifier failed (%s); recalling the source", exc)
+        return Decision(AMBIGUOUS, f"classifier failed ({exc}); recalling the source")

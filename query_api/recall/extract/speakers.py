@@ -4,7 +4,7 @@ Transcripts keep their speaker as a line prefix (``"Melanie: We love painting ..
 chat exports, meeting notes, imported conversations. A question that names a speaker
 is mostly answered by that speaker's own lines (first person), less by lines that only
 address them ("Caroline: Thanks, Melanie!"), though both hold the name. Semantic Extract
-lifts the named speaker's lines a little (:data:`query_api.semantic.SPEAKER_BOOST`).
+lifts the named speaker's lines a little (:data:`.scoring.SEMANTIC`, ``speaker``).
 
 A prefix counts as a speaker only when it is one to three capitalised words, it starts
 at least :data:`MIN_LINES` candidate lines (a log's ``Error:`` once is no speaker), and

@@ -1,4 +1,4 @@
-"""Scoring of recall candidates: the weights, the candidate record, the tag / value
+"""Retrieve's ranking of candidate memories: the weights, the candidate record, the tag / value
 matches and the stale and time parts (``final = vector + keyword + tag + importance +
 recency - stale_penalty + passage``; see :class:`ScoreWeights`)."""
 
@@ -12,8 +12,8 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from breadcrumb.processors.decide import QueryIntent
 from breadcrumb.processors.lexical import lexical_terms
+from breadcrumb.query_api.recall.query import Query
 from breadcrumb.topics.records import Observation
 
 _EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
@@ -49,16 +49,6 @@ class Candidate:
     memory: Observation
     score: float
     parts: dict[str, float]
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """A question, analysed once: intent, weighted lexical terms, dense vector."""
-
-    text: str
-    intent: QueryIntent
-    terms: dict[str, float]
-    dense: list[float]
 
 
 def tag_match(memory: Observation, query: Query) -> float:
@@ -160,8 +150,6 @@ def _json_copy(value: Any) -> Any:
     if kind is list:
         return [_json_copy(v) for v in value]
     raise _NotJson(kind.__name__)
-
-
 
 
 def rank_candidates(

@@ -1,52 +1,75 @@
-"""Semantic Extract's line scoring and packing (used by :mod:`query_api.semantic`).
+"""Extract's line scoring, one module: every line recall offers is scored here.
 
-Each line of a candidate passage is scored by fusing the passage's dense similarity
-(min-max over the pool), the line's lexical coverage of the weighted question terms
-(each term weighted by its rarity among the pool's lines), boosts for the value kinds
-/ failures the question asks for, and the score of the range (memory) it comes from;
-a turn next to a strong one takes a share of its lead, and lines of one repeated shape
-are damped. :func:`pack` fills the token budget greedily, preferring lines that cover
-question terms not covered yet over near-repeats of lines already chosen.
+Two scorers share one weights object (:class:`LineWeights`), one instance per caller:
 
-A recall scores two pools (the passage search's, for the memory ranking, and the
-followed ranges' plus it, for the evidence), each of a few hundred lines, so the
-scoring works on plain per-line columns (:class:`LinePool`) and builds a
-:class:`~processors.extract.Line` only for a line that is returned.
+* :func:`score_exact` (:data:`EXACT`) — the word-exact cut: the weighted query terms a
+  line holds (stopwords and particles dropped, :func:`processors.lexical.query_terms`),
+  plus boosts for holding the *kind* of exact value the question asks for (regex, port,
+  SQL, ...; :func:`processors.hints.extract_typed_values`), failure lines on failure
+  questions, lines a file edit added, and decisions. Lines that repeat one shape many
+  times (2,000 ``PASSED`` lines) are damped.
+* :func:`score_semantic` (:data:`SEMANTIC`) — lines by meaning: the passage's dense
+  similarity (min-max over the pool), the line's lexical coverage of the question terms
+  (each weighted by its rarity among the pool's lines), the kind / failure boosts, the
+  score of the range (memory) it comes from, and the role, date (:mod:`.dated`) and
+  speaker (:mod:`.speakers`) boosts; a turn next to a strong one takes a share of its
+  lead, lines of one repeated shape are damped. It works on plain per-line columns
+  (:class:`LinePool`) and builds a :class:`Line` only for a line that is returned.
+
+Quoting (level 3) scores nothing: a quoted line keeps the score it is given.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-from breadcrumb.processors.decide import QueryIntent
-from breadcrumb.processors.extract import Line, Passage, split_lines
+from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
-from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms
-from breadcrumb.query_api.scoring import Query
-from breadcrumb.query_api.speakers import named_speakers, speaker
+from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, query_terms
+from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
+from breadcrumb.query_api.recall.query import Query, QueryIntent, analyze_query
 
-W_DENSE = 1.0
-W_LEXICAL = 1.2
-W_RANGE = 0.35
-KIND_BOOST = 0.5  # a line holding a value of a kind the question asks for
-FAILURE_BOOST = 0.5
-ROLE_BOOST = 1.0  # a line of the speaker the question asks about ("what the user said")
-DATE_BOOST = 0.8  # a line said within the period the question names ("in August 2023")
-SPEAKER_BOOST = 0.2  # a transcript line spoken by a person the question names
-KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
-COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
-REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
-MAX_LINES = 40
+
+@dataclass(frozen=True, slots=True)
+class LineWeights:
+    """What a line's score adds up. The two scorers weigh the shared boosts differently
+    (a word-exact score is a sum of term weights, a semantic one a 0..~3 fusion)."""
+
+    kind: float  # the line holds a value of a kind the question asks for
+    failure: float  # a failure line, on a failure question
+    added_line: float = 0.0  # word-exact: a line a file edit added ...
+    removed_line: float = 0.0  # ... and the penalty of one it removed
+    decision: float = 0.0  # word-exact: a decision ("we agreed", "決定")
+    dense: float = 0.0  # semantic: the passage's normalised dense similarity
+    lexical: float = 0.0  # semantic: the share of question weight the line holds
+    range: float = 0.0  # semantic: the score of the range (memory) it comes from
+    role: float = 0.0  # semantic: a line of the speaker asked about ("what the user said")
+    date: float = 0.0  # semantic: said within the period named ("in August 2023")
+    speaker: float = 0.0  # semantic: a transcript line of a person the question names
+    neighbor_share: float = 0.0  # semantic: share of an adjacent turn's lead (question -> answer)
+
+
+EXACT = LineWeights(kind=2.0, failure=2.0, added_line=1.0, removed_line=0.5, decision=0.5)
+SEMANTIC = LineWeights(kind=0.5, failure=0.5, dense=1.0, lexical=1.2, range=0.35, role=1.0,
+                       date=0.8, speaker=0.2, neighbor_share=0.5)
+DATE_BOOST = SEMANTIC.date
+SPEAKER_BOOST = SEMANTIC.speaker
 POOL_IDF = True
-NEIGHBOR_SHARE = 0.5  # share of an adjacent turn's lead a line takes (question -> answer)
+REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
+TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
 MAX_LINE_CHARS = 4000
 FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー)")
+_DECISION = re.compile(
+    r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
+    r"|決定|決め|採用|にします"
+)
+_DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
@@ -54,16 +77,67 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A candidate passage with the scores its searches gave it."""
+# ---------------------------------------------------------------- word-exact
+def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
+                w: LineWeights = EXACT) -> list[Line]:
+    """Every line that matches the query, scored (see the module docstring)."""
+    intent = intent or analyze_query(query)
+    terms = query_terms(query)
+    found: list[tuple[Passage, int, int, str, float]] = []
+    for passage in items:
+        for start, end, text in split_lines(passage):
+            if _DIFF_HEADER.match(text):
+                continue
+            base = _line_score(text, passage, terms, intent, w)
+            if base > 0:
+                found.append((passage, start, end, text, base))
+    shapes = Counter(_shape(text) for _p, _s, _e, text, _b in found)
+    lines = [
+        Line(p.event_id, p.event_index, s, e, text, _damped(b, shapes[_shape(text)]))
+        for p, s, e, text, b in found
+    ]
+    return _kind_boosted(lines, intent, w)
 
-    passage: Passage
-    memory_id: str
-    dense: float | None = None  # cosine to the question
-    sparse: float | None = None  # lexical channel score
+
+def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
+                w: LineWeights) -> float:
+    line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
+    score = sum(v for t, v in terms.items() if t in line_terms)
+    if intent.failure and FAILURE.search(text):
+        score += w.failure
+    if score <= 0:
+        return 0.0
+    if passage.kind == "file_edit" and text.startswith("+"):
+        score += w.added_line
+    elif passage.kind == "file_edit" and text.startswith("-"):
+        score -= w.removed_line
+    if _DECISION.search(text[:MAX_LINE_CHARS]):
+        score += w.decision
+    return max(score, 0.0)
 
 
+def _damped(score: float, repeats: int) -> float:
+    if repeats < REPEAT_DAMPING_FROM:
+        return score
+    return score / (1.0 + math.log2(repeats))
+
+
+def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:
+    """Boost the best lines that hold a value of a kind the question asks for."""
+    if not intent.kinds:
+        return lines
+    order = sorted(range(len(lines)), key=lambda i: -lines[i].score)[:TYPED_SCAN_LIMIT]
+    out = list(lines)
+    for i in order:
+        line = lines[i]
+        kinds = {k for k, _v in extract_typed_values(line.text[:MAX_LINE_CHARS])}
+        if kinds & intent.kinds:
+            out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
+                          line.score + w.kind)
+    return out
+
+
+# ---------------------------------------------------------------- by meaning
 @dataclass(frozen=True, slots=True)
 class Scored:
     """A candidate line with its fused score and the memory (range) it belongs to."""
@@ -96,18 +170,19 @@ class LinePool:
 
 def line_pool(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
               range_score: dict[str, float], roles: dict[str, str] | None = None,
-              dated: frozenset[str] = frozenset(), question: str = "") -> LinePool:
-    """Every distinct line of the candidate passages, scored (see :func:`score_lines`)."""
+              dated: frozenset[str] = frozenset(), question: str = "",
+              w: LineWeights = SEMANTIC) -> LinePool:
+    """Every distinct line of the candidate passages, scored (see :func:`score_semantic`)."""
     groups = _groups(list(found), intent.temporal == "oldest")
     rows = [(f, line) for f, _dense, lines in groups for line in lines]
     lines = [line for _f, line in rows]
     weights = pool_weights(terms, [ln[3] for ln in lines])
-    raw = _fused(groups, weights, intent, range_score, roles or {}, dated)
-    lifted = _with_neighbors(raw, groups) if NEIGHBOR_SHARE > 0 else raw
+    raw = _fused(groups, weights, intent, range_score, roles or {}, dated, w)
+    lifted = _with_neighbors(raw, groups, w.neighbor_share) if w.neighbor_share > 0 else raw
     counts = Counter(ln[4] for ln in lines)  # 40 lines of one shape: one of them is enough
     named = named_speakers(question, (ln[2] for ln in lines)) if question else frozenset()
     final = [sc / (1.0 + max(0, counts[ln[4]] - 3))
-             + (SPEAKER_BOOST if named and speaker(ln[2]) in named else 0.0)
+             + (w.speaker if named and speaker(ln[2]) in named else 0.0)
              for sc, ln in zip(lifted, lines, strict=True)]
     keys = [(-sc, f.passage.event_index, ln[0]) for sc, (f, ln) in zip(final, rows, strict=True)]
     order = sorted(range(len(final)), key=keys.__getitem__)
@@ -141,7 +216,7 @@ def _groups(found: list[Found], keep_removed: bool) -> list[_Group]:
 
 def _fused(groups: list[_Group], weights: dict[str, float],
            intent: QueryIntent, range_score: dict[str, float], roles: dict[str, str],
-           dated: frozenset[str]) -> list[float]:
+           dated: frozenset[str], w: LineWeights) -> list[float]:
     """Each line's fused score before neighbours and damping."""
     total = sum(weights.values()) or 1.0
     keys = frozenset(weights)
@@ -149,8 +224,8 @@ def _fused(groups: list[_Group], weights: dict[str, float],
     boosted = intent.failure or bool(intent.kinds)
     out = []
     for f, normalised, lines in groups:
-        dense = W_DENSE * normalised
-        rng = W_RANGE * range_score.get(f.memory_id, 0.0)
+        dense = w.dense * normalised
+        rng = w.range * range_score.get(f.memory_id, 0.0)
         role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
         date = f.passage.event_id in dated
         for line in lines:
@@ -161,17 +236,17 @@ def _fused(groups: list[_Group], weights: dict[str, float],
                 lexical = weights[next(iter(common))] / total  # sum([w]) is w
             else:  # added up in ``weights`` order, as a sum over ``weights`` would
                 lexical = sum([weights[t] for t in sorted(common, key=position)]) / total
-            score = dense + W_LEXICAL * lexical
-            score += rng + (_boosts(line[2], intent) if boosted else 0.0)
+            score = dense + w.lexical * lexical
+            score += rng + (_boosts(line[2], intent, w) if boosted else 0.0)
             if role:
-                score += ROLE_BOOST
+                score += w.role
             if date:
-                score += DATE_BOOST
+                score += w.date
             out.append(score)
     return out
 
 
-def score_lines(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
+def score_semantic(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
                 range_score: dict[str, float], roles: dict[str, str] | None = None,
                 dated: frozenset[str] = frozenset(), question: str = ""
                 ) -> list[tuple[float, Scored]]:
@@ -208,23 +283,8 @@ def _removed(line: str) -> bool:
     return line.startswith("-") and not line.startswith("---")
 
 
-def _in_order(terms: dict[str, float]) -> Callable[[frozenset[str]], list[tuple[str, float]]]:
-    """``line terms -> [(term, weight)]`` of the question terms a line holds, in the
-    order of ``terms`` (sums over them then add up in the same order as over ``terms``)."""
-    keys = frozenset(terms)
-    position = {t: i for i, t in enumerate(terms)}
-
-    def held(line_terms: frozenset[str]) -> list[tuple[str, float]]:
-        common = line_terms & keys
-        if len(common) > 1:
-            return [(t, terms[t]) for t in sorted(common, key=position.__getitem__)]
-        return [(t, terms[t]) for t in common]
-
-    return held
-
-
-def _with_neighbors(scores: list[float], groups: list[_Group]) -> list[float]:
-    """Each line lifted by ``NEIGHBOR_SHARE`` of its lead over it of the best line of an
+def _with_neighbors(scores: list[float], groups: list[_Group], share: float) -> list[float]:
+    """Each line lifted by ``share`` of its lead over it of the best line of an
     adjacent event of the same range: ``max(score, score + share * (near - score))``."""
     spans = []
     best: dict[tuple[str, int], float] = {}
@@ -238,7 +298,7 @@ def _with_neighbors(scores: list[float], groups: list[_Group]) -> list[float]:
     for (mid, idx), start, end in spans:
         near = max(best.get((mid, idx - 1), 0.0), best.get((mid, idx + 1), 0.0))
         # near <= score: the lifted value is never above the score, which max() keeps
-        lifted += [sc if near <= sc else sc + NEIGHBOR_SHARE * (near - sc)
+        lifted += [sc if near <= sc else sc + share * (near - sc)
                    for sc in scores[start:end]]
     return lifted
 
@@ -258,12 +318,12 @@ def pool_weights(terms: dict[str, float], lines: Sequence[frozenset[str]]) -> di
     return out
 
 
-def _boosts(text: str, intent: QueryIntent) -> float:
+def _boosts(text: str, intent: QueryIntent, w: LineWeights) -> float:
     boost = 0.0
     if intent.failure and FAILURE.search(text):
-        boost += FAILURE_BOOST
+        boost += w.failure
     if intent.kinds and _holds_kind(text[:MAX_LINE_CHARS], intent.kinds):
-        boost += KIND_BOOST
+        boost += w.kind
     return boost
 
 
@@ -278,87 +338,3 @@ def passage_lead(found: dict[str, Found], query: Query) -> dict[str, float]:
     return {mid: v / top for mid, v in best.items()} if top > 0 else {}
 
 
-def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: int,
-         count: Callable[[str], int], max_lines: int = MAX_LINES) -> list[Scored]:
-    """Lines within the budget, preferring new question terms over near-repeats.
-
-    Greedy: each pick maximises ``score + COVER_BONUS * share of question weight not yet
-    covered - REPEAT_PENALTY * overlap with the most similar chosen line``; the overlap
-    of a candidate is brought up to date when it is looked at (lazy greedy).
-    """
-    if not ranked:
-        return []
-    best = ranked[0][0]
-    pool = [(sc, s) for sc, s in ranked if sc >= best * KEEP_RATIO]
-    picks = _picks([sc for sc, _s in pool], [s.line.text for _sc, s in pool],
-                   [s.terms for _sc, s in pool], terms, budget, count, max_lines)
-    return [pool[i][1] for i in picks]
-
-
-def pack_pool(pool: LinePool, terms: dict[str, float], budget: int, count: Callable[[str], int],
-              max_lines: int = MAX_LINES) -> list[Scored]:
-    """:func:`pack` of ``score_lines``'s ranking of ``pool``, building only the chosen lines."""
-    if not pool.order:
-        return []
-    best = pool.final[pool.order[0]]
-    rows = [i for i in pool.order if pool.final[i] >= best * KEEP_RATIO]
-    picks = _picks([pool.final[i] for i in rows], [pool.line[i][2] for i in rows],
-                   [pool.line[i][3] for i in rows], terms, budget, count, max_lines)
-    return [pool.scored(rows[i]) for i in picks]
-
-
-def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str]],
-           terms: dict[str, float], budget: int, count: Callable[[str], int],
-           max_lines: int) -> list[int]:
-    """Positions :func:`pack` chooses, in pick order."""
-    total = sum(terms.values()) or 1.0
-    repeat = [0.0] * len(scores)
-    costs = [max(1, count(text)) for text in texts]
-    # the question terms each line holds, in ``terms`` order (same sums as over ``terms``)
-    held = _in_order(terms)
-    asked = [held(t) for t in line_terms]
-    covered: set[str] = set()
-    chosen: list[frozenset[str]] = []  # the terms of the chosen lines (none empty)
-    folded = [0] * len(scores)  # chosen lines already folded into repeat[i]
-
-    def key(i: int) -> float:
-        mine = line_terms[i]
-        if mine and folded[i] < len(chosen):  # _overlap with each line chosen since
-            r, size = repeat[i], len(mine)
-            for c in chosen[folded[i]:]:
-                if not mine.isdisjoint(c):  # disjoint: overlap 0, repeat[i] stays
-                    common = len(mine & c)
-                    r = max(r, common / (size + len(c) - common))
-            repeat[i] = r
-        folded[i] = len(chosen)
-        return (scores[i] - REPEAT_PENALTY * repeat[i]
-                + COVER_BONUS * sum([w for t, w in asked[i] if t not in covered]) / total)
-
-    # Lazy greedy, same picks as a full max() over the pool each time (ties: lowest
-    # index): a line's key only falls (repeat grows, coverage shrinks), so a stale key
-    # is a bound; a popped line whose fresh key still heads the heap is the best.
-    heap = [(-key(i), i) for i in range(len(scores)) if costs[i] <= budget]
-    heapq.heapify(heap)
-    used = 0
-    picks: list[int] = []
-    while heap and len(picks) < max_lines:
-        _stale, i = heapq.heappop(heap)
-        if used + costs[i] > budget:  # ``used`` only grows: it never fits again
-            continue
-        fresh = (-key(i), i)
-        if heap and fresh > heap[0]:
-            heapq.heappush(heap, fresh)
-            continue
-        picks.append(i)
-        if line_terms[i]:  # an empty set overlaps nothing
-            chosen.append(line_terms[i])
-        covered |= line_terms[i] & terms.keys()
-        used += costs[i]
-    return picks
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    common = len(a & b)  # |a ∪ b| = |a| + |b| - |a ∩ b|: one set built, not two
-    return common / (len(a) + len(b) - common)

@@ -1,0 +1,57 @@
+"""Extract: verbatim lines within the token budget — the stage, and what it uses.
+
+:class:`Extractor` is the pipeline's Extract step (a :class:`~..stages.Recalled` in,
+an :class:`~..stages.Extracted` out). It chooses between two cuts of the followed
+ranges — the word-exact cut (:mod:`.cut`, levels 1–3) and lines by meaning
+(:mod:`.semantic`) — and adds the open windows' lines (:mod:`.fresh_tail`). Every
+line is scored in one module, :mod:`.scoring` (one :class:`~.scoring.LineWeights`
+per caller), and packed by :mod:`.pack`; :mod:`.dated` and :mod:`.speakers` give the
+date and speaker boosts their inputs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from breadcrumb.query_api.recall.extract import fresh_tail
+from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
+from breadcrumb.query_api.recall.extract.semantic import LinesByMeaning, needs_meaning
+from breadcrumb.query_api.recall.stages import Extracted, Recalled
+from breadcrumb.stores.ports import MemoryStore, RawEventStore
+
+
+class Extractor:
+    """Stage 5: evidence lines from what Recall followed and read."""
+
+    def __init__(self, memories: MemoryStore, raw: RawEventStore, count: Callable[[str], int],
+                 window_count: Callable[[str], int], quoter: Quoter | None,
+                 errors: Counter[str]) -> None:
+        self.quoter = quoter
+        self.word_exact = WordExactCut(count, quoter, errors)
+        self.by_meaning = LinesByMeaning(memories, raw, count)
+        self.window_count = window_count
+
+    def __call__(self, recalled: Recalled) -> Extracted:
+        evidence, level = self._memory_evidence(recalled) if recalled.follow else ([], 0)
+        if recalled.windows is not None:  # the open windows too
+            retrieved = recalled.retrieved
+            evidence = fresh_tail.merge(retrieved.request, retrieved.query, evidence,
+                                        recalled.windows, self.window_count)
+            level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
+        return Extracted(evidence, level)
+
+    def _memory_evidence(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
+        """The word-exact cut, or lines by meaning where it needs meaning (a question not
+        precise always does: the cut only when those are none; a quoter: always cut)."""
+        query = recalled.retrieved.query
+        if self.quoter is None and not query.precise:
+            semantic, used = self.by_meaning(recalled)
+            return (semantic, used) if semantic else self.word_exact(recalled)
+        evidence, level = self.word_exact(recalled)
+        if needs_meaning(evidence, query):  # meaning and words
+            semantic, used = self.by_meaning(recalled)
+            if semantic:
+                return semantic, used
+        return evidence, level

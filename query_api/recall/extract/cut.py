@@ -1,0 +1,187 @@
+"""The word-exact cut: only the lines that answer, verbatim, within the token budget.
+
+Lines are scored by :func:`.scoring.score_exact`; only lines within
+:data:`RELATIVE_THRESHOLD` of the best line are kept, at most ``max_lines`` of them,
+within ``max_tokens``. Per followed range: level 1 when a line of its top chunks
+clearly answers, else level 2 (its raw events, read through Recall's
+:class:`~query_api.recall.stages.RangeReader`), or level 3 where a quoter (an LLM that
+may only *point at* lines: quotes not found verbatim are dropped) names the lines.
+Nothing is ever rewritten: every line is a slice of stored content.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from breadcrumb.query_api.recall.extract.scoring import score_exact
+from breadcrumb.query_api.recall.passages import (
+    Extract,
+    Line,
+    Passage,
+    evidence_record,
+    passages_from_events,
+    split_lines,
+)
+from breadcrumb.query_api.recall.query import Query, QueryIntent
+from breadcrumb.query_api.recall.stages import RangeReader, Recalled
+from breadcrumb.topics.records import Event, Observation
+
+log = logging.getLogger(__name__)
+
+#: (query, numbered source lines) -> quotes; an LLM behind a port (level 3).
+Quoter = Callable[[str, str], Sequence[str]]
+RELATIVE_THRESHOLD = 0.5
+CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
+_FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
+
+
+def extract_lines(
+    query: str,
+    events: Sequence[Event | Passage],
+    max_tokens: int,
+    count_tokens: Callable[[str], int],
+    max_lines: int = 8,
+    intent: QueryIntent | None = None,
+) -> Extract:
+    """The best lines (within the relative threshold) that fit ``max_tokens``, in source order."""
+    scored = score_exact(query, _as_passages(events), intent)
+    if not scored:
+        return Extract((), 0)
+    best = max(line.score for line in scored)
+    ranked = sorted(
+        (ln for ln in scored if ln.score >= best * RELATIVE_THRESHOLD),
+        key=lambda ln: (-ln.score, ln.event_index, ln.start),
+    )
+    chosen: list[Line] = []
+    seen: set[tuple[str, int]] = set()
+    used = 0
+    for line in ranked:
+        cost = count_tokens(line.text)
+        if len(chosen) >= max_lines or (line.event_id, line.start) in seen:
+            continue
+        if used + cost > max_tokens:
+            continue
+        chosen.append(line)
+        seen.add((line.event_id, line.start))
+        used += cost
+    chosen.sort(key=lambda ln: (ln.event_index, ln.start))
+    return Extract(tuple(chosen), used, best)
+
+
+def _as_passages(items: Sequence[Event | Passage]) -> list[Passage]:
+    return [i if isinstance(i, Passage) else passages_from_events([i])[0] for i in items]
+
+
+def quoted_lines(quotes: Sequence[str], events: Sequence[Event], score: float = 1.0) -> list[Line]:
+    """Lines of ``events`` holding an LLM's quotes verbatim; a quote found nowhere is dropped.
+
+    The returned text is always the stored line, never the model's string.
+    """
+    out: list[Line] = []
+    for quote in (q.strip() for q in quotes):
+        if not quote:
+            continue
+        for passage in passages_from_events(events):
+            hit = next(((s, e, t) for s, e, t in split_lines(passage) if quote in t), None)
+            if hit is not None:
+                out.append(Line(passage.event_id, passage.event_index, *hit, score))
+                break
+    return out
+
+
+def drop_superseded(
+    cut: Extract, memory: Observation, include: bool, count: Callable[[str], int]
+) -> tuple[Extract, list[str]]:
+    """Lines carrying a fact value that a newer memory replaced are history, not answers.
+
+    Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
+    stay); with it they are kept and the values are named in ``superseded_values``. A
+    failure line (``Error: connect ECONNREFUSED 127.0.0.1:5432``) is what happened, not a
+    value claimed now: it stays.
+    """
+    facts = memory.metadata.get("superseded_facts") or {}
+    stale = sorted({str(f.get("value")) for f in facts.values()
+                    if isinstance(f, dict) and f.get("value")})
+    if not stale:
+        return cut, []
+    if include:
+        return cut, [v for v in stale if v in cut.text]
+    kept = tuple(ln for ln in cut.lines
+                 if _FAILURE_LINE.search(ln.text) or not any(v in ln.text for v in stale))
+    return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
+
+
+class WordExactCut:
+    """The word-exact cut of the followed ranges (several: multi-hop)."""
+
+    def __init__(self, count: Callable[[str], int], quoter: Quoter | None,
+                 errors: Counter[str]) -> None:
+        self.count, self.quoter, self.errors = count, quoter, errors
+
+    def __call__(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
+        """Evidence records of the followed ranges, and the level reached."""
+        req, query = recalled.retrieved.request, recalled.retrieved.query
+        assert recalled.events is not None  # a followed recall always has its reader
+        budget = req.max_tokens
+        evidence: list[dict[str, Any]] = []
+        level = 0
+        for cand in recalled.hops:
+            cut, used = self._cut(query, cand.memory, budget,
+                                  recalled.cut_passages[cand.memory.id], recalled.events)
+            cut, stale = drop_superseded(cut, cand.memory, req.include_superseded, self.count)
+            if not cut.lines:
+                continue
+            level = max(level, used)
+            budget -= cut.tokens
+            rng = cand.memory.source_range
+            reason = (f"{recalled.decision.reason}; level {used}; {len(cut.lines)} line(s), "
+                      f"{cut.tokens} tokens")
+            item = evidence_record(cand.memory.id, rng.thread_id, rng.start_index,
+                                   rng.end_index, cut, reason)
+            if stale:  # history was asked for: say which values are no longer current
+                item["superseded_values"] = stale
+            evidence.append(item)
+            if budget <= 0:
+                break
+        return evidence, level
+
+    def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
+             reader: RangeReader) -> tuple[Extract, int]:
+        """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
+        cut = extract_lines(query.text, passages, budget, self.count, intent=query.intent)
+        if cut.lines and cut.best_score >= CONFIDENT_LINE:
+            return cut, 1
+        events = reader.events(memory)
+        cut = extract_lines(query.text, events, budget, self.count, intent=query.intent)
+        if self.quoter is not None and events:
+            quoted = self.quoted(query.text, events, cut, budget)
+            if quoted is not None:
+                return quoted, 3
+        return cut, 2
+
+    def quoted(self, query: str, events: list[Event], cut: Extract, budget: int
+                ) -> Extract | None:
+        """Level 3: the LLM names lines; only quotes found verbatim survive."""
+        source = "\n".join(e.content for e in events)
+        try:
+            quotes = list(self.quoter(query, source[:20000])) if self.quoter else []
+        except Exception as exc:  # the LLM port failed: count it, keep the level-2 cut
+            self.errors["quoter"] += 1
+            log.warning("LLM extraction failed (%s); keeping the rule-based cut", exc)
+            return None
+        lines = quoted_lines(quotes, events)
+        self.errors["quotes_dropped"] += len([q for q in quotes if q.strip()]) - len(lines)
+        kept, used = [], 0
+        for line in lines:
+            cost = self.count(line.text)
+            if used + cost <= budget:
+                kept.append(line)
+                used += cost
+        if not kept:
+            return None
+        kept.sort(key=lambda ln: (ln.event_index, ln.start))
+        return Extract(tuple(kept), used, cut.best_score)

@@ -1,0 +1,129 @@
+"""Lines by meaning as well as by words.
+
+Every stored passage (an event, or a line group of a long event: the ``chunks``
+index, see :mod:`processors.chunker`) already carries a dense vector from ingest; no
+second embedding is made. The candidate passages come from two places, both searched
+before this step: the followed ranges (Recall: the chosen memories' own chunks, dense +
+lexical) and the direct passage search over the user's sources (Retrieve: same tenant /
+project / thread / status filter as the memory search), so an answering turn is found
+even where the memory ranking missed its range; such a line still names its range and
+memory. Lines are scored by :func:`.scoring.line_pool` and packed into the token budget
+by :func:`.pack.pack_pool`. Text stays verbatim: every line is a slice of stored content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from breadcrumb.processors.hints import VALUE_KINDS
+from breadcrumb.processors.hints import holds_kind as text_holds_kind
+from breadcrumb.query_api.recall.extract.cut import drop_superseded
+from breadcrumb.query_api.recall.extract.dated import dated_events
+from breadcrumb.query_api.recall.extract.pack import pack_pool
+from breadcrumb.query_api.recall.extract.scoring import FAILURE, MAX_LINE_CHARS, line_pool
+from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
+from breadcrumb.query_api.recall.query import Query, QueryIntent
+from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.stages import Recalled
+from breadcrumb.stores.ports import MemoryStore, RawEventStore
+
+#: what a line costs beyond its own count once joined under another line: a text's
+#: count leaves out its first word's leading space, which a joined line pays
+JOIN_TOKENS = 1
+#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
+_DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
+
+
+def joined_cost(count: Callable[[str], int]) -> Callable[[str], int]:
+    """A line's cost inside a newline-joined evidence text (what ``token_cost`` counts)."""
+    return lambda text: count(text) + JOIN_TOKENS
+
+
+class LinesByMeaning:
+    """Evidence from the followed ranges' chunks and the direct passage search."""
+
+    def __init__(self, memories: MemoryStore, raw: RawEventStore,
+                 count: Callable[[str], int]) -> None:
+        self.memories, self.raw, self.count = memories, raw, count
+
+    def __call__(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
+        """Evidence records and level (1, or 0 when there is none). The whole answer
+        (summaries + evidence) stays within ``max_tokens``."""
+        retrieved = recalled.retrieved
+        req, top = retrieved.request, retrieved.top
+        budget = req.max_tokens - sum(self.count(c.memory.summary) for c in top)
+        evidence = self.evidence(recalled, max(budget, 0))
+        return evidence, 1 if evidence else 0
+
+    def evidence(self, recalled: Recalled, budget: int) -> list[dict[str, Any]]:
+        """Evidence records within ``budget`` tokens, the group of the best line first."""
+        retrieved = recalled.retrieved
+        query, top, user_id = retrieved.query, retrieved.top, retrieved.request.user_id
+        ranges = recalled.ranges
+        pool = merge(ranges[0::2], ranges[1::2], into=retrieved.found)
+        best = top[0].score if top and top[0].score > 0 else 1.0
+        range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
+        roles = _roles(self.raw, user_id, pool.values()) if query.intent.role else None
+        dated = dated_events(self.raw, user_id, query.text,
+                             (f.passage.event_id for f in pool.values()))
+        ranked = line_pool(pool.values(), query.terms, query.intent, range_score, roles, dated,
+                           query.text)
+        chosen = pack_pool(ranked, query.terms, budget, joined_cost(self.count))
+        known = {**recalled.read, **{c.memory.id: c.memory for c in top}}
+        missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
+        known.update({m.id: m for m in self.memories.get_memories(user_id, missing)})
+        groups: dict[str, list[Line]] = {}
+        for s in chosen:  # in pick order: the group of the best line comes first
+            if s.memory_id in known:  # indexed but not stored: never guess
+                groups.setdefault(s.memory_id, []).append(s.line)
+        followed = {c.memory.id for c in recalled.hops}
+        out = []
+        for mid, lines in groups.items():
+            memory = known[mid]
+            lines.sort(key=lambda ln: (ln.event_index, ln.start))
+            cut = Extract(tuple(lines), self.count("\n".join(ln.text for ln in lines)),
+                          max(ln.score for ln in lines))
+            cut, stale = drop_superseded(cut, memory, retrieved.request.include_superseded,
+                                         self.count)
+            if not cut.lines:
+                continue
+            how = "followed range" if mid in followed else "passage search"
+            rng = memory.source_range
+            item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
+                                   f"{recalled.decision.reason}; level 1; semantic ({how}); "
+                                   f"{len(cut.lines)} line(s), {cut.tokens} tokens")
+            if stale:
+                item["superseded_values"] = stale
+            out.append(item)
+        return out
+
+
+def _roles(raw: RawEventStore, user_id: str, found: Iterable[Found]) -> dict[str, str]:
+    """Event id -> role of the candidate passages' events (asked only for speaker questions)."""
+    events = events_by_id(raw, user_id, [f.passage.event_id for f in found])
+    return {eid: e.role for eid, e in events.items()}
+
+
+def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
+    """Whether some evidence line holds a value of a kind the question asks for (or
+    the question asks for no kind): a word-exact cut without one missed the value."""
+    kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
+    failure = intent.failure or "error" in intent.kinds
+    if not kinds and not failure:
+        return True
+    for item in evidence:
+        for ln in item["lines"]:
+            text = str(ln["text"])[:MAX_LINE_CHARS]
+            if failure and (FAILURE.search(text) or _DIAGNOSTIC.match(text)):
+                return True  # a failure line the typed-value rules do not name (Go, tsc ...)
+            if kinds and text_holds_kind(text, kinds):
+                return True
+    return False
+
+
+def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:
+    """Whether lines chosen by meaning should replace the word-exact cut: it found
+    nothing, the question is not a precise lookup, or it missed the asked value kind."""
+    return not evidence or not query.precise or not holds_kind(evidence, query.intent)

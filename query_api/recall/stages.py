@@ -1,0 +1,131 @@
+"""The values recall's stages hand each other (see :mod:`query_api.recall.pipeline`).
+
+``analyze`` makes a :class:`~query_api.recall.query.Query`; ``retrieve`` a
+:class:`Retrieved`; ``decide`` a :class:`~query_api.recall.decide.Decision`; ``recall``
+a :class:`Recalled`; ``extract`` an :class:`Extracted`; ``respond`` the RecallResponse
+with its :class:`StageTimings`. Each value carries what the next stages need, so no
+stage searches or reads again what an earlier one already has.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.decide import Decision
+from breadcrumb.query_api.recall.passages import Found, Passage
+from breadcrumb.query_api.recall.query import Query
+from breadcrumb.query_api.recall.rank import Candidate
+from breadcrumb.stores.ports import Hit, RawEventStore
+from breadcrumb.topics.records import Event, Observation
+
+#: the stages a RecallResponse's ``timings_ms`` names, in order (``total`` last)
+STAGES = ("analyze", "retrieve", "decide", "recall", "extract", "respond")
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """Retrieve's value: candidates best first, and the passages the direct passage
+    search found (handed on, so Extract never searches them again)."""
+
+    request: RecallRequest  # include_superseded is set when the question asks for history
+    query: Query
+    ranked: list[Candidate]
+    found: dict[str, Found]
+
+    @property
+    def top(self) -> list[Candidate]:
+        """The ``k`` best candidates (what the response lists)."""
+        return self.ranked[: self.request.k]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenWindow:
+    """The not yet observed events of one thread: indices ``start..end``."""
+
+    user_id: str
+    thread_id: str
+    project_id: str | None
+    start: int
+    end: int
+    last_ts: str
+
+
+class RangeReader:
+    """Recall level 2: the raw events of followed ranges, each range read once, when
+    Extract finds that the chunk lines do not answer. Its reading time is Recall's."""
+
+    __slots__ = ("raw", "user_id", "seconds", "_read")
+
+    def __init__(self, raw: RawEventStore, user_id: str) -> None:
+        self.raw, self.user_id = raw, user_id
+        self.seconds = 0.0
+        self._read: dict[tuple[str, int, int], list[Event]] = {}
+
+    def events(self, memory: Observation) -> list[Event]:
+        """The events of ``memory``'s source range."""
+        rng = memory.source_range
+        key = (rng.thread_id, rng.start_index, rng.end_index)
+        if key not in self._read:
+            started = time.perf_counter()
+            self._read[key] = self.raw.get_range(self.user_id, *key)
+            self.seconds += time.perf_counter() - started
+        return self._read[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """Recall's value: the followed ranges (computed once) and what was read of them.
+
+    ``follow``: whether memory evidence is sought (not a summary answer, some memory
+    found). ``ranges``: per hop, its dense then its lexical chunk search; ``cut_passages``:
+    each hop's top chunks for the word-exact cut; ``windows``: the open windows read
+    (with their events) when the fresh tail is searched, else None."""
+
+    retrieved: Retrieved
+    decision: Decision
+    follow: bool
+    hops: list[Candidate] = field(default_factory=list)
+    ranges: list[list[Hit]] = field(default_factory=list)
+    cut_passages: dict[str, list[Passage]] = field(default_factory=dict)
+    events: RangeReader | None = None
+    windows: list[tuple[OpenWindow, list[Event]]] | None = None
+
+    @property
+    def read(self) -> dict[str, Observation]:
+        """The memories this recall has read (the ranked candidates)."""
+        return {c.memory.id: c.memory for c in self.retrieved.ranked}
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """Extract's value: the evidence records (contract RecalledEvidence) and the level."""
+
+    evidence: list[dict[str, Any]]
+    level: int
+
+
+class StageTimings:
+    """Wall time per stage, in milliseconds (a RecallResponse's ``timings_ms``)."""
+
+    __slots__ = ("started", "_last", "ms")
+
+    def __init__(self) -> None:
+        self.started = self._last = time.perf_counter()
+        self.ms: dict[str, float] = {}
+
+    def done(self, stage: str, moved: float = 0.0, to: str = "") -> None:
+        """Close ``stage`` (since the previous one); ``moved`` seconds of it belong to
+        the earlier stage ``to`` (the ranges Extract had Recall read)."""
+        now = time.perf_counter()
+        self.ms[stage] = (now - self._last - moved) * 1000
+        if moved:
+            self.ms[to] += moved * 1000
+        self._last = now
+
+    def report(self) -> dict[str, float]:
+        """``{stage: ms, ..., "total": ms}``, rounded to microseconds."""
+        total = (time.perf_counter() - self.started) * 1000
+        return {**{s: round(v, 3) for s, v in self.ms.items()}, "total": round(total, 3)}
