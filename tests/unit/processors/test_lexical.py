@@ -47,7 +47,7 @@ def test_nfkc_and_lowercase() -> None:
 
 
 def test_term_ids_are_stable_across_processes() -> None:
-    code = "from processors.lexical import term_id; print(term_id('validate-email.ts'))"
+    code = "from breadcrumb.processors.lexical import term_id; print(term_id('validate-email.ts'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONHASHSEED": "123", "PYTHONPATH": "."})
     assert int(out.stdout) == term_id("validate-email.ts")

@@ -404,7 +404,7 @@ class TestSqliteStore(StoreContract):
     def test_committed_write_survives_a_killed_process(self, tmp_path: Path) -> None:
         path = tmp_path / "crash.sqlite3"
         code = (
-            "import os, sys; from pathlib import Path; from stores.sqlite_store import "
+            "import os, sys; from pathlib import Path; from breadcrumb.stores.sqlite_store import "
             "SqliteStore\ns = SqliteStore(Path(sys.argv[1])); s.open()\n"
             "s.append_log([('alice', 'e1', 'alice/t1', 'payload')])\nos._exit(0)\n"
         )
