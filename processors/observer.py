@@ -1,12 +1,13 @@
 """The deterministic observer: one closed source range in, one breadcrumb out.
 
 Offline and pure: the same events and range always give the same observation. The
-summary is a readable gist (first request, last conclusion, files touched, test
-outcome); the exact values are never rewritten, they are copied verbatim into
-``query_hints`` (all of them; ``max_hints`` caps only the natural-language phrases)
-and, keyed, into ``facts``. A range of tool output alone (an oversized log) that is a
-test run is summarised by the run itself (:mod:`processors.test_runs`): counts, the
-failing tests first among the hints, and descriptors in the range's language.
+summary is a readable gist in the range's own language, each request with its own
+conclusion, files touched, test outcome (:mod:`processors.summary`); the exact values
+are never rewritten, they are copied verbatim into ``query_hints`` (all of them;
+``max_hints`` caps only the natural-language phrases) and, keyed, into ``facts``. A range
+of tool output alone (an oversized log) that is a test run is summarised by the run
+itself (:mod:`processors.test_runs`): counts, the failing tests first among the hints,
+and descriptors in the range's language.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.identifier_words import identifier_words
 from breadcrumb.processors.ids import memory_id
 from breadcrumb.processors.phrases import detect_language, extract_phrases
+from breadcrumb.processors.summary import range_language, summarize
 from breadcrumb.processors.test_runs import TestRun, read_test_run
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.topics.records import ClosedRange, Event, Fact, Observation
@@ -65,7 +67,7 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
     if not events:
         raise ValueError(f"observe: no events for range {closed.source_range}")
     rng = closed.source_range
-    lang = _range_language(events)
+    lang = range_language(events)
     typed = _typed_values(events)
     run = _tool_test_run(events)
     phrases = _phrases(events, lang, run)[: max(cfg.max_hints, 0)]
@@ -81,7 +83,7 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
         id=memory_id(closed.user_id, rng.thread_id, rng.start_index, rng.end_index),
         user_id=closed.user_id,
         project_id=closed.project_id,
-        summary=_summary(events, lang, files, typed, cfg.summary_chars, run),
+        summary=summarize(events, lang, files, typed, cfg.summary_chars, run),
         source_range=rng,
         tags=tuple(tags),
         query_hints=tuple(_dedupe((run.values() if run else []) + phrases[:_run_words(run, lang)]
@@ -122,14 +124,14 @@ def _conversation(events: Sequence[Event]) -> list[Event]:
     return talk or list(events)
 
 
-def _range_language(events: Sequence[Event]) -> str:
-    return detect_language("\n".join(e.content[:2000] for e in _conversation(events)))
-
-
 def _phrases(events: Sequence[Event], lang: str, run: TestRun | None) -> list[str]:
+    """Phrases in the range's language first; a range that also holds another script
+    (an English session with a Japanese request) gets that language's phrases after."""
     text = "\n".join(e.content[:4000] for e in _conversation(events))
     words = run.descriptors([lang]) if run else []
-    return _dedupe(words + extract_phrases(text, lang))
+    also = detect_language("\n".join(e.content[:2000] for e in _conversation(events)))
+    more = extract_phrases(text, also) if also != lang else []
+    return _dedupe(words + extract_phrases(text, lang) + more)
 
 
 def _tool_test_run(events: Sequence[Event]) -> TestRun | None:
@@ -238,73 +240,7 @@ def _importance(events: Sequence[Event], typed: TypedValues, tags: list[str]) ->
     return round(min(1.0, score), 3)
 
 
-# ---- summary and retrieve_when -------------------------------------------------------
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")
-
-
-def _gist(text: str, limit: int = 140) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("```")]
-    if not lines:
-        return ""
-    first = _SENTENCE_END.split(" ".join(lines[0].split()), maxsplit=1)[0].strip()
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
-
-
-def _first(events: Sequence[Event], role: str, last: bool = False) -> str:
-    picked = [e for e in events if e.role == role and e.kind == "message" and e.content.strip()]
-    if not picked:
-        return ""
-    return _gist((picked[-1] if last else picked[0]).content)
-
-
-def _opening(event: Event, ja: bool) -> str:
-    """What a range without a user request starts with: the command, else a wordy line."""
-    command = event.attrs.get("command") or (event.content if event.kind == "tool_call" else "")
-    if isinstance(command, str) and command.strip():
-        return f"`{_gist(command, 100)}` の出力" if ja else f"output of `{_gist(command, 100)}`"
-    for line in event.content.splitlines()[:50]:
-        if _WORDY.search(line):
-            return _gist(line)
-    return _gist(event.content)
-
-
-_WORDY = re.compile(r"[A-Za-z\u3040-\u30ff\u4e00-\u9fff]{3,}")
-
-
-def _test_outcome(events: Sequence[Event], ja: bool) -> str:
-    results = [e for e in events if e.kind == "test_result" or (
-        e.kind == "tool_result" and _TEST_COMMAND.search(str(e.attrs.get("command", ""))))]
-    if not results:
-        return ""
-    code = _exit_code(results[-1])
-    if code == 0:
-        return "テスト成功 (exit 0)" if ja else "tests pass (exit 0)"
-    shown = "?" if code is None else str(code)
-    return f"テスト失敗 (exit {shown})" if ja else f"tests fail (exit {shown})"
-
-
-def _summary(
-    events: Sequence[Event], lang: str, files: list[str], typed: TypedValues, limit: int,
-    run: TestRun | None = None,
-) -> str:
-    ja = lang == "ja"
-    request = _first(events, "user") or _opening(events[0], ja)
-    conclusion = _first(events, "assistant", last=True)
-    errors = [] if run else [v for k, v in typed if k == "error"]
-    parts = [request, run.summary(ja) if run else ""]
-    if conclusion and conclusion != request:
-        parts.append(("結論: " if ja else "→ ") + conclusion)
-    if files:
-        parts.append(("ファイル: " if ja else "files: ") + ", ".join(files[:4]))
-    if errors:
-        parts.append(("エラー: " if ja else "error: ") + _gist(errors[0], 100))
-    outcome = _test_outcome(events, ja)
-    if outcome:
-        parts.append(outcome)
-    text = ("／" if ja else "; ").join(p for p in parts if p)
-    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
-
-
+# ---- retrieve_when ---------------------------------------------------------------
 def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id: str) -> str:
     rank = {k: i for i, k in enumerate(_SALIENT_KINDS)}
     salient = sorted((rank[k], i, v) for i, (k, v) in enumerate(typed) if k in rank)

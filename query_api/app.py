@@ -1,4 +1,4 @@
-"""The HTTP query service (contract: shared/contracts/API.md)."""
+"""The HTTP query service (contract: docs/contract/API.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Readiness and identity (extensions of shared/contracts/API.md, additive).
+"""Readiness and identity (extensions of docs/contract/API.md, additive).
 
 ``GET /healthz`` stays liveness. ``GET /readyz`` answers 200 only when this process can do
 its job, 503 naming every failed check otherwise:

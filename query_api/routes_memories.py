@@ -1,4 +1,4 @@
-"""Memory read + manual lifecycle control (issue 5; contract: shared/contracts/API.md).
+"""Memory read + manual lifecycle control (issue 5; contract: docs/contract/API.md).
 
 ``GET /v1/memories/{id}?user_id=`` → Memory with ``history``; ``PATCH /v1/memories/{id}``
 changes status and/or tier by hand (an audit entry + a changelog record);

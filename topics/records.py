@@ -2,7 +2,7 @@
 
 Everything here is a frozen dataclass with ``to_dict`` / ``from_dict`` so the same
 record travels as JSON on a Kafka topic, as a row in SQL and as a payload in Qdrant.
-Field names follow ../shared/contracts (``source_range``, ``query_hints``,
+Field names follow the contract, docs/contract/API.md (``source_range``, ``query_hints``,
 ``retrieve_when``, ``RecalledEvidence``).
 """
 

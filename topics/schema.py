@@ -1,4 +1,4 @@
-"""The event contract (event.schema.json, copied from shared/contracts) as a validator."""
+"""The event contract (event.schema.json; the contract: docs/contract/API.md) as a validator."""
 
 from __future__ import annotations
 

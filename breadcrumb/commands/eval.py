@@ -21,7 +21,6 @@ FAST_THRESHOLDS = Path(__file__).resolve().parents[1] / "eval" / "data" / "thres
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``eval`` subcommand."""
-    from breadcrumb.eval.locomo import DEFAULT_DIR
     from breadcrumb.eval.runner import THRESHOLDS
 
     p = sub.add_parser("eval", help="evaluate recall: golden set + LoCoMo, write a report")
@@ -37,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--max-tokens", type=int, default=800)
     p.add_argument("--no-golden", action="store_true", help="skip the golden question set")
-    p.add_argument("--locomo-dir", type=Path, default=DEFAULT_DIR)
+    p.add_argument("--locomo-dir", type=Path, default=None,
+                   help="LoCoMo conversations, one <id>.json each (not shipped: CC BY-NC 4.0); "
+                        "default BREADCRUMB_LOCOMO_DIR, else LoCoMo is skipped")
     p.add_argument("--locomo-conversations", type=int, default=None,
                    help="conversations to use (0 = skip LoCoMo; default 5, fast 1)")
     p.add_argument("--locomo-sessions", type=int, default=None,
@@ -67,7 +68,7 @@ def _thresholds(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from breadcrumb.eval.locomo import DEFAULT_DIR
+    from breadcrumb.eval import locomo
     from breadcrumb.eval.runner import THRESHOLDS, EvalConfig
 
     def pick(value: Any, full: Any, fast: Any) -> Any:
@@ -75,18 +76,23 @@ def _config(args: argparse.Namespace) -> Any:
 
     conversations = pick(args.locomo_conversations, 5, 1)
     thresholds = _thresholds(args)
-    if (conversations and args.locomo_conversations is None and args.locomo_dir == DEFAULT_DIR
-            and not DEFAULT_DIR.is_dir()):
-        # an installed wheel away from a checkout: LoCoMo is a separate download
-        sys.stderr.write(f"breadcrumb eval: no LoCoMo data at {DEFAULT_DIR} (set "
-                         "BREADCRUMB_LOCOMO_DIR or --locomo-dir): LoCoMo skipped, its "
-                         "thresholds NOT checked\n")
+    directory = args.locomo_dir or locomo.default_dir()
+    if conversations and directory is None and args.locomo_conversations is None:
+        # LoCoMo is a separate download: without it the golden set still runs
+        sys.stderr.write("breadcrumb eval: LoCoMo skipped (no --locomo-dir or "
+                         "BREADCRUMB_LOCOMO_DIR), its thresholds not checked\n")
         conversations = 0
         thresholds = {k: v for k, v in thresholds.items()
                       if THRESHOLDS.get(k, ("",))[0] != "locomo"}
+    elif conversations and directory is None:
+        raise ValueError(f"--locomo-conversations {conversations} needs LoCoMo data: "
+                         "--locomo-dir DIR or BREADCRUMB_LOCOMO_DIR")
+    elif conversations and directory is not None and (why := locomo.problem(directory)):
+        raise ValueError(f"LoCoMo data {directory}: {why} (--locomo-dir or "
+                         "BREADCRUMB_LOCOMO_DIR)")
     return EvalConfig(
         fast=args.fast, k=args.k, max_tokens=args.max_tokens, golden=not args.no_golden,
-        locomo_dir=args.locomo_dir,
+        locomo_dir=directory,
         locomo_conversations=conversations,
         locomo_sessions=pick(args.locomo_sessions, None, 2),
         locomo_questions=pick(args.locomo_questions, 40, 15),

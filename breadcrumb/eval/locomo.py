@@ -1,10 +1,11 @@
 """LoCoMo: long conversations as agent events, and evidence recall under a token budget.
 
-Mapping (``/work/shared/data/locomo/README.md``): one tenant and one thread per
-conversation; a ``topic_change`` "Session N on <date_time>" before each session; one
-``message`` per turn, content ``"<speaker>: <text>"`` (plus ``" [shares <caption>]"``),
-``attrs.dia_id``; a final ``session_end``. A question's evidence ``dia_id`` s name the
-turns that hold its answer.
+Data: LoCoMo's layout, one ``<id>.json`` per conversation (``speaker_a``, ``session_N``,
+``session_N_date_time``, ``qa``; ``tests/support/locomo_synthetic.py`` writes one).
+Mapping: one tenant and one thread per conversation; a ``topic_change`` "Session N on
+<date_time>" before each session; one ``message`` per turn, content ``"<speaker>: <text>"``
+(plus ``" [shares <caption>]"``), ``attrs.dia_id``; a final ``session_end``. A question's
+evidence ``dia_id`` s name the turns that hold its answer.
 """
 
 from __future__ import annotations
@@ -22,16 +23,14 @@ from breadcrumb.eval import metrics as m
 from breadcrumb.eval.methods import Answer
 
 
-def _default_dir() -> Path:
-    """``BREADCRUMB_LOCOMO_DIR``, else ``shared/data/locomo`` beside the repository
-    (where CI and the developers' machines keep it)."""
+def default_dir() -> Path | None:
+    """``BREADCRUMB_LOCOMO_DIR`` when set, else none: LoCoMo (CC BY-NC 4.0) is not shipped
+    with Breadcrumb, ``breadcrumb eval`` skips it unless given a folder of conversations."""
     env = os.environ.get("BREADCRUMB_LOCOMO_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo"
+    return Path(env) if env else None
 
 
-DEFAULT_DIR = _default_dir()
+DEFAULT_DIR = default_dir()
 ADVERSARIAL = 5
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
               5: "adversarial"}
@@ -54,6 +53,15 @@ class LocomoQuestion:
 def conversation_ids(directory: Path) -> list[str]:
     """The conversation files present (``26``, ``30``, ...), sorted."""
     return sorted(p.stem for p in directory.glob("*.json"))
+
+
+def problem(directory: Path) -> str | None:
+    """Why ``directory`` cannot be read as LoCoMo data, or None."""
+    if not directory.is_dir():
+        return "no such folder"
+    if not conversation_ids(directory):
+        return "no conversation files (<id>.json) in it"
+    return None
 
 
 def _when(text: str) -> datetime:

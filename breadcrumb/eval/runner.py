@@ -21,7 +21,7 @@ class EvalConfig:
     k: int = 5
     max_tokens: int = 800
     golden: bool = True
-    locomo_dir: Path = locomo.DEFAULT_DIR
+    locomo_dir: Path | None = locomo.DEFAULT_DIR
     locomo_conversations: int = 5
     locomo_sessions: int | None = None
     locomo_questions: int = 40
@@ -101,7 +101,7 @@ def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
     g_events = golden.load_events(questions, only_needed=cfg.fast) if questions else []
     l_events: list[dict[str, Any]] = []
     l_questions: list[locomo.LocomoQuestion] = []
-    if cfg.locomo_conversations > 0:
+    if cfg.locomo_conversations > 0 and cfg.locomo_dir is not None:
         l_events, l_questions, skipped = locomo.load(
             cfg.locomo_dir, cfg.locomo_conversations, cfg.locomo_sessions, cfg.locomo_questions)
         out["locomo_skipped"] = skipped

@@ -185,12 +185,14 @@ class PrivateMariaDb:
 
 
 class PrivateKafka:
-    """A broker of our own (infra/kafka.sh on other ports and INFRA_DIR, the shared jars
-    linked in): the fault tests restart it; the shared broker is never touched."""
+    """A broker of our own (infra/kafka.sh on other ports and INFRA_DIR, the jars of the
+    services' INFRA_DIR linked in: ``BREADCRUMB_INFRA_DIR``, else the repository's own
+    ``.infra`` where ``make test`` started them): the fault tests restart it; the shared
+    broker is never touched. Without those jars kafka.sh fetches its own."""
 
     def __init__(self, infra_dir: Path, port: int, controller_port: int) -> None:
         (infra_dir / "kafka").mkdir(parents=True, exist_ok=True)
-        shared = Path(os.environ.get("BREADCRUMB_SHARED_INFRA_DIR", "/work/infra-shared"))
+        shared = Path(os.environ.get("BREADCRUMB_INFRA_DIR") or REPO / ".infra")
         if (shared / "kafka" / "libs").is_dir():
             (infra_dir / "kafka" / "libs").symlink_to(shared / "kafka" / "libs")
         self.env = {**os.environ, "BREADCRUMB_INFRA_DIR": str(infra_dir), "PYTHON": sys.executable,
