@@ -25,8 +25,11 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data dir whose running service receives the events")
     p.add_argument("--url", default=None, help="query service URL")
+    p.add_argument("--api-key", default=None,
+                   help="API key sent to the query service (default: $BREADCRUMB_API_KEY)")
     p.add_argument("--kafka", default=None, help="publish to Kafka at this bootstrap instead")
-    p.add_argument("--topic-prefix", default=None)
+    p.add_argument("--topic-prefix", default=None,
+                   help="prefix of the Kafka topic names (default: $BREADCRUMB_TOPIC_PREFIX)")
     p.add_argument("--user", default=None, help="tenant (default: BREADCRUMB_USER_ID, 'local')")
     p.add_argument("--state", type=Path, default=None,
                    help="position file (default: DATA_DIR/watch-state.json)")
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     state = args.state or settings.data_dir / "watch-state.json"
     user = args.user or settings.user_id
     with Breadcrumb(url=url, kafka=args.kafka, topic_prefix=args.topic_prefix,
-                    user_id=user) as bc:
+                    user_id=user, api_key=args.api_key) as bc:
         watcher = Watcher(folders, SdkSink(bc), state, user_id=user,
                           idle_end_seconds=args.idle_end)
         if args.once:
