@@ -180,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (local_client.ClientError, data_dir.StartupError) as exc:
         print(f"breadcrumb: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("breadcrumb: interrupted", file=sys.stderr)
+        return 130
     except ModuleNotFoundError as exc:  # a command whose extra is not installed
         message = missing_extra(exc)
         if message is None:
@@ -264,8 +267,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     try:
         records, bad = read_records(args.file)
     except OSError as exc:
-        raise preflight.Refused(f"cannot read {args.file} ({exc.strerror}): check the path",
-                                code=1) from None
+        raise preflight.Refused(f"cannot read {args.file} ({exc.strerror}): check the path"
+                                ) from None
     backend = local_client.connect(settings, args.url)
     try:
         report = backend.ingest([value for _, value in records], flush=not args.no_flush,

@@ -46,11 +46,11 @@ def key_refusal(url: str, headers: Any = None) -> ClientError:
     sent = (headers or {}).get("Authorization") or (headers or {}).get("authorization")
     if not sent:
         return ClientError(
-            f"{url} needs an API key: set {API_KEY_ENV} or pass --api-key "
+            f"{url} needs an API key (401): set {API_KEY_ENV} or pass --api-key "
             "(create one with `breadcrumb keys create --tenant USER --role admin`)")
     source = "--api-key" if _api_key and sent.endswith(_api_key) else API_KEY_ENV
     return ClientError(
-        f"{url} refused the API key given by {source} (unknown or revoked): check {source}, "
+        f"{url} refused the API key given by {source} (401: unknown or revoked): check {source}, "
         "or create a key with `breadcrumb keys create`")
 
 

@@ -38,9 +38,11 @@ def settings_message(exc: ValidationError, given: dict[str, Any]) -> str:
         flag = f"--{field.replace('_', '-')}"
         where = flag if given.get(field) is not None else f"BREADCRUMB_{field.upper()}"
         value = error.get("input")
-        shown = f" {value}" if value is not None and not isinstance(value, dict) else ""
+        secret = any(word in field for word in ("key", "password", "secret"))
+        shown = f" {value}" if value is not None and not isinstance(value, dict) \
+            and not secret else ""
         parts.append(f"{where}{shown}: {error['msg'].lower()}")
-    return "invalid setting " + "; ".join(parts)
+    return "invalid settings: " + "; ".join(parts)
 
 
 def check_embedder(settings: Settings) -> None:
@@ -85,5 +87,5 @@ def check_data_dir(command: str, settings: Settings, url: str | None) -> str | N
         raise Refused(f"--data-dir {path} is a file, not a folder: choose another --data-dir")
     if command in READERS:
         raise Refused(f"no data dir at {path}: check --data-dir (or BREADCRUMB_DATA_DIR); a "
-                      "new one is made by `breadcrumb serve`, `ingest` or `import`", code=1)
+                      "new one is made by `breadcrumb serve`, `ingest` or `import`")
     return f"breadcrumb: new empty data dir {path.resolve()}"
