@@ -42,12 +42,17 @@ def one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
     return lines[0]
 
 
-def test_a_dead_url_is_one_line() -> None:
+def test_a_dead_url_is_one_line(tmp_path: Path) -> None:
     dead = f"http://127.0.0.1:{free_port()}"
-    line = one_line(cli("recall", "which port", "--url", dead), 1)
+    line = one_line(cli("recall", "which port", "--user", "local", "--url", dead), 1)
     assert f"cannot reach {dead}" in line and "--url" in line
     line = one_line(cli("ingest", str(EXAMPLE), "--url", dead), 1)
     assert f"cannot reach {dead}" in line
+    line = one_line(cli("memory", "show", "m1", "--user", "local", "--url", dead), 1)
+    assert f"cannot reach {dead}" in line
+    watched = cli("watch", str(CLAUDE.parent), "--once", "--url", dead, "--state",
+                  str(tmp_path / "w.json"))
+    assert dead in one_line(watched, 1)
 
 
 def test_serve_mistakes_are_refused_before_anything_is_created(tmp_path: Path) -> None:
@@ -71,9 +76,11 @@ def test_serve_mistakes_are_refused_before_anything_is_created(tmp_path: Path) -
 
 def test_an_unknown_data_dir_is_refused_or_announced(tmp_path: Path) -> None:
     typo = tmp_path / "typo"
-    line = one_line(cli("recall", "which port", "--data-dir", str(typo), *HASH), 2)
+    line = one_line(cli("recall", "which port", "--user", "local", "--data-dir", str(typo),
+                        *HASH), 2)
     assert f"no data dir at {typo}" in line and "--data-dir" in line
-    line = one_line(cli("memory", "show", "m1", "--data-dir", str(typo), *HASH), 2)
+    line = one_line(cli("memory", "show", "m1", "--user", "local", "--data-dir", str(typo),
+                        *HASH), 2)
     assert "no data dir at" in line
     assert not typo.exists()
 
