@@ -88,10 +88,15 @@ def answers_for(url: str, instance: str, timeout: float = 5.0) -> bool:
     """True when the service at ``url`` reports this ``instance`` (``GET /v1/identity``,
     which touches no store): a port reused by another process, or another data dir's
     service, does not. The request carries this process's key; a service that refuses
-    it raises :class:`ClientError` at once (waiting would not change the answer)."""
+    it raises :class:`ClientError` at once (waiting would not change the answer). Without
+    a key, the public ``GET /healthz`` (which carries the same instance) is asked."""
     headers = api_key_headers()
     try:
         response = httpx.get(f"{url}/v1/identity", timeout=timeout, headers=headers)
+        if response.status_code == 401 and not headers:
+            # no key here (an MCP proxy forwarding its callers' keys, or a CLI command whose
+            # request will then say a key is needed): the public /healthz has the instance
+            response = httpx.get(f"{url}/healthz", timeout=timeout)
     except httpx.HTTPError:
         return False
     if response.status_code == 401:

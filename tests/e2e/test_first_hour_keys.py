@@ -173,3 +173,40 @@ def test_quiet_logs_and_a_clean_stop(served: Served) -> None:
     assert "/v1/stats" not in log and "/v1/identity" not in log and "/healthz" not in log
     assert "schema 1 -> 2" not in log  # a fresh data dir has nothing to migrate
     assert not (served.data_dir / "server.json").exists()
+
+
+def test_mcp_over_http_hands_off_without_a_key_of_its_own(served: Served) -> None:
+    """``mcp --transport http --data-dir`` on a keyed, served dir forwards each caller's key
+    (it has none itself: the hand-off finds the owner through the public ``/healthz``)."""
+    from tests.e2e.test_mcp_http_auth import _calls
+
+    dd = ["--data-dir", str(served.data_dir)]
+    ingested, _ = cli("ingest", str(EXAMPLE), *dd, *HASH)
+    assert ingested.returncode == 0, ingested.stderr
+    made, _ = cli("keys", "create", "--tenant", "demo", "--role", "reader", *dd)
+    key = made.stdout.strip().splitlines()[-1]
+    wait_until(lambda: httpx.get(f"{served.url}/v1/stats").status_code == 401, timeout=10)
+    port = free_port()
+    with (served.log.parent / "mcp.log").open("wb") as log:
+        proc = subprocess.Popen([*CLI, "mcp", "--transport", "http", "--port", str(port), *dd,
+                                 *HASH], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env=_env())
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:
+            wait_until(lambda: _listening(url) or proc.poll() is not None, timeout=90,
+                       interval=0.2)
+            assert proc.poll() is None, (served.log.parent / "mcp.log").read_text()
+            out = anyio.run(_calls, url, key)
+            assert not out["own"].is_error and out["foreign"].is_error
+            assert out["own"].structured_content["memories"]
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+def _listening(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1)
+    except httpx.HTTPError:
+        return False
+    return True
