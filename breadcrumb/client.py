@@ -41,8 +41,30 @@ def api_key_headers(key: str | None = None) -> dict[str, str]:
     return {"Authorization": f"Bearer {chosen}"} if chosen else {}
 
 
+def key_refusal(url: str, headers: Any = None) -> ClientError:
+    """The one line for a 401: which key was sent (flag or variable) and what to do."""
+    sent = (headers or {}).get("Authorization") or (headers or {}).get("authorization")
+    if not sent:
+        return ClientError(
+            f"{url} needs an API key (401): set {API_KEY_ENV} or pass --api-key "
+            "(create one with `breadcrumb keys create --tenant USER --role admin`)")
+    source = "--api-key" if _api_key and sent.endswith(_api_key) else API_KEY_ENV
+    return ClientError(
+        f"{url} refused the API key given by {source} (401: unknown or revoked): check {source}, "
+        "or create a key with `breadcrumb keys create`")
+
+
+def unreachable(url: str, exc: Exception) -> ClientError:
+    """The one line for a service that cannot be reached (dead port, wrong host, TLS)."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return ClientError(
+        f"cannot reach {url} ({reason}): is `breadcrumb serve` running there? "
+        "Check --url, or leave it out to use the data dir")
+
+
 __all__ = ["Backend", "ClientError", "HttpBackend", "LocalBackend", "api_key_headers",
-           "connect", "locate", "running_server", "use_api_key", "write_server_marker"]
+           "connect", "key_refusal", "locate", "running_server", "unreachable", "use_api_key",
+           "write_server_marker"]
 
 
 class ClientError(RuntimeError):
@@ -65,11 +87,23 @@ def write_server_marker(settings: Settings) -> Path:
 def answers_for(url: str, instance: str, timeout: float = 5.0) -> bool:
     """True when the service at ``url`` reports this ``instance`` (``GET /v1/identity``,
     which touches no store): a port reused by another process, or another data dir's
-    service, does not."""
+    service, does not. The request carries this process's key; a service that refuses
+    it raises :class:`ClientError` at once (waiting would not change the answer). Without
+    a key, the public ``GET /healthz`` (which carries the same instance) is asked."""
+    headers = api_key_headers()
     try:
-        response = httpx.get(f"{url}/v1/identity", timeout=timeout)
+        response = httpx.get(f"{url}/v1/identity", timeout=timeout, headers=headers)
+        if response.status_code == 401 and not headers:
+            # no key here (an MCP proxy forwarding its callers' keys, or a CLI command whose
+            # request will then say a key is needed): the public /healthz has the instance
+            response = httpx.get(f"{url}/healthz", timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    if response.status_code == 401:
+        raise key_refusal(url, headers)
+    try:
         return bool(response.json().get("instance") == instance)
-    except (httpx.HTTPError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return False
 
 
@@ -169,8 +203,18 @@ class HttpBackend:
         self.http = httpx.Client(base_url=self.url, timeout=timeout,
                                  headers=api_key_headers(api_key))
 
+    def _send(self, method: str, path: str, **kw: Any) -> httpx.Response:
+        """One request; a dead service or a refused key is a one-line :class:`ClientError`."""
+        try:
+            response = self.http.request(method, path, **kw)
+        except httpx.TransportError as exc:
+            raise unreachable(self.url, exc) from None
+        if response.status_code == 401:
+            raise key_refusal(self.url, self.http.headers)
+        return response
+
     def _call(self, method: str, path: str, **kw: Any) -> Any:
-        response = self.http.request(method, path, **kw)
+        response = self._send(method, path, **kw)
         if response.status_code >= 400:
             try:
                 message = response.json()["error"]["message"]
@@ -180,7 +224,7 @@ class HttpBackend:
         return response.json()
 
     def submit(self, items: list[Any]) -> dict[str, Any]:
-        response = self.http.post("/v1/events", json={"events": items})
+        response = self._send("POST", "/v1/events", json={"events": items})
         if response.status_code == 422:  # the whole batch was invalid: still a report
             error = response.json()["error"]
             return {"accepted": 0, "duplicates": 0, "rejected": error.get("rejected", [])}

@@ -42,21 +42,63 @@ class JsonFormatter(logging.Formatter):
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def configure_logging(settings: Settings, verbose: bool = False) -> None:
-    """Root logging as ``settings.log_format`` says (``text`` or ``json``); replaces handlers."""
+#: client libraries that log every request at INFO (``HTTP Request: GET /v1/stats …``)
+CHATTY_LIBRARIES = ("httpx", "httpcore", "aiokafka", "urllib3")
+LEVELS = ("debug", "info", "warning", "error")
+#: polled by probes, dashboards and the CLI's progress: no access line when they succeed
+POLLED_PATHS = frozenset({"/healthz", "/readyz", "/v1/stats", "/v1/identity", "/metrics",
+                          "/v1/dashboard/snapshot"})
+
+
+def configure_logging(settings: Settings, verbose: bool = False, level: str | None = None,
+                      quiet_libraries: bool | None = None) -> None:
+    """Root logging as ``settings.log_format`` says (``text`` or ``json``); replaces handlers.
+
+    ``level`` (``--log-level``) sets the root level; ``verbose`` (``-v``) means ``debug``.
+    The client libraries' per-request lines are off unless ``quiet_libraries`` is False
+    (default: off unless ``verbose`` or ``level`` is given); below ``debug`` the access log
+    skips successful polling (:data:`POLLED_PATHS`).
+    """
     handler = logging.StreamHandler()
     if settings.log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        handlers=[handler], force=True)
+    chosen = "debug" if verbose else (level or "info")
+    logging.basicConfig(level=chosen.upper(), handlers=[handler], force=True)
+    quiet = (not verbose and level is None) if quiet_libraries is None else quiet_libraries
+    for name in CHATTY_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.NOTSET)
+    access = logging.getLogger("uvicorn.access")
+    for old in [f for f in access.filters if isinstance(f, PollingFilter)]:
+        access.removeFilter(old)
+    if chosen != "debug":
+        access.addFilter(PollingFilter())
 
 
-def uvicorn_log_config(settings: Settings) -> dict[str, Any] | None:
-    """``log_config`` for ``uvicorn.run``: ``None`` in json mode so uvicorn logs go to root."""
+class PollingFilter(logging.Filter):
+    """Drops uvicorn access lines of successful polling (health, stats, identity)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if not isinstance(args, tuple) or len(args) < 5:
+            return True
+        path, status = str(args[2]).partition("?")[0], args[4]
+        return not (path in POLLED_PATHS and isinstance(status, int) and status < 400)
+
+
+def uvicorn_log_config(settings: Settings, quiet_polling: bool = True) -> dict[str, Any] | None:
+    """``log_config`` for ``uvicorn.run``: ``None`` in json mode so uvicorn logs go to root
+    (whose ``uvicorn.access`` logger :func:`configure_logging` filtered); in text mode
+    uvicorn's own config, its access log without successful polling."""
     if settings.log_format == "json":
         return None
+    import copy
+
     from uvicorn.config import LOGGING_CONFIG
 
-    return LOGGING_CONFIG
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    if quiet_polling:
+        config.setdefault("filters", {})["polling"] = {"()": PollingFilter}
+        config["handlers"]["access"]["filters"] = ["polling"]
+    return config

@@ -61,6 +61,10 @@ def dumps(value: Any) -> bytes:
     return orjson.dumps(value)
 
 
+#: what a 401 tells the caller to do
+KEY_HINT = "pass api_key= (CLI: --api-key) or set BREADCRUMB_API_KEY"
+
+
 def auth_headers(api_key: str | None = None) -> dict[str, str]:
     """``Authorization: Bearer …`` from ``api_key`` or ``BREADCRUMB_API_KEY``, if any."""
     key = api_key or os.environ.get("BREADCRUMB_API_KEY")
@@ -372,6 +376,8 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError):
         message, code = response.text[:500], ""
     text = f"POST /v1/events: {response.status_code} {code}: {message}".replace(" : ", ": ")
+    if response.status_code == 401:
+        text += f" ({KEY_HINT})"
     if response.status_code == 422:
         raise InvalidEventError(text)
     raise PublishError(text)

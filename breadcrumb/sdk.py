@@ -32,6 +32,7 @@ from typing import Any, Literal, TypeVar
 import httpx
 
 from breadcrumb.publishers import (
+    KEY_HINT,
     Backoff,
     HttpPublisher,
     IndexCounters,
@@ -266,4 +267,5 @@ def _answer(response: httpx.Response, what: str) -> dict[str, Any]:
         message = str(response.json()["error"]["message"])
     except (ValueError, KeyError, TypeError):
         message = response.text[:500]
-    raise BreadcrumbError(f"{what}: {response.status_code} {message}")
+    hint = f" ({KEY_HINT})" if response.status_code == 401 else ""
+    raise BreadcrumbError(f"{what}: {response.status_code} {message}{hint}")

@@ -29,7 +29,7 @@ import orjson
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
@@ -44,6 +44,8 @@ INSTRUCTIONS = (
     "exact value from a summary. Use recall_memory_source to read more of one source "
     "range, and remember to store a note for later sessions."
 )
+EMPTY_QUERY = ("query is empty: ask in plain words, e.g. 'which port did we move the "
+               "database to?'")
 PAGE_EVENTS = 200  # at most this many events of a range are read per call
 NOTE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/mcp/remember/v1")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False,
@@ -74,14 +76,15 @@ class Binder:
     backend that forwards the caller's key, which the query service checks.
     """
 
-    def __init__(self, backend: Backend, default_user: str,
+    def __init__(self, backend: Backend, default_user: str | None,
                  backend_for_key: BackendForKey | None = None) -> None:
         self.backend = backend
         self.default_user = default_user
         self.backend_for_key = backend_for_key
 
     def bind(self, ctx: Context | None, user_id: str | None) -> tuple[Backend, str | None]:
-        """None only when forwarding a caller's key: the query service fills its tenant."""
+        """None when a key names the tenant (forwarded, or the stdio proxy's own key):
+        the query service fills it in."""
         principal, token = _caller(ctx)
         if self.backend_for_key is not None:
             return self.backend_for_key(token), user_id or (None if token else self.default_user)
@@ -92,11 +95,32 @@ class Binder:
         return self.backend, user_id or principal.tenant
 
 
-def build_mcp_server(backend: Backend, name: str = "breadcrumb", user_id: str = "local",
+class BreadcrumbMCP(MCPServer):
+    """MCPServer whose argument errors read as one line per field, not a pydantic dump."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: {argument_errors(exc.__cause__)}") \
+                    from exc.__cause__
+            raise
+
+
+def argument_errors(exc: ValidationError) -> str:
+    """``query: field required; k: input should be less than or equal to 50``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg'].lower()}"
+        for err in exc.errors())
+
+
+def build_mcp_server(backend: Backend, name: str = "breadcrumb", user_id: str | None = "local",
                      backend_for_key: BackendForKey | None = None) -> MCPServer:
     """An MCPServer whose tools answer through ``backend`` for ``user_id`` by default (or,
     when forwarding keys, through ``backend_for_key(caller's key)``)."""
-    server = MCPServer(name, title="Breadcrumb memory", instructions=INSTRUCTIONS,
+    server = BreadcrumbMCP(name, title="Breadcrumb memory", instructions=INSTRUCTIONS,
                        version=server_version())
     binder = Binder(backend, user_id, backend_for_key)
     _add_search(server, binder)
@@ -113,7 +137,7 @@ def _add_search(server: MCPServer, binder: Binder) -> None:
         "lines with the event ids they come from. The reply fits in max_tokens + 150 "
         "tokens; its last line gives its size."))
     async def search_memory(
-        query: Annotated[str, Field(min_length=1, description=(
+        query: Annotated[str, Field(description=(
             "The question in plain words, e.g. 'which port did we move the database to?'"))],
         user_id: UserId = None,
         project_id: Annotated[str | None, Field(
@@ -136,6 +160,8 @@ def _add_search(server: MCPServer, binder: Binder) -> None:
             "(scores, query hints, metadata; thousands of tokens)."))] = "brief",
         ctx: Context | None = None,
     ) -> CallToolResult:
+        if not query.strip():  # checked here: a schema minLength fails as a pydantic dump
+            raise ToolError(EMPTY_QUERY)
         backend, user = binder.bind(ctx, user_id)
         body = {"user_id": user, "query": query, "project_id": project_id,
                 "k": k, "max_tokens": max_tokens, "mode": mode,
@@ -269,7 +295,8 @@ def _caller(ctx: Context | None) -> tuple[Principal | None, str | None]:
     return (principal if isinstance(principal, Principal) else None), token
 
 
-def run_mcp(backend: Backend, transport: str, host: str, port: int, user_id: str = "local",
+def run_mcp(backend: Backend, transport: str, host: str, port: int,
+            user_id: str | None = "local",
             settings: Settings | None = None,
             backend_for_key: BackendForKey | None = None) -> None:
     """Serve until stopped: ``stdio`` or ``http`` (streamable HTTP at ``/mcp``, behind

@@ -47,7 +47,9 @@ def upgrade(store: _Sql) -> int:
         return found
     if found < 2:
         moved = _escape_thread_keys(store)
-        log.info("schema 1 -> 2: %s thread keys rewritten", moved)
+        # a fresh database has nothing to rewrite: no line at start-up
+        log.log(logging.INFO if moved else logging.DEBUG,
+                "schema 1 -> 2: %s thread keys rewritten", moved)
     if found == 1 and not store._fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.

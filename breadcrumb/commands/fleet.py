@@ -48,8 +48,8 @@ def quiet_client_logs() -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb fleet``."""
     p = sub.add_parser("fleet", help="simulate N coding agents publishing events")
-    p.add_argument("--agents", type=int, default=10)
-    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--agents", type=int, default=10, help="simulated agents (10)")
+    p.add_argument("--seconds", type=float, default=30.0, help="how long to run (30)")
     p.add_argument("--rate", type=float, default=2.0,
                    help="events per second per agent (0: as fast as possible)")
     p.add_argument("--batch", type=int, default=1, help="events per publish call per agent")

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -17,7 +20,6 @@ from typing import Any, TextIO
 import orjson
 
 from breadcrumb import client as local_client
-from breadcrumb.commands.fleet import quiet_client_logs
 from breadcrumb.importers import (
     FORMATS,
     ImportFormatError,
@@ -45,14 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--agent", default=None, help="agent_id (default: the format's name)")
     p.add_argument("--base-time", default=None,
                    help="RFC 3339 time for records without one (default: the file's mtime)")
-    p.add_argument("--batch", type=int, default=100)
-    p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--batch", type=int, default=100,
+                   help="events per request; progress is shown after each (100)")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds to wait for each batch to be stored (900)")
     p.set_defaults(handler=cmd_import)
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Convert the file(s), submit each in batches with a progress bar, print the report."""
-    quiet_client_logs()
     user = args.user or settings.user_id
     folder = args.path.is_dir()
     if folder and args.thread:
@@ -130,25 +133,71 @@ def submit_with_progress(backend: local_client.Backend, events: list[dict[str, A
 
 
 class ProgressBar:
-    """A one-line progress bar on stderr (no dependency)."""
+    """A one-line progress bar on stderr with the rate and the time left (no dependency).
 
-    def __init__(self, total: int, label: str, width: int = 30,
-                 stream: TextIO | None = None) -> None:
+    On a terminal the line is redrawn in place, and every second while a batch is being
+    stored; elsewhere (a log file, a pipe) one line is written per step.
+    """
+
+    def __init__(self, total: int, label: str, width: int = 30, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.monotonic, tick: float = 1.0) -> None:
         self.total = max(total, 1)
         self.label = label
         self.width = width
         self.stream = stream or sys.stderr
+        self.clock = clock
+        self.started = clock()
+        self.done = 0
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker = None
+        if self.live and tick > 0:
+            self._ticker = threading.Thread(target=self._tick, args=(tick,), daemon=True)
+            self._ticker.start()
         self.update(0)
 
-    def update(self, done: int) -> None:
-        filled = self.width * done // self.total
+    def line(self) -> str:
+        """``label [###---] 200/1000 events  12.5 events/s  elapsed 0:16  ETA 1:04``."""
+        elapsed = max(self.clock() - self.started, 0.0)
+        filled = self.width * self.done // self.total
         bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} events")
+        text = f"{self.label} [{bar}] {self.done}/{self.total} events  elapsed {_clock(elapsed)}"
+        if self.done and elapsed > 0:
+            rate = self.done / elapsed
+            text += f"  {rate:.1f} events/s  ETA {_clock((self.total - self.done) / rate)}"
+        return text
+
+    def update(self, done: int) -> None:
+        with self._lock:
+            self.done = done
+            self._draw()
+
+    def _draw(self) -> None:
+        self.stream.write(("\r\033[K" if self.live else "") + self.line()
+                          + ("" if self.live else "\n"))
         self.stream.flush()
 
+    def _tick(self, every: float) -> None:
+        while not self._stop.wait(every):
+            with self._lock:
+                self._draw()
+
     def close(self) -> None:
-        self.stream.write("\n")
-        self.stream.flush()
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    """``1:04`` / ``2:03:10``."""
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _base_time(value: str | None, path: Path) -> datetime:

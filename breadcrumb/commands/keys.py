@@ -23,15 +23,19 @@ def register(sub: Any) -> None:
     actions = keys.add_subparsers(dest="keys_action", required=True)
     create = actions.add_parser("create", help="create a key; prints it alone on the last line")
     create.add_argument("--tenant", required=True, help="the user_id this key acts for")
-    create.add_argument("--role", required=True, choices=ROLES)
+    create.add_argument("--role", required=True, choices=ROLES,
+                        help="agent: publish and recall; reader: also read threads and "
+                             "memories; admin: everything, any tenant")
     listing = actions.add_parser("list", help="list keys (never their secrets)")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="print JSON")
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", help="the key's id (the part after bc_, from keys list)")
     for p in (create, listing, revoke):
         p.add_argument("--data-dir", type=Path, default=None,
                        help="embedded data folder (./.breadcrumb)")
-        p.add_argument("--mode", choices=["embedded", "cluster"], default=None)
+        p.add_argument("--mode", choices=["embedded", "cluster"], default=None,
+                       help="where keys live: the data dir (embedded) or the SQL store "
+                            "(cluster); $BREADCRUMB_MODE")
         p.set_defaults(handler=run)
 
 

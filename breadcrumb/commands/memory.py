@@ -20,26 +20,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("memory", help="show, audit or change a memory's status / tier")
     verbs = p.add_subparsers(dest="memory_command", required=True)
+    helps = {"set": "change a memory's status or tier (audited)",
+             "audit": "list a memory's recorded changes", "show": "print a memory as JSON"}
     for name in ("set", "audit", "show"):
-        v = verbs.add_parser(name)
+        v = verbs.add_parser(name, help=helps[name])
         _common(v)
-        v.add_argument("memory_id")
-        v.add_argument("--user", required=True)
+        v.add_argument("memory_id", help="the memory's id (from recall)")
+        v.add_argument("--user", default=None,
+                       help="tenant (user_id) of the memory (default: $BREADCRUMB_USER_ID, "
+                            "'local')")
         if name == "set":
             v.add_argument("--status", default=None,
-                           choices=["active", "superseded", "archived", "conflicted"])
-            v.add_argument("--tier", default=None, choices=["provisional", "confirmed", "active"])
-            v.add_argument("--reason", required=True)
-            v.add_argument("--actor", default="cli")
+                           choices=["active", "superseded", "archived", "conflicted"],
+                           help="new status")
+            v.add_argument("--tier", default=None, choices=["provisional", "confirmed", "active"],
+                           help="new tier")
+            v.add_argument("--reason", required=True, help="why (kept in the audit log)")
+            v.add_argument("--actor", default="cli", help="who made the change (cli)")
         v.set_defaults(handler=cmd_memory)
 
 
 def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch ``memory set|audit|show``; prints JSON. Through the service that owns the
     data dir when one runs (its stores are never opened twice), else in-process."""
-    from breadcrumb.client import locate
+    from breadcrumb.client import api_key_headers, locate
 
     url, lock = locate(settings, args.url)
+    if not (url and api_key_headers()):  # with a key, the service fills in the key's tenant
+        args.user = args.user or settings.user_id
     try:
         out = _over_http(url, args) if url else _in_process(settings, args)
     except _Refused as exc:
@@ -59,16 +67,25 @@ class _Refused(Exception):
 def _over_http(url: str, args: argparse.Namespace) -> Any:
     import httpx
 
+    from breadcrumb.client import api_key_headers, key_refusal, unreachable
+
     path = f"/v1/memories/{args.memory_id}"
-    with httpx.Client(base_url=url, timeout=120) as http:
-        if args.memory_command == "set":
-            body = {"user_id": args.user, "status": args.status, "tier": args.tier,
-                    "reason": args.reason, "actor": args.actor}
-            response = http.patch(path, json=body)
-        elif args.memory_command == "audit":
-            response = http.get(f"{path}/audit", params={"user_id": args.user})
-        else:
-            response = http.get(path, params={"user_id": args.user})
+    headers = api_key_headers()
+    try:
+        with httpx.Client(base_url=url, timeout=120, headers=headers) as http:
+            tenant = {"user_id": args.user} if args.user else {}
+            if args.memory_command == "set":
+                body = {**tenant, "status": args.status, "tier": args.tier,
+                        "reason": args.reason, "actor": args.actor}
+                response = http.patch(path, json=body)
+            elif args.memory_command == "audit":
+                response = http.get(f"{path}/audit", params=tenant)
+            else:
+                response = http.get(path, params=tenant)
+    except httpx.TransportError as exc:
+        raise unreachable(url, exc) from None
+    if response.status_code == 401:
+        raise key_refusal(url, headers)
     if response.status_code >= 400:
         try:
             message = response.json()["error"]["message"]

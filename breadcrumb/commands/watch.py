@@ -25,8 +25,11 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data dir whose running service receives the events")
     p.add_argument("--url", default=None, help="query service URL")
+    p.add_argument("--api-key", default=None,
+                   help="API key sent to the query service (default: $BREADCRUMB_API_KEY)")
     p.add_argument("--kafka", default=None, help="publish to Kafka at this bootstrap instead")
-    p.add_argument("--topic-prefix", default=None)
+    p.add_argument("--topic-prefix", default=None,
+                   help="prefix of the Kafka topic names (default: $BREADCRUMB_TOPIC_PREFIX)")
     p.add_argument("--user", default=None, help="tenant (default: BREADCRUMB_USER_ID, 'local')")
     p.add_argument("--state", type=Path, default=None,
                    help="position file (default: DATA_DIR/watch-state.json)")
@@ -39,8 +42,10 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Watch until SIGINT / SIGTERM (or one pass with ``--once``)."""
+    import httpx
+
     from breadcrumb import client as local_client
-    from breadcrumb.sdk import Breadcrumb
+    from breadcrumb.sdk import Breadcrumb, BreadcrumbError, PublishError
     from breadcrumb.watch import DEFAULT_FOLDERS, SdkSink, Watcher
 
     folders = args.folders or [Path(f).expanduser() for f in DEFAULT_FOLDERS]
@@ -48,19 +53,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         None if args.kafka else f"http://{settings.host}:{settings.port}")
     state = args.state or settings.data_dir / "watch-state.json"
     user = args.user or settings.user_id
-    with Breadcrumb(url=url, kafka=args.kafka, topic_prefix=args.topic_prefix,
-                    user_id=user) as bc:
-        watcher = Watcher(folders, SdkSink(bc), state, user_id=user,
-                          idle_end_seconds=args.idle_end)
-        if args.once:
-            sent = watcher.poll_once()
-        else:
-            stopping: list[int] = []
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda number, _frame: stopping.append(number))
-            sys.stderr.write(f"watching {', '.join(map(str, folders))} → {url or args.kafka}\n")
-            watcher.run(args.interval, stop=lambda: bool(stopping))
-            sent = watcher.stats.events_sent
+    try:
+        with Breadcrumb(url=url, kafka=args.kafka, topic_prefix=args.topic_prefix,
+                        user_id=user, api_key=args.api_key) as bc:
+            watcher = Watcher(folders, SdkSink(bc), state, user_id=user,
+                              idle_end_seconds=args.idle_end)
+            if args.once:
+                sent = watcher.poll_once()
+            else:
+                stopping: list[int] = []
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(sig, lambda number, _frame: stopping.append(number))
+                sys.stderr.write(f"watching {', '.join(map(str, folders))} → "
+                                 f"{url or args.kafka}\n")
+                watcher.run(args.interval, stop=lambda: bool(stopping))
+                sent = watcher.stats.events_sent
+    except (BreadcrumbError, PublishError) as exc:  # a refused key, a service gone: one line
+        raise local_client.ClientError(str(exc)) from None
+    except httpx.TransportError as exc:
+        raise local_client.unreachable(str(url or args.kafka), exc) from None
     sys.stdout.write(f'{{"events_sent": {sent}, "sessions_ended": '
                      f'{watcher.stats.sessions_ended}, "skipped_files": '
                      f'{len(watcher.stats.skipped_files)}}}\n')

@@ -24,12 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
     _common(worker)
-    worker.add_argument("--loglevel", default="info")
+    worker.add_argument("--loglevel", default="info", help="Faust's own log level (info)")
     worker.add_argument("--serve-api", action="store_true",
                         help="also serve the HTTP API in this process (needed when Qdrant runs "
                              "in qdrant-client local mode, which allows one process only)")
-    worker.add_argument("--host", default=None)
-    worker.add_argument("--port", type=int, default=None)
+    worker.add_argument("--host", default=None, help="--serve-api: address (127.0.0.1)")
+    worker.add_argument("--port", type=int, default=None, help="--serve-api: port (8765)")
     worker.set_defaults(handler=cmd_worker)
 
 

@@ -124,7 +124,7 @@ def _read(path: Path) -> tuple[Any, list[tuple[int, Any]], list[dict[str, Any]]]
 
     records, bad = read_records(path)
     if not records and bad:
-        raise ImportFormatError(f"{path}: not JSON: {bad[0]['error']}")
+        raise ImportFormatError(f"{path}: {bad[0]['error']}")  # the error says "not JSON"
     return None, records, bad
 
 
