@@ -83,7 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _settings(args)
     except ValueError as exc:
-        print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
+        from breadcrumb.infra.settings import settings_error_line
+
+        print(f"breadcrumb: invalid settings: {settings_error_line(exc)}", file=sys.stderr)
         return 2
     configure_logging(settings, verbose=args.verbose)
     local_client.use_api_key(getattr(args, "api_key", None))
@@ -119,7 +121,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         scheme = "https" if settings.ssl_certfile else "http"
         lock.set_url(f"{scheme}://{_client_host(settings.host)}:{settings.port}")
     try:
-        runtime = build_runtime(settings)
+        if settings.mode == "cluster":  # one line naming the setting when a service is absent
+            from breadcrumb.infra.preflight import cluster_preflight, explained
+
+            cluster_preflight(settings)
+            with explained(settings):
+                runtime = build_runtime(settings)
+        else:
+            runtime = build_runtime(settings)
         app = create_app(runtime)
         marker = None if lock else local_client.write_server_marker(settings)
         settle_heap()
