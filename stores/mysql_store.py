@@ -89,6 +89,7 @@ class MySqlStore(SqlStore):
         self.ssl_ca = ssl_ca
         self.ssl_verify_identity = ssl_verify_identity
         self._connect_timeout = connect_timeout
+        self._reconnecting = False  # a lost connection was reported and not yet restored
 
     def __repr__(self) -> str:  # never the password
         return f"MySqlStore({self.user}@{self.host}:{self.port}/{self.database})"
@@ -171,9 +172,16 @@ class MySqlStore(SqlStore):
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
                 if not _disconnected(exc):
                     raise
-                log.warning("MySQL connection lost (%s); reconnecting", exc)
+                # said once per outage (a read per request would repeat it): again at debug
+                (log.debug if self._reconnecting else log.warning)(
+                    "MySQL connection lost (%s); reconnecting", exc)
+                self._reconnecting = True
                 self._require_open().ping(reconnect=True)
-                return self._fetch(sql, params)
+                rows = self._fetch(sql, params)
+                if self._reconnecting:
+                    log.info("MySQL connection to %s:%s restored", self.host, self.port)
+                self._reconnecting = False
+                return rows
 
 
 def mysql_store(settings: Any) -> MySqlStore:
