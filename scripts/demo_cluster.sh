@@ -88,7 +88,12 @@ fi
 cli fleet --agents "$AGENTS" --seconds "$SECONDS_TO_RUN" --rate "$RATE" --seed "$SEED" \
   "${TARGET[@]}" >"$DEMO_DIR/fleet-report.json"
 FLEET_DONE="$(date +%s.%N)"
-"$PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(f"[demo]   sent {r[\"events_sent\"]}, accepted {r[\"accepted\"]}, errors {r[\"errors\"]}, {r[\"accepted_per_second\"]} events/s")' "$DEMO_DIR/fleet-report.json"
+"$PYTHON" - "$DEMO_DIR/fleet-report.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"[demo]   sent {r['events_sent']}, accepted {r['accepted']}, errors {r['errors']}, "
+      f"{r['accepted_per_second']} events/s")
+EOF
 
 say "4/6 waiting until the fleet is processed (pending -> 0; gives up after $WAIT s)"
 "$PYTHON" - "$URL" "$WAIT" "$FLEET_DONE" <<'EOF'
