@@ -78,7 +78,7 @@ class KeyRing:
                     self._cache[name] = (started, value)
                     self._known[name] = value
                     if self.unavailable is not None:
-                        log.info("API keys readable again (%s)", self.unavailable)
+                        log.info("API keys readable again (they were not: %s)", self.unavailable)
                         self.unavailable = None
             finally:  # cached before the gate goes: a caller arriving after it finds the value
                 with self._lock:

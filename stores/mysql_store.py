@@ -144,9 +144,10 @@ class MySqlStore(SqlStore):
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
             if not _disconnected(exc):
                 raise
-            log.warning("MySQL connection lost (%s); reconnecting", exc)
+            self._say_lost(exc)
             self._conn.ping(reconnect=True)
             self._conn.begin()
+            self._say_restored()
 
     def _rollback(self) -> None:
         try:
@@ -172,16 +173,23 @@ class MySqlStore(SqlStore):
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
                 if not _disconnected(exc):
                     raise
-                # said once per outage (a read per request would repeat it): again at debug
-                (log.debug if self._reconnecting else log.warning)(
-                    "MySQL connection lost (%s); reconnecting", exc)
-                self._reconnecting = True
+                self._say_lost(exc)
                 self._require_open().ping(reconnect=True)
                 rows = self._fetch(sql, params)
-                if self._reconnecting:
-                    log.info("MySQL connection to %s:%s restored", self.host, self.port)
-                self._reconnecting = False
+                self._say_restored()
                 return rows
+
+    def _say_lost(self, exc: Exception) -> None:
+        """A lost connection, said once per outage (every read and transaction of every
+        request would repeat it): again at debug level until it is restored."""
+        (log.debug if self._reconnecting else log.warning)(
+            "MySQL connection lost (%s); reconnecting", exc)
+        self._reconnecting = True
+
+    def _say_restored(self) -> None:
+        if self._reconnecting:
+            log.info("MySQL connection to %s:%s restored", self.host, self.port)
+        self._reconnecting = False
 
 
 def mysql_store(settings: Any) -> MySqlStore:
