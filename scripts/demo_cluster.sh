@@ -96,7 +96,8 @@ print(f"[demo]   sent {r['events_sent']}, accepted {r['accepted']}, errors {r['e
 EOF
 
 say "4/6 waiting until the fleet is processed (pending -> 0; gives up after $WAIT s)"
-"$PYTHON" - "$URL" "$WAIT" "$FLEET_DONE" <<'EOF'
+STATUS=0  # 3: the backlog did not drain in DEMO_WAIT; 4: the recall missed the value
+"$PYTHON" - "$URL" "$WAIT" "$FLEET_DONE" <<'EOF' || STATUS=$?
 import sys, time, httpx
 url, wait, fleet_done = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 started = time.time()
@@ -145,7 +146,8 @@ print("[demo]   freshness:", json.dumps(fresh))
 EOF
 
 say "6/6 recall: a value one agent set, asked in the fleet's own words"
-"$PYTHON" - "$URL" "$SEED" <<'EOF'
+if [[ "$STATUS" == "0" ]]; then
+"$PYTHON" - "$URL" "$SEED" <<'EOF' || STATUS=$?
 import re, sys, httpx
 url, seed = sys.argv[1], sys.argv[2]
 user, thread = "fleet-user-0", f"seed{seed}-a000-s0001"
@@ -172,6 +174,7 @@ print(f"[demo]   the value {value} is {'IN' if found else 'NOT in'} the evidence
       f"({answer['latency_ms']} ms, {answer['token_cost']} tokens)")
 sys.exit(0 if found else 4)
 EOF
+fi
 
 say "open $URL/dashboard to watch the fleet (memories, lag, dead letters)"
 if [[ "$STOP_AT_END" == "1" ]]; then
@@ -180,3 +183,4 @@ if [[ "$STOP_AT_END" == "1" ]]; then
 else
   say "worker and serve keep running; stop them with: kill \$(cat $DEMO_DIR/worker.pid) \$(cat $DEMO_DIR/serve.pid)"
 fi
+exit "$STATUS"
