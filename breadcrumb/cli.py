@@ -163,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except ValueError as exc:
-        print(f"breadcrumb: invalid settings: {exc}", file=sys.stderr)
+        from breadcrumb.infra.settings import settings_error_line
+
+        print(f"breadcrumb: invalid settings: {settings_error_line(exc)}", file=sys.stderr)
         return 2
     default_level = "info" if args.command in SERVICES else "warning"
     configure_logging(settings, verbose=args.verbose, level=args.log_level or default_level,
@@ -220,7 +222,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         scheme = "https" if settings.ssl_certfile else "http"
         lock.set_url(f"{scheme}://{_client_host(settings.host)}:{settings.port}")
     try:
-        runtime = build_runtime(settings)
+        if settings.mode == "cluster":  # one line naming the setting when a service is absent
+            from breadcrumb.infra.preflight import cluster_preflight, explained
+
+            cluster_preflight(settings)
+            with explained(settings):
+                runtime = build_runtime(settings)
+        else:
+            runtime = build_runtime(settings)
         app = create_app(runtime)
         marker = None if lock else local_client.write_server_marker(settings)
         settle_heap()

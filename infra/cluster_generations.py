@@ -124,11 +124,35 @@ class ClusterGenerations:
         self._thread.start()
 
     def _follow(self) -> None:
-        while not self._stop.wait(self.settings.generation_poll_seconds):
+        """Poll the alias; while the SQL store is down, back off (doubling up to
+        30 s, one line when it goes and when it returns)."""
+        from breadcrumb.streams.failure_policy import describe, is_transient
+
+        period = self.settings.generation_poll_seconds
+        wait, down = period, None
+        longest = max(period, 30.0)
+        while not self._stop.wait(wait):
             try:
                 self.adopt(self.catalog.current())
-            except Exception:  # the old view keeps answering; try again next period
-                log.exception("could not follow the generation alias")
+                settle = getattr(getattr(self.runtime, "gateway", None), "settle", None)
+                if settle is not None:
+                    settle()  # counters and letters owed from an outage
+            except Exception as exc:  # the old view keeps answering; try again later
+                if not is_transient(exc):
+                    log.exception("could not follow the generation alias")
+                    wait = period
+                    continue
+                if down is None:
+                    log.warning("cannot read the generation alias (%s); still serving "
+                                "generation %s, retrying with backoff",
+                                " ".join(describe(exc).split()),
+                                getattr(self.runtime, "generation", "?"))
+                down = describe(exc)
+                wait = min(wait * 2, longest)
+                continue
+            if down is not None:
+                log.info("generation alias readable again")
+            wait, down = period, None
 
     def close(self) -> None:
         self._stop.set()

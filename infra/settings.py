@@ -52,7 +52,11 @@ class Settings(BaseSettings):
     kafka_replication: int = Field(1, ge=1)
     topic_prefix: str = ""
     worker_id: str = "breadcrumb-worker"
-    worker_web_port: int = Field(6066, ge=1, le=65535)
+    # The Faust worker's web server (its /, /router/ and /table/ pages): loopback unless
+    # configured. Port unset: 6066, or a free port when another worker on the host holds it;
+    # set: that port, and a worker that finds it taken refuses to start and says so.
+    worker_web_host: str = "127.0.0.1"
+    worker_web_port: int | None = Field(None, ge=1, le=65535)
 
     # --- cluster: MySQL / TiDB -------------------------------------------------------
     mysql_host: str = "127.0.0.1"
@@ -71,7 +75,9 @@ class Settings(BaseSettings):
     # qdrant_url is shared; local mode is one worker only and a second one refuses to
     # start); "topic" = workers send vectors to the compacted `vectors` topic, applied by
     # one sink (streams.vector_topic) into the store the query API reads.
-    vector_store: Literal["qdrant", "topic"] = "qdrant"
+    # Unset: "qdrant" when qdrant_url names a server, else "topic" (the two-process quick
+    # start: a worker and `serve` on one host cannot share a local-mode folder).
+    vector_store: Literal["qdrant", "topic"] | None = None
 
     # --- cluster: S3 -------------------------------------------------------------------
     s3_endpoint: str | None = None
@@ -169,6 +175,8 @@ class Settings(BaseSettings):
     def _check_limits(self) -> Settings:
         if self.segment_min_events > self.segment_max_events:
             raise ValueError("segment_min_events must not exceed segment_max_events")
+        if self.vector_store is None:  # the store every process of a deployment can share
+            self.vector_store = "qdrant" if self.qdrant_url else "topic"
         return self
 
     def with_overrides(self, **values: Any) -> Settings:
@@ -204,3 +212,17 @@ class Settings(BaseSettings):
     # its batch; its chunks' vectors follow in slices between batches (False: all at once).
     derive_two_speeds: bool = False
     # --- end derivation batches --------------------------------------------------------
+
+
+def settings_error_line(exc: Exception) -> str:
+    """A settings validation error as one line naming the environment variable."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())
+    parts = []
+    for error in errors():
+        loc = [str(p) for p in error.get("loc", ()) if p != "__root__"]
+        name = f"BREADCRUMB_{loc[0].upper()}" if loc else "settings"
+        given = f"={error['input']!r}" if loc and "input" in error else ""
+        parts.append(f"{name}{given}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)

@@ -185,9 +185,11 @@ class SecurityMiddleware:
                 principal = await run_in_threadpool(self._authenticate, scope, headers)
         except ApiError:
             raise
-        except Exception as exc:  # the key store is down: refuse (fail closed), never a 500
-            log.warning("reading API keys failed: %s", exc)
-            raise ApiError(503, "keys_unavailable", "the API keys cannot be read now") from exc
+        except Exception as exc:  # the key store is down and this key was never read:
+            # refuse (fail closed), never a 500; the keyring said why once (no traceback)
+            log.info("reading API keys failed: %s", exc)
+            raise ApiError(503, "keys_unavailable", "the API keys cannot be read now (the "
+                           "key store does not answer); retry later") from exc
         scope.setdefault("state", {})["principal"] = principal
         if principal is None or principal.role == FORWARDED:
             return receive

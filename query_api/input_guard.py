@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from breadcrumb.processors.json_sanity import TooDeep, json_problem, loads, printable
+from breadcrumb.streams.failure_policy import describe, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,15 @@ class InputGuard:
                 await self._guarded(scope, receive, tracking_send)
             else:
                 await self.app(scope, receive, tracking_send)
-        except Exception:
+        except Exception as exc:
+            if is_transient(exc) and not started:  # a store is down: expected, said in a line
+                reason = " ".join(describe(exc).split())
+                log.warning("%s %s: a store is unavailable (%s)", scope["method"],
+                            scope.get("path"), reason)
+                await error_response(503, "store_unavailable",
+                                     f"a store this request needs is unavailable; retry later "
+                                     f"({reason})")(scope, receive, send)
+                return
             log.exception("unexpected error on %s %s", scope["method"], scope.get("path"))
             if started:
                 raise

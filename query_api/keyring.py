@@ -7,6 +7,7 @@ effect within that time; :class:`ForwardingKeyRing` serves ``breadcrumb mcp --ur
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 
 from breadcrumb.stores.keys import KeyStore, parse_key
 
+log = logging.getLogger(__name__)
 FORWARDED = "forwarded"  # an MCP proxy's caller: the query service behind it checks the key
 
 
@@ -38,6 +40,9 @@ class KeyRing:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Any]] = {}
         self._loading: dict[str, threading.Lock] = {}  # name -> the lock of its one load
+        # the last successful read of each name: served while the store is down
+        self._known: dict[str, Any] = {}
+        self.unavailable: str | None = None  # why the store cannot be read now
 
     def _fresh_hit(self, name: str) -> tuple[bool, Any]:
         with self._lock:
@@ -61,14 +66,40 @@ class KeyRing:
                 return value
             started = time.monotonic()  # the value is at least as new as this
             try:
-                value = load()
+                try:
+                    value = load()
+                except Exception as exc:
+                    return self._last_known(name, exc, started)
                 with self._lock:
                     if len(self._cache) > 10_000:  # unknown ids must not grow memory unbounded
                         self._cache.clear()
+                    if len(self._known) > 10_000:
+                        self._known = {k: v for k, v in self._known.items() if v is not None}
                     self._cache[name] = (started, value)
+                    self._known[name] = value
+                    if self.unavailable is not None:
+                        log.info("API keys readable again (they were not: %s)", self.unavailable)
+                        self.unavailable = None
             finally:  # cached before the gate goes: a caller arriving after it finds the value
                 with self._lock:
                     self._loading.pop(name, None)
+            return value
+
+    def _last_known(self, name: str, exc: Exception, started: float) -> Any:
+        """While the store cannot be read: the value of the last successful read of
+        ``name`` (reused for ``ttl`` before the store is tried again), else ``exc``.
+        Said once per outage, in one line."""
+        from breadcrumb.streams.failure_policy import describe
+
+        with self._lock:
+            if self.unavailable is None:
+                self.unavailable = describe(exc)
+                log.warning("API keys cannot be read (%s): serving the keys read last until "
+                            "the store answers", self.unavailable)
+            if name not in self._known:
+                raise exc
+            value = self._known[name]
+            self._cache[name] = (started, value)
             return value
 
     def fresh(self, token: str | None) -> bool:

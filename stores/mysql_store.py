@@ -89,6 +89,7 @@ class MySqlStore(SqlStore):
         self.ssl_ca = ssl_ca
         self.ssl_verify_identity = ssl_verify_identity
         self._connect_timeout = connect_timeout
+        self._reconnecting = False  # a lost connection was reported and not yet restored
 
     def __repr__(self) -> str:  # never the password
         return f"MySqlStore({self.user}@{self.host}:{self.port}/{self.database})"
@@ -143,9 +144,10 @@ class MySqlStore(SqlStore):
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
             if not _disconnected(exc):
                 raise
-            log.warning("MySQL connection lost (%s); reconnecting", exc)
+            self._say_lost(exc)
             self._conn.ping(reconnect=True)
             self._conn.begin()
+            self._say_restored()
 
     def _rollback(self) -> None:
         try:
@@ -171,9 +173,23 @@ class MySqlStore(SqlStore):
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
                 if not _disconnected(exc):
                     raise
-                log.warning("MySQL connection lost (%s); reconnecting", exc)
+                self._say_lost(exc)
                 self._require_open().ping(reconnect=True)
-                return self._fetch(sql, params)
+                rows = self._fetch(sql, params)
+                self._say_restored()
+                return rows
+
+    def _say_lost(self, exc: Exception) -> None:
+        """A lost connection, said once per outage (every read and transaction of every
+        request would repeat it): again at debug level until it is restored."""
+        (log.debug if self._reconnecting else log.warning)(
+            "MySQL connection lost (%s); reconnecting", exc)
+        self._reconnecting = True
+
+    def _say_restored(self) -> None:
+        if self._reconnecting:
+            log.info("MySQL connection to %s:%s restored", self.host, self.port)
+        self._reconnecting = False
 
 
 def mysql_store(settings: Any) -> MySqlStore:

@@ -74,9 +74,12 @@ def create_app(settings: Any, parts: Any, web: bool = True,
         consumer_auto_offset_reset="earliest",
         broker_session_timeout=settings.kafka_session_timeout_seconds,
         broker_heartbeat_interval=settings.kafka_heartbeat_seconds,
-        web_port=settings.worker_web_port,
+        # loopback unless configured (Faust binds 0.0.0.0 by default: web_host only names
+        # the advertised URL); the port is resolved by `breadcrumb worker` (6066 or free)
+        web_port=settings.worker_web_port or 6066,
         web_enabled=web,
-        web_host="127.0.0.1",
+        web_bind=settings.worker_web_host,
+        web_host=_advertised(settings.worker_web_host),
         topic_allow_declare=True,
         datadir=str(settings.data_dir / "faust"),  # Faust's own files, not the cwd
         key_serializer="raw",  # keys/values are bytes we encode ourselves
@@ -127,6 +130,13 @@ def create_app(settings: Any, parts: Any, web: bool = True,
     app.breadcrumb_ingest = agent  # type: ignore[attr-defined]
     app.breadcrumb_batch = batch  # type: ignore[attr-defined]
     return app
+
+
+def _advertised(bind: str) -> str:
+    """The host in the worker's advertised web URL (a wildcard bind: this host's name)."""
+    import socket
+
+    return socket.gethostname() if bind in ("", "0.0.0.0", "::") else bind
 
 
 def _raw_topic(app: faust.App, name: str, partitions: int | None = None) -> Any:

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.failure_policy import describe, is_transient
 from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
@@ -54,6 +55,11 @@ class KafkaGateway:
         self._admin: AIOKafkaAdminClient | None = None  # committed offsets, for the lag
         self._last_lag = 0
         self.lag_error: str | None = None
+        self.sql_error: str | None = None  # why the SQL store cannot be written now
+        self._owed: dict[str, int] = {}  # counters not yet written (the store was down)
+        self._owed_letters: list[Any] = []
+        self._owed_lock = threading.Lock()
+        self._settling = threading.Lock()
         self.lag_errors = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -100,25 +106,80 @@ class KafkaGateway:
 
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
-        """Accepted means acknowledged by every in-sync replica of ``agent-events``."""
+        """Accepted means acknowledged by every in-sync replica of ``agent-events``.
+
+        The SQL store is not needed to accept: while it is unreachable the dedupe against
+        stored events is skipped (the worker stores an event id once) and the counters and
+        rejected events' letters wait here until it answers again (issue 30)."""
         checked = check_batch(items, self.clock(), source, limits_of(self.settings))
         fresh: list[tuple[str, bytes]] = []
         seen: set[tuple[str, str]] = set()
+        sql_up = True
         for event, raw in checked.valid:
             ident = (event.user_id, event.event_id)
-            if ident in seen or self.store.get_event(event.user_id, event.event_id) is not None:
+            if ident in seen:
                 continue
+            if sql_up:
+                try:
+                    if self.store.get_event(event.user_id, event.event_id) is not None:
+                        continue
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    sql_up = False
             seen.add(ident)
             fresh.append((event.thread_key, raw))
         letters = [orjson.dumps(letter.to_dict()) for letter in checked.letters]
         self._run(self._send(fresh, letters))
-        for letter in checked.letters:
-            self.store.put_dead_letter(letter)
         duplicates = len(checked.valid) - len(fresh)
-        self.store.incr("events_received", len(items))
-        self.store.incr("events_accepted", len(fresh))
-        self.store.incr("duplicates", duplicates)
+        with self._owed_lock:
+            self._owed_letters.extend(checked.letters)
+            for name, n in (("events_received", len(items)), ("events_accepted", len(fresh)),
+                            ("duplicates", duplicates)):
+                self._owed[name] = self._owed.get(name, 0) + n
+        self.settle()
         return SubmitResult(len(fresh), duplicates, checked.rejected)
+
+    def settle(self) -> bool:
+        """Write the counters and letters owed to the SQL store; False (kept for the next
+        call, said once per outage) while it cannot be reached. One caller at a time; the
+        others return at once (the one settling writes what they added)."""
+        if not self._settling.acquire(blocking=False):
+            return False
+        try:
+            while True:
+                with self._owed_lock:
+                    letter = self._owed_letters[0] if self._owed_letters else None
+                    name = next(iter(self._owed), None) if letter is None else None
+                    n = self._owed.get(name, 0) if name is not None else 0
+                if letter is None and name is None:
+                    break
+                if letter is not None:
+                    self.store.put_dead_letter(letter)
+                elif n:
+                    self.store.incr(name, n)
+                with self._owed_lock:
+                    if letter is not None:
+                        self._owed_letters.pop(0)
+                    elif name is not None:
+                        self._owed[name] -= n
+                        if not self._owed[name]:
+                            del self._owed[name]
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            if self.sql_error is None:
+                log.warning("SQL store unavailable (%s): events are still accepted onto "
+                            "Kafka; counters and letters are written when it answers",
+                            " ".join(describe(exc).split()))
+            self.sql_error = describe(exc)
+            return False
+        finally:
+            self._settling.release()
+        if self.sql_error is not None:
+            log.info("SQL store answers again: owed counters and letters written")
+            self.sql_error = None
+        return True
 
     async def _send(self, events: list[tuple[str, bytes]], letters: list[bytes]) -> None:
         assert self._producer is not None

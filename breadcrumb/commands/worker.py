@@ -35,12 +35,56 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from breadcrumb.cli import refused_bind
+    from breadcrumb.infra.preflight import cluster_preflight
 
     settings = settings.with_overrides(mode="cluster", host=args.host, port=args.port)
     if args.serve_api and refused_bind(settings):
         return 2  # no key exists: the API serves loopback only
+    cluster_preflight(settings)  # one line naming the setting when a service is not there
+    settings = settings.with_overrides(worker_web_port=web_port(settings))
     run_worker(settings, loglevel=args.loglevel, serve_api=args.serve_api)
     return 0
+
+
+DEFAULT_WEB_PORT = 6066  # Faust's
+
+
+def _port_free(host: str, port: int) -> bool:
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def web_port(settings: Settings) -> int:
+    """The port of the worker's web server: ``worker_web_port`` when set (refusing, in one
+    line, when it is taken), else 6066, or a free port when another process holds 6066."""
+    import socket
+
+    from breadcrumb.stores.data_dir import StartupError
+
+    host = settings.worker_web_host
+    if settings.worker_web_port is not None:
+        if not _port_free(host, settings.worker_web_port):
+            raise StartupError(f"port {settings.worker_web_port} on {host} is taken "
+                               "(BREADCRUMB_WORKER_WEB_PORT; another worker on this host?): "
+                               "set another port, or unset it to pick a free one")
+        return settings.worker_web_port
+    if _port_free(host, DEFAULT_WEB_PORT):
+        return DEFAULT_WEB_PORT
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port = int(probe.getsockname()[1])
+    log.info("worker web server: port %s on %s is taken (another worker?); using %s "
+             "(set BREADCRUMB_WORKER_WEB_PORT to choose)", DEFAULT_WEB_PORT, host, port)
+    return port
 
 
 def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = False) -> None:
@@ -74,7 +118,10 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
     refusal = split_store_reason(gen, members)
     if refusal:
         raise SystemExit(refusal)
-    parts = build_worker_parts(gen)
+    from breadcrumb.infra.preflight import explained
+
+    with explained(gen):
+        parts = build_worker_parts(gen)
     parts.generation, parts.catalog = name, catalog
     app = create_app(gen, parts, client_id=store_client_id(gen))
     if serve_api:

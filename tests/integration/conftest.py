@@ -52,6 +52,8 @@ def cluster_settings(tmp_path: Path, **overrides: object) -> Settings:
         "port": free_port(),
         "mysql_database": fresh_database(tag),
     }
+    if "BREADCRUMB_VECTOR_STORE" not in os.environ:  # these tests' store: local mode in
+        values["vector_store"] = "qdrant"  # one process (the quick start tests the default)
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 
@@ -60,7 +62,7 @@ def start_worker(settings: Settings, log: Path, *args: str) -> subprocess.Popen[
     """``breadcrumb worker`` as a user runs it, configured through BREADCRUMB_* variables."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name in ("mode", "data_dir", "topic_prefix", "worker_id", "worker_web_port",
-                 "idle_flush_seconds", "mysql_database", "port"):
+                 "idle_flush_seconds", "mysql_database", "port", "vector_store"):
         env[f"BREADCRUMB_{name.upper()}"] = str(getattr(settings, name))
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     return subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "worker", *args],

@@ -26,7 +26,8 @@ from tests.conftest import example_events
 REPO = Path(__file__).resolve().parents[2]
 ENV_FIELDS = ("mode", "data_dir", "topic_prefix", "worker_id", "worker_web_port",
               "idle_flush_seconds", "mysql_database", "mysql_port", "port", "embedder",
-              "kafka_bootstrap", "kafka_session_timeout_seconds", "kafka_heartbeat_seconds")
+              "kafka_bootstrap", "kafka_session_timeout_seconds", "kafka_heartbeat_seconds",
+              "vector_store")
 
 
 def fleet(copies: int) -> list[dict[str, Any]]:

@@ -238,3 +238,51 @@ def test_a_server_key_store_reuses_its_connection_and_replaces_a_dead_one() -> N
     made[0].dead = True
     assert store.count() == 3
     assert len(made) == 2 and "close" in log  # the dead one closed, a new one made
+
+
+def test_keys_read_before_an_outage_keep_working_and_unknown_ones_fail_closed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 30: the key ring serves the last successful read of each key (and of "are
+    there keys") while the store is down; a key never read answers 503; said once."""
+    store = sqlite_key_store(tmp_path / "d")
+    record, key = new_key("acme", "agent")
+    store.add(record)
+    _, other = new_key("acme", "agent")
+
+    class Flaky:
+        down = False
+
+        def count(self) -> int:
+            if self.down:
+                raise OSError("database is down")
+            return store.count()
+
+        def get(self, key_id: str) -> Any:
+            if self.down:
+                raise OSError("database is down")
+            return store.get(key_id)
+
+    flaky = Flaky()
+    app = FastAPI()
+
+    @app.get("/v1/stats")
+    async def stats() -> dict[str, bool]:
+        return {"ok": True}
+
+    app.add_middleware(SecurityMiddleware, settings=Settings(data_dir=tmp_path),
+                       keyring=KeyRing(flaky, ttl=0))  # type: ignore[arg-type]
+    client = TestClient(app)
+    auth = {"authorization": f"Bearer {key}"}
+    assert client.get("/v1/stats", headers=auth).status_code == 200
+    flaky.down = True
+    for _ in range(3):
+        assert client.get("/v1/stats", headers=auth).status_code == 200
+    assert client.get("/v1/stats").status_code == 401  # keys exist: one is still required
+    refused = client.get("/v1/stats", headers={"authorization": f"Bearer {other}"})
+    assert refused.status_code == 503 and refused.json()["error"]["code"] == "keys_unavailable"
+    said = [r for r in caplog.records if "API keys cannot be read" in r.getMessage()]
+    assert len(said) == 1 and said[0].exc_info is None
+    flaky.down = False
+    assert client.get("/v1/stats", headers=auth).status_code == 200
+    assert client.get("/v1/stats", headers={"authorization": f"Bearer {other}"}
+                      ).status_code == 401  # never stored

@@ -105,7 +105,7 @@ def test_a_generations_records_fill_its_own_collections_never_mains(tmp_path: Pa
 
 
 def test_only_a_local_mode_worker_joining_a_live_group_is_refused(tmp_path: Path) -> None:
-    local = Settings(mode="cluster", data_dir=tmp_path)
+    local = Settings(mode="cluster", data_dir=tmp_path, vector_store="qdrant")
     assert split_store_reason(local, 0) is None
     reason = split_store_reason(local, 2) or ""
     assert "already has 2 worker(s)" in reason and "split the vectors" in reason
