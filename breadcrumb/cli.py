@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--mode-recall", dest="recall_mode", choices=["auto", "summary", "source"],
                         default="auto")
     recall.add_argument("--json", action="store_true")
+    # issue 26: request fields recall already has
+    recall.add_argument("--brief", action="store_true", help="the compact brief view")
+    recall.add_argument("--thread", default=None, help="only memories of this thread")
+    recall.add_argument("--tag", action="append", default=None, help="only with this tag")
+    recall.add_argument("--include-superseded", action="store_true")
 
     from breadcrumb.commands import register_all
 
@@ -160,6 +165,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
     body = {"user_id": args.user, "query": args.query, "project_id": args.project, "k": args.k,
             "max_tokens": args.max_tokens, "mode": args.recall_mode}
+    extra = {"thread_id": args.thread, "tags": args.tag,  # issue 26: only when given
+             "include_superseded": args.include_superseded or None,
+             "view": "brief" if args.brief else None}
+    body.update({k: v for k, v in extra.items() if v is not None})
     backend = local_client.connect(settings, args.url)
     try:
         answer = backend.recall(body)
@@ -167,6 +176,8 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         backend.close()
     if args.json:
         print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
+    elif answer.get("view") == "brief":
+        print(answer["text"])
     else:
         print(format_answer(answer))
     return 0
@@ -200,7 +211,8 @@ def format_answer(answer: dict[str, Any]) -> str:
     for i, mem in enumerate(answer["memories"], start=1):
         rng = mem["source_range"]
         out.append(f"\n[{i}] score {mem['score']:.3f}  {mem['status']}/{mem['tier']}  "
-                   f"source_range {rng['thread_id']} [{rng['start_index']}..{rng['end_index']}]")
+                   f"source_range {rng['thread_id']} [{rng['start_index']}..{rng['end_index']}]"
+                   f"  id {mem['id']}")
         out.append(f"    {mem['summary']}")
     for ev in answer["evidence"]:
         out.append(f"\nevidence from {ev['source_thread_id']} "

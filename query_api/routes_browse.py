@@ -34,6 +34,7 @@ from breadcrumb.topics.records import split_thread_key
 router = APIRouter()
 MEMORY_STATUSES = ("active", "superseded", "archived", "conflicted")
 MEMORY_TIERS = ("provisional", "confirmed", "active")
+MAX_PAGE = 200
 
 
 def memory_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +53,23 @@ def _one_of(name: str, value: str | None, allowed: tuple[str, ...]) -> str | Non
     return value
 
 
+def list_view(runtime: Any, user_id: str, project: str | None = None,
+              thread: str | None = None, status: str | None = None, tier: str | None = None,
+              tag: str | None = None, text: str | None = None, sort: str = "time",
+              limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+    """``GET /v1/memories`` (also the CLI's ``memory list``)."""
+    flt = MemoryFilter(user_id, project, thread, _one_of("status", status, MEMORY_STATUSES),
+                       _one_of("tier", tier, MEMORY_TIERS), tag, text)
+    _one_of("sort", sort, tuple(sql_browse.SORTS))
+    if not 1 <= limit <= MAX_PAGE:
+        raise ApiError(422, "invalid_request", f"field 'limit': 1 to {MAX_PAGE}")
+    try:
+        rows, nxt = sql_browse.list_memories(runtime.store, flt, sort, limit, cursor)
+    except CursorError as exc:
+        raise ApiError(422, "invalid_cursor", f"field 'cursor': {exc}") from exc
+    return {"memories": [memory_view(r) for r in rows], "next_cursor": nxt}
+
+
 @router.get("/v1/memories")
 async def list_memories(
     request: Request,
@@ -62,32 +80,29 @@ async def list_memories(
     tag: str | None = Query(None, min_length=1, max_length=200),
     text: str | None = Query(None, min_length=1, max_length=200),
     sort: str = "time",
-    limit: int = Query(50, ge=1, le=200),
+    limit: int = Query(50, ge=1, le=MAX_PAGE),
     cursor: str | None = Query(None, max_length=4000),
 ) -> dict[str, Any]:
     """A page of the tenant's memories, filtered and sorted."""
-    flt = MemoryFilter(user_id, project, thread, _one_of("status", status, MEMORY_STATUSES),
-                       _one_of("tier", tier, MEMORY_TIERS), tag, text)
-    _one_of("sort", sort, tuple(sql_browse.SORTS))
-    store = request.app.state.runtime.store
-    try:
-        rows, nxt = await run_in_threadpool(sql_browse.list_memories, store, flt, sort, limit,
-                                            cursor)
-    except CursorError as exc:
-        raise ApiError(422, "invalid_cursor", f"field 'cursor': {exc}") from exc
-    return {"memories": [memory_view(r) for r in rows], "next_cursor": nxt}
+    return await run_in_threadpool(list_view, request.app.state.runtime, user_id, project,
+                                   thread, status, tier, tag, text, sort, limit, cursor)
+
+
+def versions_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:
+    """``GET /v1/memories/{id}/versions`` (also the CLI's ``memory versions``)."""
+    chain = sql_browse.versions(runtime.store, user_id, memory_id)
+    if not chain:
+        raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
+    facts = sql_browse.fact_versions(runtime.store, user_id, memory_id)
+    return {"memory_id": memory_id, "versions": chain, "facts": facts}
 
 
 @router.get("/v1/memories/{memory_id}/versions")
 async def memory_versions(memory_id: str, request: Request,
                           user_id: str = Query(min_length=1, max_length=128)) -> dict[str, Any]:
     """The supersession chain through this memory, oldest first."""
-    store = request.app.state.runtime.store
-    chain = await run_in_threadpool(sql_browse.versions, store, user_id, memory_id)
-    if not chain:
-        raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
-    facts = await run_in_threadpool(sql_browse.fact_versions, store, user_id, memory_id)
-    return {"memory_id": memory_id, "versions": chain, "facts": facts}
+    return await run_in_threadpool(versions_view, request.app.state.runtime, user_id,
+                                   memory_id)
 
 
 def threads_view(runtime: Any, user_id: str, project: str | None, limit: int,

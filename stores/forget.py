@@ -9,7 +9,8 @@ and the dead letters whose payload names the scope. What it writes:
 
 * a **tombstone** (``erasure_tombstones``: tenant or thread; ``erased_events``: the event
   ids of a forgotten memory's source range), checked by intake and by the processors, so
-  no re-import, redelivery or replay brings the data back (:func:`is_erased`);
+  no re-import, redelivery or replay brings the data back (:func:`is_erased`). Thread and
+  event ids are kept as SHA-256 hashes (with the tenant id) (:func:`digest`), never in clear;
 * one **erasure audit** row (``erasure_audit``): who, when, which scope kind, how many
   rows -- never content.
 
@@ -21,6 +22,7 @@ The vector points, cold objects and in-process caches are the caller's
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -38,9 +40,9 @@ THREAD_MARK = "applied_seq/"  # streams.fair_schedule.THREAD_MARK (stores may no
 PASSAGES_PENDING = "passages_pending/"  # streams.passage_lane.PENDING
 TABLES: tuple[s.Table, ...] = (
     s._t("erasure_tombstones",
-         "id:serial! user_id:uid! scope:short! thread_id:tid erased_at:ts! actor:short!",
+         "id:serial! user_id:uid! scope:short! thread_hash:short erased_at:ts! actor:short!",
          "id", indexes=(("user_id",),), mysql_options=s._TIDB_MONOTONIC),
-    s._t("erased_events", "user_id:uid! event_id:uid!", "user_id event_id"),
+    s._t("erased_events", "user_id:uid! event_hash:short!", "user_id event_hash"),
     s._t("erasure_audit",
          "id:serial! user_id:uid! scope:short! at:ts! actor:short! counts:json!",
          "id", mysql_options=s._TIDB_MONOTONIC),
@@ -286,14 +288,16 @@ def write_tombstone(store: Any, p: Plan, at: str, actor: str) -> None:
     scope = p.scope
     with store.transaction():
         if scope.kind == "memory":
-            sql = store.dialect.upsert("erased_events", ("user_id", "event_id"),
-                                       ("user_id", "event_id"), ("event_id",))
+            sql = store.dialect.upsert("erased_events", ("user_id", "event_hash"),
+                                       ("user_id", "event_hash"), ("event_hash",))
             if p.event_ids:
-                store._execute_many(sql, [(scope.user_id, e) for e in p.event_ids])
+                store._execute_many(sql, [(scope.user_id, digest(scope.user_id, e))
+                                          for e in p.event_ids])
         else:
-            store._execute("INSERT INTO erasure_tombstones (user_id, scope, thread_id, "
+            thread = None if scope.thread_id is None else digest(scope.user_id, scope.thread_id)
+            store._execute("INSERT INTO erasure_tombstones (user_id, scope, thread_hash, "
                            "erased_at, actor) VALUES (?, ?, ?, ?, ?)",
-                           (scope.user_id, scope.kind, scope.thread_id, at, actor))
+                           (scope.user_id, scope.kind, thread, at, actor))
     _cache.pop(id(store), None)
 
 
@@ -335,7 +339,7 @@ def _tombstones(store: Any) -> _Tombstones:
     tenants: dict[str, datetime] = {}
     threads: set[tuple[str, str]] = set()
     for user, scope, thread, at in store._read(
-            "SELECT user_id, scope, thread_id, erased_at FROM erasure_tombstones"):
+            "SELECT user_id, scope, thread_hash, erased_at FROM erasure_tombstones"):
         if scope == "tenant":
             when = _when(str(at)) or datetime.max.replace(tzinfo=UTC)
             tenants[_text(user)] = max(when, tenants.get(_text(user), when))
@@ -345,6 +349,12 @@ def _tombstones(store: Any) -> _Tombstones:
     found = _Tombstones(now, tenants, threads, users)
     _cache[id(store)] = found
     return found
+
+
+def digest(user_id: str, value: str) -> str:
+    """What a tombstone keeps of a thread or event id: a hash, so the tombstone names no
+    thread or event (a re-import computes the same hash and is refused)."""
+    return hashlib.sha256(f"{user_id}\0{value}".encode()).hexdigest()[:40]
 
 
 def _when(ts: str) -> datetime | None:
@@ -367,7 +377,7 @@ def erased_positions(store: Any, events: Sequence[tuple[str, str, str, str]]) ->
     out: set[int] = set()
     by_user: dict[str, list[int]] = {}
     for i, (user, thread, _event_id, ts) in enumerate(events):
-        if (user, thread) in marks.threads:
+        if (user, digest(user, thread)) in marks.threads:
             out.add(i)
         elif user in marks.tenants and ((_when(ts) or datetime.min.replace(tzinfo=UTC))
                                         <= marks.tenants[user]):
@@ -375,11 +385,11 @@ def erased_positions(store: Any, events: Sequence[tuple[str, str, str, str]]) ->
         elif user in marks.event_users:
             by_user.setdefault(user, []).append(i)
     for user, positions in by_user.items():
-        ids = [events[i][2] for i in positions]
+        ids = [digest(user, events[i][2]) for i in positions]
         gone = {_text(r[0]) for r in store._read(
-            f"SELECT event_id FROM erased_events WHERE user_id = ? AND {_in('event_id', ids)}",
-            (user, *ids))}
-        out.update(i for i in positions if events[i][2] in gone)
+            f"SELECT event_hash FROM erased_events WHERE user_id = ? AND "
+            f"{_in('event_hash', ids)}", (user, *ids))}
+        out.update(i for i, h in zip(positions, ids, strict=True) if h in gone)
     return out
 
 
