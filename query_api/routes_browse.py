@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Request
+import orjson
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,10 +83,16 @@ async def list_memories(
     sort: str = "time",
     limit: int = Query(50, ge=1, le=MAX_PAGE),
     cursor: str | None = Query(None, max_length=4000),
-) -> dict[str, Any]:
+) -> Response:
     """A page of the tenant's memories, filtered and sorted."""
-    return await run_in_threadpool(list_view, request.app.state.runtime, user_id, project,
+    page = await run_in_threadpool(list_view, request.app.state.runtime, user_id, project,
                                    thread, status, tier, tag, text, sort, limit, cursor)
+    return json_bytes(page)
+
+
+def json_bytes(content: dict[str, Any]) -> Response:
+    """Plain JSON types encoded once by orjson (FastAPI's encoder walks every value)."""
+    return Response(orjson.dumps(content), media_type="application/json")
 
 
 def versions_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
             raise ApiError(404, "not_found", f"no memory {scope.memory_id} for this user")
         _add_range_events(runtime, p)
         at = utc_now_iso()
-        forget.write_tombstone(stores[0], p, at, actor)  # intake refuses it from now on
+        for store in stores:  # intake and the processors refuse it from now on
+            forget.write_tombstone(store, p, at, actor)
         counts: dict[str, int] = {}
         for store in stores:
             for table, n in forget.erase(store, p).items():

@@ -26,6 +26,7 @@ import hashlib
 import json
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -75,20 +76,20 @@ class Plan:
     cold_keys: list[str] = field(default_factory=list)
 
 
-_ready: set[int] = set()
+_ready: weakref.WeakSet[Any] = weakref.WeakSet()  # stores ready (not ids: reused)
 _ready_lock = threading.Lock()
 
 
 def ensure_tables(store: Any) -> None:
     """Create this module's tables once per store (idempotent)."""
     with _ready_lock:
-        if id(store) in _ready:
+        if store in _ready:
             return
         with store.transaction():
             for table in TABLES:
                 for stmt in store.dialect.create_table(table):
                     store._execute(stmt)
-        _ready.add(id(store))
+        _ready.add(store)
 
 
 def _text(value: Any) -> str:
@@ -298,7 +299,7 @@ def write_tombstone(store: Any, p: Plan, at: str, actor: str) -> None:
             store._execute("INSERT INTO erasure_tombstones (user_id, scope, thread_hash, "
                            "erased_at, actor) VALUES (?, ?, ?, ?, ?)",
                            (scope.user_id, scope.kind, thread, at, actor))
-    _cache.pop(id(store), None)
+    _cache.pop(store, None)
 
 
 def write_audit(store: Any, scope: Scope, at: str, actor: str, counts: dict[str, int]) -> None:
@@ -327,15 +328,18 @@ class _Tombstones:
     event_users: set[str]  # users with erased event ids (checked by id)
 
 
-_cache: dict[int, _Tombstones] = {}
+_cache: weakref.WeakKeyDictionary[Any, _Tombstones] = weakref.WeakKeyDictionary()
 
 
 def _tombstones(store: Any) -> _Tombstones:
-    found = _cache.get(id(store))
+    found = _cache.get(store)
     now = time.monotonic()
     if found is not None and now - found.read_at < TOMBSTONE_TTL_S:
         return found
-    ensure_tables(store)
+    if not _has_table(store, "erasure_tombstones"):  # a read path: no DDL here (MySQL
+        found = _Tombstones(now, {}, set(), set())  # would commit the caller's transaction)
+        _cache[store] = found
+        return found
     tenants: dict[str, datetime] = {}
     threads: set[tuple[str, str]] = set()
     for user, scope, thread, at in store._read(
@@ -347,7 +351,7 @@ def _tombstones(store: Any) -> _Tombstones:
             threads.add((_text(user), _text(thread)))
     users = {_text(r[0]) for r in store._read("SELECT DISTINCT user_id FROM erased_events")}
     found = _Tombstones(now, tenants, threads, users)
-    _cache[id(store)] = found
+    _cache[store] = found
     return found
 
 

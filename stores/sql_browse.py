@@ -16,6 +16,7 @@ import base64
 import binascii
 import json
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +33,10 @@ BROWSE_INDEXES: tuple[tuple[str, ...], ...] = (
     ("user_id", "created_at", "id"),
     ("user_id", "importance", "id"),
     ("user_id", "hit_count", "id"),
-    ("user_id", "source_thread_id"),
+    ("user_id", "source_thread_id", "created_at"),
 )
 LIST_COLUMNS: tuple[str, ...] = s.MEMORY_COLUMNS + s.MEMORY_EXTRA
-_ready: set[int] = set()
+_ready: weakref.WeakSet[Any] = weakref.WeakSet()  # stores ready (not ids: reused)
 _ready_lock = threading.Lock()
 
 
@@ -59,12 +60,12 @@ class MemoryFilter:
 def ensure_indexes(store: Any) -> None:
     """Create the sort indexes of ``agent_memories`` once per store (idempotent)."""
     with _ready_lock:
-        if id(store) in _ready:
+        if store in _ready:
             return
         with store.transaction():
             for cols in BROWSE_INDEXES:
                 _create_index(store, "agent_memories", cols)
-        _ready.add(id(store))
+        _ready.add(store)
 
 
 def _create_index(store: Any, table: str, cols: Sequence[str]) -> None:
@@ -110,7 +111,7 @@ def json_field_like(name: str, value: str) -> str:
     return like_pattern(f'"{name}":{s.dumps(value)}')
 
 
-def _where(flt: MemoryFilter) -> tuple[list[str], list[Any]]:
+def _where(flt: MemoryFilter, mysql: bool = False) -> tuple[list[str], list[Any]]:
     where, params = ["user_id = ?"], [flt.user_id]
     for column, value in (("project_id", flt.project_id), ("source_thread_id", flt.thread_id),
                           ("status", flt.status), ("tier", flt.tier)):
@@ -120,10 +121,11 @@ def _where(flt: MemoryFilter) -> tuple[list[str], list[Any]]:
     if flt.tag is not None:  # tags is a JSON array: match the tag as one whole JSON string
         where.append("tags LIKE ? ESCAPE '!'")
         params.append(like_pattern(s.dumps(flt.tag)))
-    if flt.text is not None:
-        where.append("(LOWER(summary) LIKE ? ESCAPE '!' OR LOWER(retrieve_when) LIKE ? "
-                     "ESCAPE '!')")
-        params += [like_pattern(flt.text.lower())] * 2
+    if flt.text is not None:  # SQLite's LIKE ignores ASCII case itself; MySQL's _bin not
+        fold = "LOWER({})" if mysql else "{}"
+        where.append(f"({fold.format('summary')} LIKE ? ESCAPE '!' OR "
+                     f"{fold.format('retrieve_when')} LIKE ? ESCAPE '!')")
+        params += [like_pattern(flt.text.lower() if mysql else flt.text)] * 2
     return where, params
 
 
@@ -135,7 +137,7 @@ def list_memories(store: Any, flt: MemoryFilter, sort: str = "time", limit: int 
         raise ValueError(f"sort must be one of {', '.join(SORTS)}")
     ensure_indexes(store)
     column = SORTS[sort][0]
-    where, params = _where(flt)
+    where, params = _where(flt, store.dialect.mysql)
     if cursor is not None:
         value, last_id = decode_cursor(sort, cursor)
         where.append(f"({column} < ? OR ({column} = ? AND id < ?))")

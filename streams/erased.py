@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from breadcrumb.stores.forget import erased_positions
+from breadcrumb.stores.forget import erased_positions, is_erased
 from breadcrumb.streams.gateway import Checked
+from breadcrumb.topics.records import Event
 
 ERASED = "erased: this event's thread or tenant was forgotten (POST /v1/forget); not kept"
 
@@ -31,3 +32,9 @@ def drop_erased(store: Any, checked: Checked, count: int) -> Checked:
     rejected.sort(key=lambda r: int(r["position"]))
     valid = [v for i, v in enumerate(checked.valid) if i not in gone]
     return Checked(valid, checked.letters, rejected)
+
+
+def erased(store: Any, event: Event) -> bool:
+    """Whether the processors must drop ``event`` (a replay or a redelivery of a forgotten
+    scope: the erasure's tombstone is in every store it erased)."""
+    return is_erased(store, event.user_id, event.thread_id, event.event_id, event.ts)
