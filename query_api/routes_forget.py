@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -89,9 +90,23 @@ def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
         counts["cold_objects"] = _erase_cold(runtime, p)
         _empty_caches(runtime, stores)
         _restart_schedule(runtime)
+    if not callable(getattr(runtime.gateway, "paused", None)):
+        _settle(runtime, stores, p)
     forget.write_audit(stores[0], scope, at, actor, counts)
     return {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
             "counts": counts}
+
+
+def _settle(runtime: Any, stores: list[Any], p: Plan) -> None:
+    """Cluster: workers are not held while we erase, and another process sees a new
+    tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
+    erased by a second pass once every worker must see the tombstone."""
+    time.sleep(forget.TOMBSTONE_TTL_S + 0.5)
+    again = forget.plan(runtime.store, p.scope) if p.scope.kind != "memory" else p
+    if again is not None:
+        for store in stores:
+            forget.erase(store, again)
+        _erase_vectors(runtime, again)
 
 
 def _add_range_events(runtime: Any, p: Plan) -> None:

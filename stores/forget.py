@@ -87,9 +87,28 @@ def ensure_tables(store: Any) -> None:
             return
         with store.transaction():
             for table in TABLES:
+                home = _home(store) if table.name in SHARED else ""
                 for stmt in store.dialect.create_table(table):
-                    store._execute(stmt)
+                    store._execute(stmt.replace(f"EXISTS {table.name} ",
+                                                f"EXISTS {home}{table.name} ", 1))
         _ready.add(store)
+
+
+#: Tables every generation's processors read: in MySQL they live in the control database
+#: (``{database}`` of generation ``main``; a generation ``G`` runs in ``{database}__G``), so
+#: a replay into a new generation sees the erasures made before it.
+SHARED = ("erasure_tombstones", "erased_events")
+
+
+def _home(store: Any) -> str:
+    """The qualifier of the :data:`SHARED` tables: MySQL's control database, or none."""
+    if not store.dialect.mysql:
+        return ""
+    return f"`{str(store.database).split('__')[0]}`."
+
+
+def _t_name(store: Any, name: str) -> str:
+    return f"{_home(store)}{name}"
 
 
 def _text(value: Any) -> str:
@@ -133,12 +152,13 @@ def _archived(store: Any, where: str, params: Sequence[Any]) -> list[str]:
         f"SELECT object_key FROM archived_ranges WHERE {where}", params)]
 
 
-def _has_table(store: Any, name: str) -> bool:
+def _has_table(store: Any, name: str, shared: bool = False) -> bool:
     if store.dialect.mysql:
-        sql = ("SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
-               "AND table_name = ?")
-    else:
-        sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?"
+        schema = _home(store).strip("`.") if shared else None
+        sql = ("SELECT 1 FROM information_schema.tables WHERE table_schema = "
+               f"{'?' if schema else 'DATABASE()'} AND table_name = ?")
+        return bool(store._read(sql, (schema, name) if schema else (name,)))
+    sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?"
     return bool(store._read(sql, (name,)))
 
 
@@ -289,15 +309,15 @@ def write_tombstone(store: Any, p: Plan, at: str, actor: str) -> None:
     scope = p.scope
     with store.transaction():
         if scope.kind == "memory":
-            sql = store.dialect.upsert("erased_events", ("user_id", "event_hash"),
+            sql = store.dialect.upsert(_t_name(store, "erased_events"), ("user_id", "event_hash"),
                                        ("user_id", "event_hash"), ("event_hash",))
             if p.event_ids:
                 store._execute_many(sql, [(scope.user_id, digest(scope.user_id, e))
                                           for e in p.event_ids])
         else:
             thread = None if scope.thread_id is None else digest(scope.user_id, scope.thread_id)
-            store._execute("INSERT INTO erasure_tombstones (user_id, scope, thread_hash, "
-                           "erased_at, actor) VALUES (?, ?, ?, ?, ?)",
+            store._execute(f"INSERT INTO {_t_name(store, 'erasure_tombstones')} (user_id, "
+                           "scope, thread_hash, erased_at, actor) VALUES (?, ?, ?, ?, ?)",
                            (scope.user_id, scope.kind, thread, at, actor))
     _cache.pop(store, None)
 
@@ -336,20 +356,22 @@ def _tombstones(store: Any) -> _Tombstones:
     now = time.monotonic()
     if found is not None and now - found.read_at < TOMBSTONE_TTL_S:
         return found
-    if not _has_table(store, "erasure_tombstones"):  # a read path: no DDL here (MySQL
+    if not _has_table(store, "erasure_tombstones", shared=True):  # a read path: no DDL here (MySQL
         found = _Tombstones(now, {}, set(), set())  # would commit the caller's transaction)
         _cache[store] = found
         return found
     tenants: dict[str, datetime] = {}
     threads: set[tuple[str, str]] = set()
     for user, scope, thread, at in store._read(
-            "SELECT user_id, scope, thread_hash, erased_at FROM erasure_tombstones"):
+            f"SELECT user_id, scope, thread_hash, erased_at FROM "
+            f"{_t_name(store, 'erasure_tombstones')}"):
         if scope == "tenant":
             when = _when(str(at)) or datetime.max.replace(tzinfo=UTC)
             tenants[_text(user)] = max(when, tenants.get(_text(user), when))
         else:
             threads.add((_text(user), _text(thread)))
-    users = {_text(r[0]) for r in store._read("SELECT DISTINCT user_id FROM erased_events")}
+    users = {_text(r[0]) for r in store._read(
+        f"SELECT DISTINCT user_id FROM {_t_name(store, 'erased_events')}")}
     found = _Tombstones(now, tenants, threads, users)
     _cache[store] = found
     return found
@@ -391,7 +413,7 @@ def erased_positions(store: Any, events: Sequence[tuple[str, str, str, str]]) ->
     for user, positions in by_user.items():
         ids = [digest(user, events[i][2]) for i in positions]
         gone = {_text(r[0]) for r in store._read(
-            f"SELECT event_hash FROM erased_events WHERE user_id = ? AND "
+            f"SELECT event_hash FROM {_t_name(store, 'erased_events')} WHERE user_id = ? AND "
             f"{_in('event_hash', ids)}", (user, *ids))}
         out.update(i for i, h in zip(positions, ids, strict=True) if h in gone)
     return out

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
@@ -102,6 +103,7 @@ class KafkaGateway:
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
         """Accepted means acknowledged by every in-sync replica of ``agent-events``."""
         checked = check_batch(items, self.clock(), source, limits_of(self.settings))
+        checked = drop_erased(self.store, checked, len(items))  # issue 26: forgotten scopes
         fresh: list[tuple[str, bytes]] = []
         seen: set[tuple[str, str]] = set()
         for event, raw in checked.valid:
