@@ -18,7 +18,8 @@ Each round asks every shape three ways, interleaved so all see the same machine 
   security middleware, validation, a thread hop each way; on a loaded machine the hops
   dominate, so the TestClient's own cost is printed too: ``GET /healthz``);
 * ``sql``: a bare SQL statement reading the same page (same WHERE, ORDER BY, LIMIT 51),
-  fetched, not decoded.
+  fetched, not decoded; for a text filter, the window of rows the API reads
+  (``sql_browse.TEXT_WINDOW`` rows of the order: a LIKE '%…%' has no index).
 
 "deep" follows the cursor 20 pages and times the 20th page. Ratios are p50 / p50 sql.
 """
@@ -81,12 +82,20 @@ SHAPES: dict[str, dict[str, Any]] = {
 
 def bare_sql(store: Any, params: dict[str, Any]) -> None:
     """The first page of the same query, read and fetched, not decoded."""
-    from breadcrumb.stores.sql_browse import SORTS, MemoryFilter, _where
+    from dataclasses import replace
+
+    from breadcrumb.stores.sql_browse import SORTS, TEXT_WINDOW, MemoryFilter, _where
 
     flt = MemoryFilter(USER, params.get("project"), params.get("thread"), params.get("status"),
                        params.get("tier"), params.get("tag"), params.get("text"))
-    where, args = _where(flt)
     column = SORTS[params.get("sort", "time")][0]
+    if flt.text is not None:  # the API reads a window of the order and matches in Python:
+        where, args = _where(replace(flt, text=None))  # the bare read is that window
+        store._read(f"SELECT {column}, id, summary, retrieve_when FROM agent_memories WHERE "
+                    f"{' AND '.join(where)} ORDER BY {column} DESC, id DESC LIMIT ?",
+                    (*args, TEXT_WINDOW))
+        return
+    where, args = _where(flt)
     store._read(f"SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
                 f"ORDER BY {column} DESC, id DESC LIMIT 51", args)
 

@@ -18,7 +18,7 @@ import json
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from breadcrumb.stores import sql_schema as s
@@ -33,8 +33,12 @@ BROWSE_INDEXES: tuple[tuple[str, ...], ...] = (
     ("user_id", "created_at", "id"),
     ("user_id", "importance", "id"),
     ("user_id", "hit_count", "id"),
-    ("user_id", "source_thread_id", "created_at"),
+    ("user_id", "source_thread_id", "created_at", "id"),
 )
+#: A text filter (LIKE '%…%': no index can serve it) reads at most this many rows of the
+#: sort order per page; a page may then hold fewer matches than asked, with a cursor to go
+#: on from where the scan stopped. Bounds a page's cost at any size (bench/list_memories.py).
+TEXT_WINDOW = 5000
 LIST_COLUMNS: tuple[str, ...] = s.MEMORY_COLUMNS + s.MEMORY_EXTRA
 _ready: weakref.WeakSet[Any] = weakref.WeakSet()  # stores ready (not ids: reused)
 _ready_lock = threading.Lock()
@@ -137,18 +141,52 @@ def list_memories(store: Any, flt: MemoryFilter, sort: str = "time", limit: int 
         raise ValueError(f"sort must be one of {', '.join(SORTS)}")
     ensure_indexes(store)
     column = SORTS[sort][0]
-    where, params = _where(flt, store.dialect.mysql)
+    text = flt.text
+    where, params = _where(replace(flt, text=None), store.dialect.mysql)
     if cursor is not None:
         value, last_id = decode_cursor(sort, cursor)
         where.append(f"({column} < ? OR ({column} = ? AND id < ?))")
         params += [value, value, last_id]
+    order = f"ORDER BY {column} DESC, id DESC"
+    if text is not None:
+        return _text_page(store, where, params, order, column, sort, text, limit)
     sql = (f"{s.select_sql('agent_memories', LIST_COLUMNS)} WHERE {' AND '.join(where)} "
-           f"ORDER BY {column} DESC, id DESC LIMIT ?")
+           f"{order} LIMIT ?")
     rows = store._read(sql, (*params, limit + 1))
     page = [s.memory_row_dict(_texts(r)) for r in rows[:limit]]
     more = len(rows) > limit
     nxt = encode_cursor(sort, page[-1][column], page[-1]["id"]) if more and page else None
     return page, nxt
+
+
+def _text_page(store: Any, where: list[str], params: list[Any], order: str, column: str,
+               sort: str, text: str, limit: int) -> tuple[list[dict[str, Any]], str | None]:
+    """A text-filtered page: the next :data:`TEXT_WINDOW` rows of the order are read
+    (sort value, id and the two texts), matched here (case-insensitive), and the matches'
+    full rows read by id. The cursor goes on after the last match, or after the window
+    when it held fewer than ``limit`` matches."""
+    window = store._read(f"SELECT {column}, id, summary, retrieve_when FROM agent_memories "
+                         f"WHERE {' AND '.join(where)} {order} LIMIT ?",
+                         (*params, TEXT_WINDOW))
+    needle = text.casefold()
+    hits: list[tuple[Any, str]] = []
+    for value, mid, summary, when in (_texts(r) for r in window):
+        if needle in str(summary).casefold() or needle in str(when).casefold():
+            hits.append((value, mid))
+            if len(hits) > limit:
+                break
+    ids = [mid for _v, mid in hits[:limit]]
+    rows = {r[0]: r for r in (_texts(x) for x in store._read(
+        f"{s.select_sql('agent_memories', LIST_COLUMNS)} WHERE id IN ({s.marks(len(ids))})",
+        ids))} if ids else {}
+    page = [s.memory_row_dict(rows[i]) for i in ids if i in rows]
+    if len(hits) > limit:
+        last = hits[limit - 1]
+    elif len(window) == TEXT_WINDOW:  # the window ended first: go on after it
+        last = tuple(_texts(window[-1])[:2])
+    else:
+        return page, None
+    return page, encode_cursor(sort, last[0], last[1])
 
 
 def _texts(row: Sequence[Any]) -> tuple[Any, ...]:

@@ -194,3 +194,26 @@ def test_dead_letters_listed_scoped_and_redriven(http: TestClient) -> None:
     assert [e["content"] for e in late] == ["The late message, fixed."]
     assert http.post("/v1/dead_letters/999999/redrive", json={}, headers=admin).status_code == 404
     assert http.post("/v1/dead_letters/x1/redrive", json={}, headers=admin).status_code == 404
+
+
+def test_text_pages_through_a_bounded_window(http: TestClient,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from breadcrumb.stores import sql_browse
+
+    h = _h(http, "u1", "reader")
+    every = {m["id"] for m in _all_pages(http, h, text="rename the HELPER")}
+    assert len(every) == 7  # the seven task sessions
+    monkeypatch.setattr(sql_browse, "TEXT_WINDOW", 3)  # a page reads 3 rows at most
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        got = http.get("/v1/memories", headers=h, params={
+            "text": "rename the helper", "limit": 2, **({"cursor": cursor} if cursor else {})})
+        assert got.status_code == 200
+        pages.append([m["id"] for m in got.json()["memories"]])
+        cursor = got.json()["next_cursor"]
+        if cursor is None:
+            break
+    found = [i for page in pages for i in page]
+    assert sorted(found) == sorted(every) and len(found) == len(set(found))
+    assert all(len(page) <= 2 for page in pages) and len(pages) > 4
