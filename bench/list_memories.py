@@ -18,8 +18,9 @@ Each round asks every shape three ways, interleaved so all see the same machine 
   security middleware, validation, a thread hop each way; on a loaded machine the hops
   dominate, so the TestClient's own cost is printed too: ``GET /healthz``);
 * ``sql``: a bare SQL statement reading the same page (same WHERE, ORDER BY, LIMIT 51),
-  fetched, not decoded; for a text filter, the window of rows the API reads
-  (``sql_browse.TEXT_WINDOW`` rows of the order: a LIKE '%…%' has no index).
+  fetched, not decoded; for a text filter, the same windowed statement the API runs
+  (the matches among ``sql_browse.TEXT_WINDOW`` rows of the order: a LIKE '%…%' has no
+  index).
 
 "deep" follows the cursor 20 pages and times the 20th page. Ratios are p50 / p50 sql.
 """
@@ -89,11 +90,12 @@ def bare_sql(store: Any, params: dict[str, Any]) -> None:
     flt = MemoryFilter(USER, params.get("project"), params.get("thread"), params.get("status"),
                        params.get("tier"), params.get("tag"), params.get("text"))
     column = SORTS[params.get("sort", "time")][0]
-    if flt.text is not None:  # the API reads a window of the order and matches in Python:
-        where, args = _where(replace(flt, text=None))  # the bare read is that window
-        store._read(f"SELECT {column}, id, summary, retrieve_when FROM agent_memories WHERE "
-                    f"{' AND '.join(where)} ORDER BY {column} DESC, id DESC LIMIT ?",
-                    (*args, TEXT_WINDOW))
+    if flt.text is not None:  # the API matches within a window of the order: the same read
+        where, args = _where(replace(flt, text=None))
+        match, margs = _where(MemoryFilter("", text=flt.text))
+        store._read(f"SELECT * FROM (SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
+                    f"ORDER BY {column} DESC, id DESC LIMIT ?) w WHERE {match[-1]} "
+                    f"ORDER BY {column} DESC, id DESC LIMIT 51", (*args, TEXT_WINDOW, *margs[1:]))
         return
     where, args = _where(flt)
     store._read(f"SELECT * FROM agent_memories WHERE {' AND '.join(where)} "

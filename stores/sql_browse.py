@@ -35,7 +35,7 @@ BROWSE_INDEXES: tuple[tuple[str, ...], ...] = (
     ("user_id", "hit_count", "id"),
     ("user_id", "source_thread_id", "created_at", "id"),
 )
-#: A text filter (LIKE '%…%': no index can serve it) reads at most this many rows of the
+#: A text filter (LIKE '%…%': no index can serve it) looks at most at this many rows of the
 #: sort order per page; a page may then hold fewer matches than asked, with a cursor to go
 #: on from where the scan stopped. Bounds a page's cost at any size (bench/list_memories.py).
 TEXT_WINDOW = 5000
@@ -161,32 +161,25 @@ def list_memories(store: Any, flt: MemoryFilter, sort: str = "time", limit: int 
 
 def _text_page(store: Any, where: list[str], params: list[Any], order: str, column: str,
                sort: str, text: str, limit: int) -> tuple[list[dict[str, Any]], str | None]:
-    """A text-filtered page: the next :data:`TEXT_WINDOW` rows of the order are read
-    (sort value, id and the two texts), matched here (case-insensitive), and the matches'
-    full rows read by id. The cursor goes on after the last match, or after the window
-    when it held fewer than ``limit`` matches."""
-    window = store._read(f"SELECT {column}, id, summary, retrieve_when FROM agent_memories "
-                         f"WHERE {' AND '.join(where)} {order} LIMIT ?",
-                         (*params, TEXT_WINDOW))
-    needle = text.casefold()
-    hits: list[tuple[Any, str]] = []
-    for value, mid, summary, when in (_texts(r) for r in window):
-        if needle in str(summary).casefold() or needle in str(when).casefold():
-            hits.append((value, mid))
-            if len(hits) > limit:
-                break
-    ids = [mid for _v, mid in hits[:limit]]
-    rows = {r[0]: r for r in (_texts(x) for x in store._read(
-        f"{s.select_sql('agent_memories', LIST_COLUMNS)} WHERE id IN ({s.marks(len(ids))})",
-        ids))} if ids else {}
-    page = [s.memory_row_dict(rows[i]) for i in ids if i in rows]
-    if len(hits) > limit:
-        last = hits[limit - 1]
-    elif len(window) == TEXT_WINDOW:  # the window ended first: go on after it
-        last = tuple(_texts(window[-1])[:2])
-    else:
+    """A text-filtered page: the matches among the next :data:`TEXT_WINDOW` rows of the
+    order (the window and the match both in SQL). The cursor goes on after the last match,
+    or after the window when it held fewer than ``limit`` matches."""
+    clause = " AND ".join(where)
+    match, args = _where(MemoryFilter("", text=text), store.dialect.mysql)
+    cols = ", ".join(LIST_COLUMNS)
+    rows = store._read(
+        f"SELECT {cols} FROM (SELECT {cols} FROM agent_memories WHERE {clause} {order} "
+        f"LIMIT ?) w WHERE {match[-1]} {order} LIMIT ?",
+        (*params, TEXT_WINDOW, *args[1:], limit + 1))
+    page = [s.memory_row_dict(_texts(r)) for r in rows[:limit]]
+    if len(rows) > limit:
+        return page, encode_cursor(sort, page[-1][column], page[-1]["id"])
+    end = store._read(f"SELECT {column}, id FROM agent_memories WHERE {clause} {order} "
+                      "LIMIT 1 OFFSET ?", (*params, TEXT_WINDOW - 1))
+    if not end:  # the window reached the last row: nothing after it
         return page, None
-    return page, encode_cursor(sort, last[0], last[1])
+    value, last_id = _texts(end[0])
+    return page, encode_cursor(sort, value, last_id)
 
 
 def _texts(row: Sequence[Any]) -> tuple[Any, ...]:
