@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
-from breadcrumb.stores import forget
+from breadcrumb.stores import forget, tombstones
 from breadcrumb.stores import sql_schema as s
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.cold import escape_key_part
@@ -81,7 +81,7 @@ def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
         _add_range_events(runtime, p)
         at = utc_now_iso()
         for store in stores:  # intake and the processors refuse it from now on
-            forget.write_tombstone(store, p, at, actor)
+            tombstones.write_tombstone(store, p, at, actor)
         counts: dict[str, int] = {}
         for store in stores:
             for table, n in forget.erase(store, p).items():
@@ -101,7 +101,7 @@ def _settle(runtime: Any, stores: list[Any], p: Plan) -> None:
     """Cluster: workers are not held while we erase, and another process sees a new
     tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
     erased by a second pass once every worker must see the tombstone."""
-    time.sleep(forget.TOMBSTONE_TTL_S + 0.5)
+    time.sleep(tombstones.TOMBSTONE_TTL_S + 0.5)
     again = forget.plan(runtime.store, p.scope) if p.scope.kind != "memory" else p
     if again is not None:
         for store in stores:

@@ -38,7 +38,7 @@ BROWSE_INDEXES: tuple[tuple[str, ...], ...] = (
 #: A text filter (LIKE '%…%': no index can serve it) looks at most at this many rows of the
 #: sort order per page; a page may then hold fewer matches than asked, with a cursor to go
 #: on from where the scan stopped. Bounds a page's cost at any size (bench/list_memories.py).
-TEXT_WINDOW = 5000
+TEXT_WINDOW = 2000
 LIST_COLUMNS: tuple[str, ...] = s.MEMORY_COLUMNS + s.MEMORY_EXTRA
 _ready: weakref.WeakSet[Any] = weakref.WeakSet()  # stores ready (not ids: reused)
 _ready_lock = threading.Lock()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.stores import forget, sql_browse
+from breadcrumb.stores import forget, sql_browse, tombstones
 from breadcrumb.stores.facts_sql import LifecycleTables
 from breadcrumb.stores.mysql_store import MySqlStore
 from breadcrumb.stores.sqlite_store import SqliteStore
@@ -107,25 +107,25 @@ def test_forget_a_thread_and_its_tombstone(store: Any) -> None:
     _fill(store)
     plan = forget.plan(store, forget.Scope("thread", USER, thread_id="t-a"))
     assert plan is not None and sorted(plan.memory_ids) == ["m0", "m1", "m2"]
-    forget.write_tombstone(store, plan, "2026-02-01T00:00:00Z", "test")
+    tombstones.write_tombstone(store, plan, "2026-02-01T00:00:00Z", "test")
     counts = forget.erase(store, plan)
     assert counts["raw_events"] == 3 and counts["agent_memories"] == 3
     assert _ids(store) == ["m4", "m3"]
     assert store.get_range("uzx", "t-a", 0, 0)  # the look-alike tenant keeps its events
     keys = [(USER, "t-a", "e1", "2020-01-01T00:00:00Z"), (USER, "t-b", "e2", "2020-01-01Z"),
             ("uzx", "t-a", "e3", "2020-01-01T00:00:00Z")]
-    assert forget.erased_positions(store, keys) == {0}
+    assert tombstones.erased_positions(store, keys) == {0}
     memory = forget.plan(store, forget.Scope("memory", USER, memory_id="m4"))
     assert memory is not None and sorted(memory.event_ids) == [f"{USER}-t-b-0",
                                                               f"{USER}-t-b-1"]
-    forget.write_tombstone(store, memory, "2026-02-02T00:00:00Z", "test")
+    tombstones.write_tombstone(store, memory, "2026-02-02T00:00:00Z", "test")
     forget.erase(store, memory)
-    assert forget.is_erased(store, USER, "t-b", f"{USER}-t-b-1", "2020-01-01T00:00:00Z")
-    assert not forget.is_erased(store, USER, "t-b", "new-event", "2020-01-01T00:00:00Z")
+    assert tombstones.is_erased(store, USER, "t-b", f"{USER}-t-b-1", "2020-01-01T00:00:00Z")
+    assert not tombstones.is_erased(store, USER, "t-b", "new-event", "2020-01-01T00:00:00Z")
     tenant = forget.plan(store, forget.Scope("tenant", "uzx"))
     assert tenant is not None
-    forget.write_tombstone(store, tenant, "2026-03-01T00:00:00Z", "test")
+    tombstones.write_tombstone(store, tenant, "2026-03-01T00:00:00Z", "test")
     forget.erase(store, tenant)
-    assert forget.is_erased(store, "uzx", "t-z", "old", "2026-02-28T23:59:59Z")
-    assert not forget.is_erased(store, "uzx", "t-z", "new", "2026-03-01T00:00:01Z")
+    assert tombstones.is_erased(store, "uzx", "t-z", "old", "2026-02-28T23:59:59Z")
+    assert not tombstones.is_erased(store, "uzx", "t-z", "new", "2026-03-01T00:00:01Z")
     assert store.get_memory("uzx", "other") is None
