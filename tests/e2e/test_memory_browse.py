@@ -4,6 +4,7 @@ of a changed value, threads with their open window, dead letters and their re-dr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,3 +218,31 @@ def test_text_pages_through_a_bounded_window(http: TestClient,
     found = [i for page in pages for i in page]
     assert sorted(found) == sorted(every) and len(found) == len(set(found))
     assert all(len(page) <= 2 for page in pages) and len(pages) > 4
+
+
+def test_a_letter_the_processors_gave_up_on_is_applied_again(tmp_path: Path) -> None:
+    with hash_client(tmp_path) as http:
+        runtime = http.app.state.runtime
+        real = runtime.embedder.embed_passages
+
+        def embed(texts: list[str]) -> Any:  # fails on one session's text, every time
+            if any("poison-pill" in t for t in texts):
+                raise RuntimeError("embedder exploded")
+            return real(texts)
+
+        runtime.embedder.embed_passages = embed
+        events = [event("u1", "poisoned", 0, "message", "a poison-pill message", 3),
+                  event("u1", "poisoned", 1, "session_end", "end", 3)]
+        assert http.post("/v1/events", json={"events": events}).status_code == 202
+        wait_until(lambda: any(x["source"] == "processor" for x in http.get(
+            "/v1/dead_letters").json()["dead_letters"]), timeout=120)
+        letter = [x for x in http.get("/v1/dead_letters").json()["dead_letters"]
+                  if x["source"] == "processor"][0]
+        assert letter["position"].startswith("log:") and "exploded" in letter["reason"]
+        still = http.post(f"/v1/dead_letters/{letter['id']}/redrive", json={})
+        assert still.status_code == 409 and "exploded" in still.json()["error"]["message"]
+        runtime.embedder.embed_passages = real  # the fix
+        done = http.post(f"/v1/dead_letters/{letter['id']}/redrive", json={})
+        assert done.status_code == 200 and done.json()["outcome"] == "applied", done.text
+        wait_until(lambda: http.get("/v1/memories", params={
+            "user_id": "u1", "thread": "poisoned"}).json()["memories"] != [], timeout=60)
