@@ -128,6 +128,13 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
     recall.add_argument("--mode-recall", dest="recall_mode", choices=modes, action=_Deprecated,
                         new="--recall-mode", help=argparse.SUPPRESS)
     recall.add_argument("--json", action="store_true", help="print the RecallResponse as JSON")
+    # issue 26: request fields recall already has
+    recall.add_argument("--brief", action="store_true", help="the compact brief view")
+    recall.add_argument("--thread", default=None, help="only memories of this thread")
+    recall.add_argument("--tag", action="append", default=None,
+                        help="only memories with this tag (repeat for more)")
+    recall.add_argument("--include-superseded", action="store_true",
+                        help="also list superseded versions")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -300,13 +307,19 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         backend.http.headers
     user = args.user or (None if keyed else settings.user_id)
     body = {"user_id": user, "query": args.query, "project_id": args.project, "k": args.k,
-            "max_tokens": args.max_tokens, "mode": args.recall_mode}
+            "max_tokens": args.max_tokens, "mode": args.recall_mode,
+            # issue 26: only when given
+            "thread_id": args.thread, "tags": args.tag,
+            "include_superseded": args.include_superseded or None,
+            "view": "brief" if args.brief else None}
     try:
         answer = backend.recall({k: v for k, v in body.items() if v is not None})
     finally:
         backend.close()
     if args.json:
         print(orjson.dumps(answer, option=orjson.OPT_INDENT_2).decode())
+    elif answer.get("view") == "brief":
+        print(answer["text"])
     else:
         print(format_answer(answer))
     if not answer.get("memories") and not answer.get("evidence"):
@@ -345,7 +358,8 @@ def format_answer(answer: dict[str, Any]) -> str:
     for i, mem in enumerate(answer["memories"], start=1):
         rng = mem["source_range"]
         out.append(f"\n[{i}] score {mem['score']:.3f}  {mem['status']}/{mem['tier']}  "
-                   f"source_range {rng['thread_id']} [{rng['start_index']}..{rng['end_index']}]")
+                   f"source_range {rng['thread_id']} [{rng['start_index']}..{rng['end_index']}]"
+                   f"  id {mem['id']}")
         out.append(f"    {mem['summary']}")
     for ev in answer["evidence"]:
         out.append(f"\nevidence from {ev['source_thread_id']} "

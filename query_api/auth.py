@@ -68,6 +68,12 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/threads/.+/events$"), Rule(_READ, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+(/audit)?$"), Rule(_READ, "query")),
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
+    # issue 26 (routes_browse, routes_forget): browse within the tenant; dead letters
+    # scoped in the route; forget by an admin or the tenant's own agent key
+    ("GET", re.compile(r"^/v1/(memories|threads)$"), Rule(_READ, "query")),
+    ("GET", re.compile(r"^/v1/memories/[^/]+/versions$"), Rule(_READ, "query")),
+    ("GET", re.compile(r"^/v1/dead_letters$"), Rule(_READ)),
+    ("POST", re.compile(r"^/v1/forget$"), Rule(_PUBLISH, "body")),
     ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),  # counts only (CLI ingest polls it)
     ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream)$"), Rule(ALL_ROLES)),  # scoped

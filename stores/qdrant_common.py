@@ -106,6 +106,22 @@ def filter_conditions(flt: SearchFilter, collection: str) -> list[Condition]:
     return conditions
 
 
+def forget_conditions(user_id: str, thread_id: str | None,
+                      memory_ids: Sequence[str] | None) -> list[Condition] | None:
+    """The filter of a forget (issue 26): the tenant, and its thread or memories; None
+    when ``memory_ids`` is empty (nothing to delete)."""
+    if not user_id:
+        raise ValueError("a forget names its tenant")
+    conditions = [Condition("user_id", user_id)]
+    if thread_id is not None:
+        conditions.append(Condition("thread_id", thread_id))
+    if memory_ids is not None:
+        if not memory_ids:
+            return None
+        conditions.append(Condition("memory_id", tuple(memory_ids)))
+    return conditions
+
+
 def matches_nothing(conditions: Sequence[Condition]) -> bool:
     """True when an any-match has no values (Qdrant would reject or match all)."""
     return any(isinstance(c.value, tuple) and not c.value for c in conditions)

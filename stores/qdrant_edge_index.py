@@ -55,6 +55,7 @@ from breadcrumb.stores.qdrant_common import (
     check_query,
     chunk_payload,
     filter_conditions,
+    forget_conditions,
     matches_nothing,
     memory_payload,
     missing_memory,
@@ -306,6 +307,19 @@ class QdrantEdgeIndex(EdgeRebuilds):
                 operation = qe.UpdateOperation.set_payload_by_filter(by_memory, {"status": status})
                 self._write(CHUNKS, operation)
             return [m for m in wanted if m not in found]
+
+    def delete_where(self, user_id: str, thread_id: str | None = None,
+                     memory_ids: Sequence[str] | None = None) -> None:
+        """Issue 26 (forget): delete a tenant's points, or those of one source thread
+        or of some memories, from both shards, and flush them."""
+        conditions = forget_conditions(user_id, thread_id, memory_ids)
+        if conditions is None:
+            return
+        with self._gate, self._lock:
+            for name in COLLECTIONS:
+                operation = qe.UpdateOperation.delete_points_by_filter(_edge_filter(conditions))
+                self._write(name, operation)
+                self._flush_shard(name)
 
     # --- reads ---------------------------------------------------------------------
     def _request(

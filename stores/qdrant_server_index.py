@@ -40,6 +40,7 @@ from breadcrumb.stores.qdrant_common import (
     check_query,
     chunk_payload,
     filter_conditions,
+    forget_conditions,
     matches_nothing,
     memory_payload,
     missing_memory,
@@ -245,6 +246,18 @@ class QdrantServerIndex:
             ]
             client.upsert(self.collection(CHUNKS), points=points, wait=True)
         self._wrote(len(points))
+
+    def delete_where(self, user_id: str, thread_id: str | None = None,
+                     memory_ids: Sequence[str] | None = None) -> None:
+        """Issue 26 (forget): delete a tenant's points, or those of one source thread
+        or of some memories, from both collections; waits for the write."""
+        conditions = forget_conditions(user_id, thread_id, memory_ids)
+        if conditions is None:
+            return
+        selector = models.FilterSelector(filter=_client_filter(conditions))
+        with self._serial() as client:
+            for name in COLLECTIONS:
+                client.delete(self.collection(name), points_selector=selector, wait=True)
 
     def _memory_payloads(
         self, client: QdrantClient, memory_ids: set[str]

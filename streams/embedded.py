@@ -30,6 +30,7 @@ import orjson
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
 from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
 from breadcrumb.streams.freshness import Freshness
@@ -99,11 +100,12 @@ class EmbeddedRunner:
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:
         """Validate and durably append a batch; invalid items go to the dead letters."""
         checked = check_batch(items, self.clock(), source, self.limits)
-        rows = [
-            (event.user_id, event.event_id, event.thread_key, raw.decode())
-            for event, raw in checked.valid
-        ]
         with self._intake, self.store.transaction():
+            # issue 26: a forgotten scope's events are refused (checked under the store's
+            # lock, so a concurrent forget either sees them in the log or refuses them)
+            checked = drop_erased(self.store, checked, len(items))
+            rows = [(event.user_id, event.event_id, event.thread_key, raw.decode())
+                    for event, raw in checked.valid]
             appended = self.store.append_log(rows) if rows else []
             for letter in checked.letters:
                 self.store.put_dead_letter(letter)

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import describe, is_transient
 from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
@@ -112,9 +113,15 @@ class KafkaGateway:
         stored events is skipped (the worker stores an event id once) and the counters and
         rejected events' letters wait here until it answers again (issue 30)."""
         checked = check_batch(items, self.clock(), source, limits_of(self.settings))
+        sql_up = True
+        try:  # issue 26: forgotten scopes never reach the log
+            checked = drop_erased(self.store, checked, len(items))
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            sql_up = False  # SQL is down (issue 30): accept; the worker drops erased ones
         fresh: list[tuple[str, bytes]] = []
         seen: set[tuple[str, str]] = set()
-        sql_up = True
         for event, raw in checked.valid:
             ident = (event.user_id, event.event_id)
             if ident in seen:

@@ -34,6 +34,7 @@ from breadcrumb.stores.ports import (
     VectorIndex,
 )
 from breadcrumb.stores.raw_batch import BatchedRawEvents
+from breadcrumb.streams.erased import erased
 from breadcrumb.streams.state import WriteBackStates
 from breadcrumb.topics.records import (
     Chunk,
@@ -54,7 +55,8 @@ ObserveFn = Callable[[Sequence[Event], ClosedRange], Observation]
 
 @dataclass(slots=True)
 class HandleResult:
-    """What one entry did: ``outcome`` is processed | duplicate | rejected | flushed."""
+    """What one entry did: ``outcome`` is processed | duplicate | rejected | flushed |
+    erased (an event of a forgotten scope: dropped, see ``stores.forget``)."""
 
     outcome: str
     observations: list[Observation] = field(default_factory=list)
@@ -202,6 +204,8 @@ class IngestService:
         checked = validate_event(entry)
         if isinstance(checked, Rejection):
             return self.reject(checked.message(), checked.field, raw_text, entry)
+        if erased(self.memories, checked):  # issue 26: a forgotten scope (replay, redelivery)
+            return HandleResult("erased")
         return self.handle_event(checked, raw_text)
 
     def handle_event(self, event: Event, raw_text: str | None = None) -> HandleResult:

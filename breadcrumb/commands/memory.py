@@ -1,4 +1,5 @@
-"""``breadcrumb memory set|audit|show``: manual lifecycle control and inspection (issue 5).
+"""``breadcrumb memory set|audit|show``: manual lifecycle control and inspection (issue 5);
+``list|versions|forget`` (issue 26) are in ``commands/memory_list.py``.
 
 Talks to the service that owns the data dir when one runs (``--url``, or the
 ``breadcrumb serve`` of the data dir), else opens the data dir / cluster stores here.
@@ -38,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             v.add_argument("--reason", required=True, help="why (kept in the audit log)")
             v.add_argument("--actor", default="cli", help="who made the change (cli)")
         v.set_defaults(handler=cmd_memory)
+    from breadcrumb.commands.memory_list import add_verbs
+
+    add_verbs(verbs)  # issue 26: list, versions, forget
 
 
 def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:

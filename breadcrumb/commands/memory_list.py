@@ -1,0 +1,109 @@
+"""``breadcrumb memory list | versions | forget`` (issue 26), added to ``breadcrumb memory``.
+
+``list`` pages through the memories with the API's filters (``--cursor`` from the last
+line); ``versions`` prints the supersession chain and each exact value's history;
+``forget`` erases a memory, ``--thread T`` a thread, ``--tenant`` the whole tenant, and
+asks for ``--yes`` first (an erasure cannot be undone).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from breadcrumb.commands.browse import call, memory_lines, run, version_lines
+from breadcrumb.infra.settings import Settings
+
+
+def add_verbs(verbs: argparse._SubParsersAction) -> None:
+    """Add ``list``, ``versions`` and ``forget`` to the ``memory`` subcommand."""
+    from breadcrumb.cli import _common
+
+    lister = verbs.add_parser("list", help="list memories (filters, pages, sorts)")
+    _common(lister)
+    lister.add_argument("--user", required=True)
+    for name in ("project", "thread", "tag", "text", "cursor"):
+        lister.add_argument(f"--{name}", default=None)
+    lister.add_argument("--status", default=None,
+                        choices=["active", "superseded", "archived", "conflicted"])
+    lister.add_argument("--tier", default=None, choices=["provisional", "confirmed", "active"])
+    lister.add_argument("--sort", default="time", choices=["time", "importance", "hits"])
+    lister.add_argument("--limit", type=int, default=50)
+    lister.add_argument("--json", action="store_true")
+    lister.set_defaults(handler=cmd_list)
+
+    versions = verbs.add_parser("versions", help="a memory's versions and its values' history")
+    _common(versions)
+    versions.add_argument("memory_id")
+    versions.add_argument("--user", required=True)
+    versions.add_argument("--json", action="store_true")
+    versions.set_defaults(handler=cmd_versions)
+
+    forget = verbs.add_parser("forget", help="erase a memory, a thread or a whole tenant")
+    _common(forget)
+    forget.add_argument("memory_id", nargs="?", default=None)
+    forget.add_argument("--user", required=True)
+    forget.add_argument("--thread", default=None, help="erase this whole thread")
+    forget.add_argument("--tenant", action="store_true", help="erase everything of --user")
+    forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
+    forget.add_argument("--json", action="store_true")
+    forget.set_defaults(handler=cmd_forget)
+
+
+def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    """``memory list``."""
+    from breadcrumb.query_api.routes_browse import list_view
+
+    params = {"user_id": args.user, "project": args.project, "thread": args.thread,
+              "status": args.status, "tier": args.tier, "tag": args.tag, "text": args.text,
+              "sort": args.sort, "limit": args.limit, "cursor": args.cursor}
+    local_params = {k: v for k, v in params.items() if k != "user_id"}
+
+    def fetch() -> Any:
+        return call(settings, args, "GET", "/v1/memories", params, None,
+                    lambda rt: list_view(rt, args.user, **local_params))
+
+    return run(fetch, args.json, memory_lines)
+
+
+def cmd_versions(args: argparse.Namespace, settings: Settings) -> int:
+    """``memory versions``."""
+    from breadcrumb.query_api.routes_browse import versions_view
+
+    def fetch() -> Any:
+        return call(settings, args, "GET", f"/v1/memories/{args.memory_id}/versions",
+                    {"user_id": args.user}, None,
+                    lambda rt: versions_view(rt, args.user, args.memory_id))
+
+    return run(fetch, args.json, version_lines)
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    """``memory forget``: exactly one of MEMORY_ID, ``--thread``, ``--tenant``; ``--yes``."""
+    import sys
+
+    from breadcrumb.query_api.routes_forget import ForgetRequest, forget_scope
+
+    named = sum([args.memory_id is not None, args.thread is not None, args.tenant])
+    if named != 1:
+        sys.stderr.write("breadcrumb: give exactly one of MEMORY_ID, --thread T, --tenant\n")
+        return 2
+    what = (f"memory {args.memory_id}" if args.memory_id else
+            f"thread {args.thread}" if args.thread else f"every event and memory of {args.user}")
+    if not args.yes:
+        sys.stderr.write(f"breadcrumb: this erases {what} for good (raw events, memories, "
+                         "vectors, archives); run again with --yes to confirm\n")
+        return 2
+    body = {"user_id": args.user, "memory_id": args.memory_id, "thread_id": args.thread,
+            "tenant": args.tenant, "actor": "cli"}
+    request = ForgetRequest(**body)
+
+    def fetch() -> Any:
+        return call(settings, args, "POST", "/v1/forget", None, body,
+                    lambda rt: forget_scope(rt, request.scope(), "cli"))
+
+    def text(answer: dict[str, Any]) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(answer["counts"].items()) if v)
+        return f"erased {what} at {answer['at']} ({counts or 'nothing was stored'})"
+
+    return run(fetch, args.json, text)

@@ -1,0 +1,128 @@
+"""Dead letters: listing across the stores that hold them, and the admin re-drive.
+
+Intake rejections live with the event log; letters the processors gave up on with the
+generation of derived stores (embedded; one store when they are the same, as in the
+``main`` generation and in cluster mode). A letter's id is its row id in the log store,
+or ``g<id>`` in a separate generation store.
+
+A re-drive sends the payload as received (or a fixed ``event``) through intake again,
+validated first so a still-invalid event answers 422 and writes no second letter. A
+letter the embedded processors gave up on (position ``log:<seq>``) is applied again from
+the log (its event is accepted there already); the runner is held between entries while
+it runs. Each letter is re-driven once; ``dead_letter_redrives`` keeps when, by whom and
+how it went.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import orjson
+
+from breadcrumb.query_api.errors import ApiError
+from breadcrumb.stores import forget, sql_browse
+from breadcrumb.stores.clock import utc_now_iso
+from breadcrumb.streams.gateway import check_batch, limits_of
+
+GENERATION_PREFIX = "g"
+
+
+def letter_stores(runtime: Any) -> list[tuple[str, Any]]:
+    """(id prefix, store) of every store holding dead letters, the log store first."""
+    log_store = getattr(runtime.gateway, "store", None) or runtime.store
+    derived = getattr(runtime.gateway, "derived", None) or runtime.store
+    out = [("", log_store)]
+    if derived is not log_store:
+        out.append((GENERATION_PREFIX, derived))
+    return out
+
+
+def letters_view(runtime: Any, user_id: str | None, limit: int,
+                 before: int | None) -> list[dict[str, Any]]:
+    """Dead letters newest first with their re-drive, if any."""
+    out: list[dict[str, Any]] = []
+    for prefix, store in letter_stores(runtime):
+        forget.ensure_tables(store)
+        for letter in sql_browse.list_dead_letters(store, user_id, limit, before):
+            letter["redrive"] = _redrive_of(store, letter["id"])
+            letter["id"] = f"{prefix}{letter['id']}" if prefix else letter["id"]
+            out.append(letter)
+    return out[:limit]
+
+
+def _redrive_of(store: Any, letter_id: int) -> dict[str, Any] | None:
+    rows = store._read("SELECT at, actor, outcome FROM dead_letter_redrives "
+                       "WHERE dead_letter_id = ?", (letter_id,))
+    return {"at": rows[0][0], "actor": rows[0][1], "outcome": rows[0][2]} if rows else None
+
+
+def _find(runtime: Any, letter_id: str) -> tuple[Any, int, dict[str, Any]]:
+    stores = dict(letter_stores(runtime))
+    prefix = GENERATION_PREFIX if letter_id.startswith(GENERATION_PREFIX) else ""
+    number = letter_id[len(prefix):]
+    if not number.isdigit() or prefix not in stores:
+        raise ApiError(404, "not_found", f"no dead letter {letter_id}")
+    store = stores[prefix]
+    found = sql_browse.get_dead_letter(store, int(number))
+    if found is None:
+        raise ApiError(404, "not_found", f"no dead letter {letter_id}")
+    return store, int(number), found
+
+
+def redrive_letter(runtime: Any, letter_id: str, event: dict[str, Any] | None,
+                   actor: str) -> dict[str, Any]:
+    """Re-drive one dead letter; the answer says how it went."""
+    store, number, letter = _find(runtime, letter_id)
+    forget.ensure_tables(store)
+    if _redrive_of(store, number) is not None:
+        raise ApiError(409, "already_redriven", f"dead letter {letter_id} was re-driven before")
+    position = letter["position"] or ""
+    if event is None and position.startswith("log:") and hasattr(runtime.gateway, "paused"):
+        outcome = _reapply(runtime, int(position[4:]), letter["payload"])
+    else:
+        outcome = _resubmit(runtime, event if event is not None else _payload(letter))
+    at = utc_now_iso()
+    with store.transaction():
+        store._execute("INSERT INTO dead_letter_redrives (dead_letter_id, at, actor, outcome) "
+                       "VALUES (?, ?, ?, ?)", (number, at, actor, outcome))
+    return {"id": letter_id, "outcome": outcome, "redriven_at": at, "actor": actor}
+
+
+def _payload(letter: dict[str, Any]) -> Any:
+    try:
+        return orjson.loads(letter["payload"])
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(422, "payload_not_json", "the payload as received is not JSON: send "
+                       'the fixed event as {"event": {...}}') from exc
+
+
+def _resubmit(runtime: Any, item: Any) -> str:
+    """Through intake, once it validates (a still-invalid event writes no new letter)."""
+    checked = check_batch([item], utc_now_iso(), "redrive", limits_of(runtime.settings))
+    if checked.rejected:
+        raise ApiError(422, "still_invalid", f"the event is still refused: "
+                       f"{checked.rejected[0]['error']}")
+    result = runtime.gateway.submit([item], "redrive")
+    if result.rejected:
+        raise ApiError(409, "refused", str(result.rejected[0]["error"]))
+    return "accepted" if result.accepted else "duplicate"
+
+
+def _reapply(runtime: Any, seq: int, payload: str) -> str:
+    """Apply a log entry the processors gave up on again (the runner held meanwhile)."""
+    from breadcrumb.streams.replay import log_items, log_unit
+
+    runner = runtime.gateway
+    held: AbstractContextManager[Any] = runner.paused() if runner else nullcontext()
+    with held:
+        entry = runner.store.read_log_entries([seq]).get(seq, payload)
+        try:
+            # the runner's marks stay where they are: the unit's cursor marks nothing
+            unit = log_unit(runner.derived, runner.service, mark=lambda _items: None)
+            result = unit.apply(log_items([(seq, entry)])).results[0]
+        except Exception as exc:  # still failing: say why, the letter stays as it is
+            raise ApiError(409, "still_failing", f"log entry {seq} fails again: "
+                           f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                           ) from exc
+    return "applied" if result.outcome == "processed" else str(result.outcome)

@@ -1,0 +1,208 @@
+"""``POST /v1/forget`` (issue 26): erase a memory, a thread or a whole tenant.
+
+Body ``{"user_id"?, "memory_id"?, "thread_id"?, "tenant"?: true, "actor"?}``: exactly one
+of ``memory_id``, ``thread_id`` and ``tenant``. An admin key, or the tenant's own agent
+key for its own data; a reader key is refused (``query_api.auth``).
+
+Order of work, so nothing comes back halfway: the tombstone is written first (intake
+refuses the scope from then on), then with the embedded processor held between entries
+every SQL store loses the scope's rows (``stores.forget``: raw events, log entries,
+memories, chunks, facts, audit, thread state, dead letters), the vector points go
+(tenant / thread / memory filter on both collections), the cold archives go, and the
+in-process caches that could still hold a forgotten text are emptied. The erasure audit
+keeps who, when, which kind and how many rows. ``GET /v1/erasures`` lists those rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+
+from breadcrumb.query_api.auth import principal_of
+from breadcrumb.query_api.errors import ApiError
+from breadcrumb.stores import forget, tombstones
+from breadcrumb.stores import sql_schema as s
+from breadcrumb.stores.clock import utc_now_iso
+from breadcrumb.stores.cold import escape_key_part
+from breadcrumb.stores.forget import Plan, Scope
+
+log = logging.getLogger(__name__)
+router = APIRouter()
+
+
+class ForgetRequest(BaseModel):
+    """Exactly one of ``memory_id``, ``thread_id`` and ``tenant``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=128)
+    memory_id: str | None = Field(None, min_length=1, max_length=400)
+    thread_id: str | None = Field(None, min_length=1, max_length=256)
+    tenant: bool = False
+    actor: str = Field("api", min_length=1, max_length=64)
+
+    def scope(self) -> Scope:
+        named = [self.memory_id is not None, self.thread_id is not None, self.tenant]
+        if sum(named) != 1:
+            raise ApiError(422, "invalid_request",
+                           "give exactly one of memory_id, thread_id, tenant=true")
+        kind = "memory" if self.memory_id else "thread" if self.thread_id else "tenant"
+        return Scope(kind, self.user_id, self.thread_id, self.memory_id)
+
+
+def _stores(runtime: Any) -> list[Any]:
+    """Every SQL store of this runtime (the log store, the current generation's)."""
+    log_store = getattr(runtime.gateway, "store", None) or runtime.store
+    derived = getattr(runtime.gateway, "derived", None) or runtime.store
+    return list(dict.fromkeys([log_store, runtime.store, derived]))
+
+
+def _held(runtime: Any) -> AbstractContextManager[Any]:
+    paused = getattr(runtime.gateway, "paused", None)
+    return paused() if callable(paused) else nullcontext()
+
+
+def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
+    """Erase ``scope`` everywhere this runtime stores it; the erasure's summary."""
+    stores = _stores(runtime)
+    with _held(runtime):
+        _restart_schedule(runtime)  # two speeds: deferred passages are written first
+        p = forget.plan(runtime.store, scope)
+        if p is None:
+            raise ApiError(404, "not_found", f"no memory {scope.memory_id} for this user")
+        _add_range_events(runtime, p)
+        at = utc_now_iso()
+        for store in stores:  # intake and the processors refuse it from now on
+            tombstones.write_tombstone(store, p, at, actor)
+        counts: dict[str, int] = {}
+        for store in stores:
+            for table, n in forget.erase(store, p).items():
+                counts[table] = counts.get(table, 0) + n
+        _erase_vectors(runtime, p)
+        counts["cold_objects"] = _erase_cold(runtime, p)
+        _empty_caches(runtime, stores)
+        _restart_schedule(runtime)
+    if not callable(getattr(runtime.gateway, "paused", None)):
+        _settle(runtime, stores, p)
+    forget.write_audit(stores[0], scope, at, actor, counts)
+    return {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
+            "counts": counts}
+
+
+def _settle(runtime: Any, stores: list[Any], p: Plan) -> None:
+    """Cluster: workers are not held while we erase, and another process sees a new
+    tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
+    erased by a second pass once every worker must see the tombstone."""
+    time.sleep(tombstones.TOMBSTONE_TTL_S + 0.5)
+    again = forget.plan(runtime.store, p.scope) if p.scope.kind != "memory" else p
+    if again is not None:
+        for store in stores:
+            forget.erase(store, again)
+        _erase_vectors(runtime, again)
+
+
+def _add_range_events(runtime: Any, p: Plan) -> None:
+    """A memory's range may be archived: its event ids come from the cold copy too."""
+    if p.scope.kind != "memory" or p.thread_id is None:
+        return
+    events = runtime.raw.get_range(p.scope.user_id, p.thread_id, p.start, p.end)
+    p.event_ids = list(dict.fromkeys([*p.event_ids, *(e.event_id for e in events)]))
+
+
+def _erase_vectors(runtime: Any, p: Plan) -> None:
+    u = p.scope.user_id
+    indexes = {id(runtime.index): runtime.index}
+    for gen in getattr(runtime, "generations", {}).values():
+        index = getattr(gen, "index", None)
+        if index is not None:
+            indexes[id(index)] = index
+    for index in indexes.values():
+        if p.scope.kind == "tenant":
+            index.delete_where(u)
+        elif p.scope.kind == "thread":
+            index.delete_where(u, thread_id=p.thread_id)
+            index.delete_where(u, memory_ids=p.memory_ids)  # memories of other threads: none
+        else:
+            index.delete_where(u, memory_ids=p.memory_ids)
+
+
+def _cold_store(runtime: Any) -> Any:
+    archiver = getattr(runtime.lifecycle, "archiver", None)
+    return getattr(archiver, "cold", None)
+
+
+def _erase_cold(runtime: Any, p: Plan) -> int:
+    """Archived objects of the scope (the recorded ones and any left under its prefix)."""
+    cold = _cold_store(runtime)
+    if cold is None:
+        return 0
+    keys = set(p.cold_keys)
+    keys |= {k.removesuffix(".jsonl.gz") + ".chunks.jsonl.gz" for k in p.cold_keys}
+    user = escape_key_part(p.scope.user_id)
+    if p.scope.kind == "tenant":
+        keys |= set(cold.list_keys(f"archive/{user}/"))
+    elif p.scope.kind == "thread" and p.thread_id:
+        keys |= set(cold.list_keys(f"archive/{user}/{escape_key_part(p.thread_id)}/"))
+    for key in sorted(keys):
+        cold.delete_object(key)
+    return len(keys)
+
+
+def _empty_caches(runtime: Any, stores: list[Any]) -> None:
+    """Kept rows and decoded texts in this process: the SQLite store's memories, chunks,
+    events and thread states, the archive reader's objects, and every ``lru_cache`` of
+    Breadcrumb's modules and of the recall service (they are keyed by texts)."""
+    for store in stores:
+        committed = getattr(store, "_memories_committed", None)
+        if callable(committed):
+            committed(reopened=True)
+        for name in ("_forget_events", "_forget_states"):
+            method = getattr(store, name, None)
+            if callable(method):
+                with store._lock:
+                    method()
+    cache = getattr(runtime.raw, "_cache", None)
+    if cache is not None:
+        cache.clear()
+    s._decoded.cache_clear()
+    holders = [m for n, m in list(sys.modules.items()) if n.startswith("breadcrumb.")]
+    for holder in [*holders, runtime.recall]:
+        for value in list(vars(holder).values()):
+            if isinstance(value, functools._lru_cache_wrapper):
+                value.cache_clear()
+
+
+def _restart_schedule(runtime: Any) -> None:
+    """The embedded runner read ahead of the log: it rescans it without the erased entries."""
+    runner = runtime.gateway
+    use = getattr(runner, "use_generation", None)
+    if callable(use):
+        use(runner.derived, runner.service)
+
+
+@router.post("/v1/forget")
+async def post_forget(body: ForgetRequest, request: Request) -> dict[str, Any]:
+    """Erase a memory, a thread or the tenant (admin, or the tenant's own agent key)."""
+    scope = body.scope()
+    principal = principal_of(request)
+    actor = f"key:{principal.key_id}" if principal is not None else body.actor
+    runtime = request.app.state.runtime
+    return await run_in_threadpool(forget_scope, runtime, scope, actor)
+
+
+@router.get("/v1/erasures")
+async def list_erasures(request: Request, user_id: str | None = Query(None, max_length=128)
+                        ) -> dict[str, Any]:
+    """The erasure audit (admin): who erased which kind of scope when, and row counts."""
+    runtime = request.app.state.runtime
+    log_store = _stores(runtime)[0]
+    rows = await run_in_threadpool(forget.list_audit, log_store, user_id)
+    return {"erasures": rows}
