@@ -109,7 +109,8 @@ def import_path(path: Path, fmt: str, options: ImportOptions) -> list[ImportResu
                                session or _content_id(messages))]
     if document is not None:
         parsed = _parse_document(path, document, fmt)
-        return [_result(parsed, fmt, options, path.name, _content_id([document][:1]))]
+        head = document[:1] if isinstance(document, list) else [document]
+        return [_result(parsed, fmt, options, path.name, _content_id(head))]
     result = import_records(records, fmt, options, path.name, _content_id(records), path)
     result.bad_lines = bad
     return [result]

@@ -142,7 +142,8 @@ class _Reader:
         if not text and status == "success" and call.get("result") is None:
             return  # not written yet
         draft = result_draft(f"{position}.result", self.calls.get(cid), text, when,
-                             failed=status != "success", call_id=cid, name=name)
+                             failed=None if status == "success" else True, call_id=cid,
+                             name=name)
         draft.attrs["status"] = status
         self.once(f"{position}.result", draft)
 
