@@ -50,6 +50,9 @@ SUFFIXES = (".jsonl", ".json", ".md", ".db")
 #: formats whose files hold whole documents (JSON) or text, not JSONL records
 _DOCUMENT_FORMATS = frozenset({"openai", "opencode", "cline", "cline-ui"})
 _TEXT_FORMATS = frozenset({"specstory", "aider"})
+#: files agents keep beside their transcripts that are no transcript themselves
+_SIDE_FILES = frozenset({"history_item.json", "task_metadata.json", "_index.json",
+                         "projects.json", "logs.json"})
 
 __all__ = ["FORMATS", "ImportFormatError", "ImportOptions", "ImportResult", "detect_format",
            "import_file", "import_path", "import_records", "transcripts_in"]
@@ -142,8 +145,10 @@ def _parse_document(path: Path, document: Any, fmt: str) -> Parsed:
     elif fmt == "cline" and isinstance(document, list):
         parsed = cline.parse_history(document)
         parsed.session_id = parsed.session_id or _sibling_task_id(path)
+        _history_item(parsed, path)
     elif fmt == "cline-ui" and isinstance(document, list):
         parsed = cline.parse_ui(document)
+        _history_item(parsed, path)
     else:
         raise ImportFormatError(f"{path}: not a {fmt} document")
     _parent_from_layout(parsed, path, fmt)
@@ -157,6 +162,22 @@ def _sibling_task_id(path: Path) -> str | None:
         return cline.task_id(orjson.loads(ui.read_bytes())) if ui.is_file() else None
     except (OSError, orjson.JSONDecodeError):
         return None
+
+
+def _history_item(parsed: Parsed, path: Path) -> None:
+    """Roo's ``history_item.json`` beside a task: the task's own id and its parent task."""
+    item_path = path.with_name("history_item.json")
+    try:
+        item = orjson.loads(item_path.read_bytes()) if item_path.is_file() else None
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]:
+        parsed.session_id = item["id"]
+        parent = item.get("parentTaskId")
+        if isinstance(parent, str) and parent:
+            parsed.parent_thread_id = parent
+        if isinstance(item.get("workspace"), str) and item["workspace"].strip("/"):
+            parsed.project = item["workspace"].rstrip("/").rsplit("/", 1)[-1][:128]
 
 
 def _parent_from_layout(parsed: Parsed, path: Path, fmt: str) -> None:
@@ -198,6 +219,8 @@ def transcripts_in(folder: Path) -> Iterator[Path]:
             continue
         if path.name == "ui_messages.json" and path.with_name(
                 "api_conversation_history.json").is_file():
+            continue
+        if path.name in _SIDE_FILES:
             continue
         yield path
 

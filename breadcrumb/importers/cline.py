@@ -15,8 +15,10 @@ Two files per task, both JSON arrays:
   ``file_edit`` or ``tool_call``; ``api_req_*``, ``checkpoint_created``, ``reasoning``
   and partial messages are skipped (counted); other types are unknown notes.
 
-The thread is ``<first ui ts>`` of the task (its id in ``ui_messages.json``; the history
-file takes it from the ``ui_messages.json`` beside it), else a digest of the content.
+The thread is the task's own id where Roo's ``history_item.json`` beside the files names
+it (with its ``parentTaskId``: a subtask is a thread linked to its parent task), else
+``cline-task-<first ts>`` (the first ``ts`` of ``ui_messages.json`` — the history file
+takes it from the one beside it — or of a Roo message), else a digest of the first message.
 Exit codes come from the output text (``Exit code: 1``).
 """
 

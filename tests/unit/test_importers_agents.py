@@ -250,7 +250,10 @@ def test_codex_exec_from_another_provider_keeps_its_session_metadata() -> None:
 
 def test_cline_threads_come_from_the_task_not_the_file_name(tmp_path: Path) -> None:
     assert _only(CLINE).threads == _only(CLINE_UI).threads == ["cline-task-1733221234570"]
-    assert _only(ROO).threads == ["cline-task-1759990000000"]
+    roo = _only(ROO)  # Roo's history_item.json: the task's own id and its parent task
+    assert roo.threads == ["0199a4c2-5b7e-7d10-9f3a-2c4e6a8b0d1f"]
+    assert _links(roo) == {"0199a4b8-1e2f-7a3b-8c4d-5e6f7a8b9c0d"}
+    assert roo.events[0]["project_id"] == "notes-api"
     alone = tmp_path / "api_conversation_history.json"
     shutil.copy(CLINE, alone)  # no ui_messages.json beside it: a digest of its first message
     thread = _only(alone).threads[0]
