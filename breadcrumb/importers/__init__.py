@@ -183,6 +183,13 @@ def _history_item(parsed: Parsed, path: Path) -> None:
 def _parent_from_layout(parsed: Parsed, path: Path, fmt: str) -> None:
     """Subagents the agent files under their parent: Gemini ``chats/<parent>/<id>.jsonl``,
     Cursor ``<parent>/subagents/<id>.jsonl`` (the parent's thread is its content id)."""
+    if fmt == "gemini" and parsed.project is None:  # ~/.gemini/tmp/<slug>/.project_root
+        for folder in path.parents[:3]:
+            root = folder / ".project_root"
+            if root.is_file():
+                name = root.read_text("utf-8", errors="replace").strip().rstrip("/")
+                parsed.project = name.rsplit("/", 1)[-1][:128] or None
+                break
     if parsed.parent_thread_id is not None:
         return
     if fmt == "gemini" and parsed.meta.get("kind") == "subagent" and (

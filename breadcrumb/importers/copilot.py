@@ -42,7 +42,11 @@ _SKIPPED = frozenset({
     "session.plan_changed", "session.title_changed", "session.resume", "hook.start",
     "hook.end", "permission.requested", "permission.completed", "system.message",
     "tool.execution_partial_result", "tool.execution_progress", "skill.invoked",
-    "session.session_limits_changed", "subagent.selected", "subagent.deselected"})
+    "session.session_limits_changed", "subagent.selected", "subagent.deselected",
+    "tool.user_requested", "user_input.requested", "user_input.completed",
+    "elicitation.requested", "elicitation.completed", "external_tool.requested",
+    "external_tool.completed", "assistant.message_delta", "assistant.reasoning_delta",
+    "assistant.streaming_delta"})
 _NOTES = frozenset({"session.info", "session.warning", "session.error", "abort",
                     "session.task_complete", "subagent.started", "subagent.completed",
                     "subagent.failed", "session.compaction_complete"})

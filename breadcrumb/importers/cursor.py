@@ -3,7 +3,8 @@
 Each line is ``{"role": "user" | "assistant", "message": {"content": [...]}}`` — blocks
 ``text``, ``thinking`` and ``tool_use`` ``{name, input}`` in the Anthropic shape — with
 ``{"type": "turn_ended", "status", "error"?}`` markers between turns. Cursor writes no
-tool results, no timestamps and no ids: tool calls become ``tool_call`` / ``file_edit``
+tool results and no ids, and times only on prompts (``<timestamp>…</timestamp>``, kept;
+the events after a prompt follow it a second apart): tool calls become ``tool_call`` / ``file_edit``
 (``Shell`` commands, ``StrReplace`` / ``Write`` / ``ApplyPatch`` edits verbatim), a user
 prompt keeps its ``<user_query>`` text, a failed turn end is a note, a successful one is
 skipped (counted). Positions are line numbers (and block numbers) — the thread id is a
@@ -13,10 +14,30 @@ digest of the first records, so a renamed copy is the same thread. A subagent tr
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from breadcrumb.importers.common import Draft, Parsed, ToolCall, unknown_note
 from breadcrumb.importers.toolcalls import call_draft
+
+
+_STAMP_RE = re.compile(r"<timestamp>\s*(.+?)\s*\(UTC([+-]\d{1,2})(?::?(\d\d))?\)\s*</timestamp>")
+
+
+def prompt_time(text: str) -> str | None:
+    """The time Cursor stamps on a prompt (``<timestamp>Monday, Sep 14, 2026, 10:02 AM
+    (UTC+2)</timestamp>``) as RFC 3339, or ``None``."""
+    match = _STAMP_RE.search(text)
+    if match is None:
+        return None
+    try:
+        moment = datetime.strptime(match.group(1), "%A, %b %d, %Y, %I:%M %p")
+    except ValueError:
+        return None
+    hours, minutes = int(match.group(2)), int(match.group(3) or 0)
+    offset = timedelta(hours=hours, minutes=minutes if hours >= 0 else -minutes)
+    return moment.replace(tzinfo=timezone(offset)).isoformat()
 
 
 def looks_like_record(record: Any) -> bool:
@@ -63,7 +84,8 @@ def _message(line: int, record: dict[str, Any], calls: dict[str, ToolCall],
         position = f"{line}.{number}"
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
-            drafts.append(Draft(position, role, "message", block["text"]))
+            stamp = prompt_time(block["text"]) if role == "user" else None
+            drafts.append(Draft(position, role, "message", block["text"], stamp))
         elif kind == "tool_use":
             name = str(block.get("name") or "tool")
             call_id = block.get("id") if isinstance(block.get("id"), str) else position

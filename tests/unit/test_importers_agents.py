@@ -221,6 +221,7 @@ def test_gemini_jsonl_reappended_messages_add_only_what_is_new() -> None:
     notes = [e["content"] for e in events if e["kind"] == "note"]
     assert "rewound to message c3f2e4d6-5b7a-4c8f-8e9d-1a2b3c4d5e6f" in notes
     assert "Fix the CORS preflight for the dashboard dev server" in notes
+    assert events[0]["project_id"] == "reports"  # from ~/.gemini/tmp/<slug>/.project_root
     cors = "has been blocked by CORS policy: Response to preflight request doesn't pass"
     assert any(cors in e["content"] for e in events if e["kind"] == "message")
 
@@ -263,6 +264,14 @@ def test_cline_threads_come_from_the_task_not_the_file_name(tmp_path: Path) -> N
     assert _only(alone).threads == [thread]
     first = _only(CLINE).events[0]
     assert first["content"].startswith("<task>\nThe health check returns 500")
+
+
+def test_cursor_prompts_keep_their_time_and_calls_follow_it() -> None:
+    events = _only(CURSOR).events
+    assert [e["ts"] for e in events[:3]] == [
+        "2026-09-14T10:02:00+02:00", "2026-09-14T08:02:01Z", "2026-09-14T08:02:02Z"]
+    shell = next(e for e in events if e.get("tool") == "Shell")
+    assert shell["kind"] == "tool_call" and shell["attrs"]["command"] == "npm run build && npm test"
 
 
 def test_aider_history_is_one_thread_per_session() -> None:
