@@ -21,7 +21,6 @@ from typing import Any
 from breadcrumb.importers.common import Draft, Parsed, ToolCall, unknown_note
 from breadcrumb.importers.toolcalls import call_draft
 
-
 _STAMP_RE = re.compile(r"<timestamp>\s*(.+?)\s*\(UTC([+-]\d{1,2})(?::?(\d\d))?\)\s*</timestamp>")
 
 
