@@ -15,7 +15,7 @@ digest of the first records, so a renamed copy is the same thread. A subagent tr
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
 from breadcrumb.importers.common import Draft, Parsed, ToolCall, unknown_note
@@ -30,13 +30,13 @@ def prompt_time(text: str) -> str | None:
     match = _STAMP_RE.search(text)
     if match is None:
         return None
+    hours, minutes = int(match.group(2)), int(match.group(3) or 0)
+    offset = f"{'-' if hours < 0 else '+'}{abs(hours):02d}{minutes:02d}"
     try:
-        moment = datetime.strptime(match.group(1), "%A, %b %d, %Y, %I:%M %p")
+        moment = datetime.strptime(f"{match.group(1)} {offset}", "%A, %b %d, %Y, %I:%M %p %z")
     except ValueError:
         return None
-    hours, minutes = int(match.group(2)), int(match.group(3) or 0)
-    offset = timedelta(hours=hours, minutes=minutes if hours >= 0 else -minutes)
-    return moment.replace(tzinfo=timezone(offset)).isoformat()
+    return moment.isoformat()
 
 
 def looks_like_record(record: Any) -> bool:
