@@ -159,19 +159,19 @@ def _edits(path: Path) -> str:
 
 
 @pytest.mark.parametrize(("path", "line"), [
-    (GEMINI_JSON, 'resolver = "3"'),
+    (GEMINI_JSON, 'rust-version = "1.85"'),
     (GEMINI_JSONL, '\tAllowedOrigins: []string{"http://localhost:3000", "http://localhost:5173"},'),
     (OPENCODE_EXPORT, "+export const API_TIMEOUT_MS = 15000"),
     (CLINE, "  res.status(200).json({ status: 'ok' });"),
     (ROO, '    "better-sqlite3": "11.10.0",'),
-    (COPILOT_OLD, "\treturn math.RoundToEven(v*100) / 100"),
+    (COPILOT_OLD, "\treturn t.In(loc).Format(time.DateOnly)"),
     (COPILOT_NEW, "+  <title>Acme Billing — Invoices</title>"),
     (CURSOR, "  return hash.replace(/^#\\//, '') || 'all';"),
     (SPECSTORY_V2, '+HEALTH_URL="https://staging.acme.test/api/healthz"'),
     (AIDER, '    parser.add_argument("--units", choices=["metric", "imperial"], '
             'default="metric")'),
-    (CLAUDE, 'resolver = "3"'),
-    (CODEX, '+governor = "0.10.1"'),
+    (CLAUDE, 'channel = "1.85"'),
+    (CODEX, '+    "limits==4.0.1",'),
 ], ids=lambda v: v.name if isinstance(v, Path) else "")
 def test_edits_keep_their_lines_verbatim_and_unescaped(path: Path, line: str) -> None:
     edits = _edits(path)
@@ -230,13 +230,13 @@ def test_claude_2_1_2xx_records_are_notes_and_session_facts() -> None:
     result = _only(CLAUDE)
     notes = [e["content"] for e in result.events if e["kind"] == "note"]
     assert notes[:2] == ["bridge session: cse_01W9MQGReWS44CBjcm2YqFrL",
-                         "file history: Cargo.toml (version 1)"]
-    assert "title: edition 2024 + resolver 3" in notes and "agent name: rates-upgrade" in notes
+                         "file history: rust-toolchain.toml (version 1)"]
+    assert "title: toolchain 1.85" in notes and "agent name: rates-upgrade" in notes
     assert "pull request: #297 https://github.com/acme/rates-rs/pull/297" in notes
     assert result.unknown == Counter({"record type artifact-quantum-ledger": 1})
     assert result.skipped["record type last-prompt"] == 1
     assert result.events[-1]["attrs"]["session"] == {
-        "custom-title": "edition 2024 + resolver 3", "agent-name": "rates-upgrade"}
+        "custom-title": "toolchain 1.85", "agent-name": "rates-upgrade"}
 
 
 def test_codex_exec_from_another_provider_keeps_its_session_metadata() -> None:
@@ -246,7 +246,7 @@ def test_codex_exec_from_another_provider_keeps_its_session_metadata() -> None:
         "source": "exec"}
     assert set(result.unknown) == {"item type web_search_call", "record type exec_telemetry"}
     compacted = [e for e in result.events if e.get("attrs", {}).get("compacted")]
-    assert compacted[0]["content"].startswith("Workspace moved to edition 2024")
+    assert compacted[0]["content"].startswith("Python 3.12 required")
 
 
 def test_cline_threads_come_from_the_task_not_the_file_name(tmp_path: Path) -> None:
