@@ -1,15 +1,22 @@
 """Live capture: tail agent session folders and publish each new record once.
 
-:class:`Watcher` scans folders for ``*.jsonl`` transcripts (Claude Code sessions and
-subagent files, Codex rollouts; format recognised by content), converts each file with
-the importers — so the ids are the ones ``breadcrumb import`` gives — and sends the events
-it has not sent before to a :class:`Sink`. Only complete lines count: a torn last line
-waits for its newline. What was sent is saved in a JSON state file after every send
-(per file: device and inode, bytes consumed, events sent), so a restarted watcher goes on
-where it stopped; a file whose inode changed under its name (rotated) is a new file, and
-the old one is finished under its new name when it is still in the folder. A file that
-stops growing for ``idle_end_seconds`` has its session ended: the ``session_end`` events
-are sent and each thread is flushed.
+:class:`Watcher` scans folders for transcripts — ``*.jsonl`` (Claude Code, Codex, Gemini
+CLI, Copilot CLI, Cursor), whole-file JSON the agents rewrite (Gemini CLI
+``session-*.json``, Cline / Roo ``api_conversation_history.json``), markdown (SpecStory
+exports, ``.aider.chat.history.md``) and OpenCode's SQLite store (``opencode.db``) —
+converts each with the importers (format recognised by content), so the ids are the ones
+``breadcrumb import`` gives, and sends the events it has not sent before to a
+:class:`Sink`. Only complete JSONL lines count: a torn last line waits for its newline; in
+markdown the last block waits until the file goes quiet (it may still be written).
+
+Exactly once: the ids sent from each file are saved in a JSON state file after every
+send (per file: device and inode, bytes consumed, a short form of each id sent), so a
+restarted watcher sends only what is new — also for files rewritten in place (JSON
+documents, the SQLite store, a message re-appended with its tool result). A file whose
+inode changed under its name (rotated) is a new file, and the old one is finished under
+its new name when it is still in the folder. A file that stops changing for
+``idle_end_seconds`` has its sessions ended: the ``session_end`` events are sent and each
+thread is flushed.
 """
 
 from __future__ import annotations
@@ -29,10 +36,21 @@ from breadcrumb.importers import (
     ImportOptions,
     ImportResult,
     detect_format,
+    import_path,
     import_records,
 )
 
-DEFAULT_FOLDERS = ("~/.claude/projects", "~/.codex/sessions")
+#: where each agent saves by default (Aider and SpecStory write inside the project: pass it)
+DEFAULT_FOLDERS = (
+    "~/.claude/projects", "~/.codex/sessions", "~/.gemini/tmp", "~/.copilot/session-state",
+    "~/.cursor/projects", "~/.local/share/opencode",
+    "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks",
+    "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks",
+    "~/Library/Application Support/Code/User/globalStorage/saoudrizwan.claude-dev/tasks",
+    "~/Library/Application Support/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks",
+)
+_JSON_NAMES = ("api_conversation_history.json", "ui_messages.json")
+_ID_CHARS = 16  # of an event id kept in the state: enough to tell a file's events apart
 
 
 class Sink(Protocol):
@@ -48,11 +66,13 @@ class FileState:
     """What was read and sent of one file (keyed by device:inode)."""
 
     path: str
-    consumed: int = 0  # bytes up to the last complete line read
-    sent: int = 0  # events sent (session_end excluded), in conversion order
+    consumed: int = 0  # bytes up to the last complete line read (JSONL)
+    sent: int = 0  # events sent (session_end excluded)
     base_time: str = ""  # for records without a time: fixed when first seen
     ended: bool = False
     last_growth: float = 0.0
+    sent_ids: list[str] = field(default_factory=list)  # the first characters of each id
+    signature: str = ""  # size and mtime of a whole-file transcript when last read
 
 
 @dataclass(slots=True)
@@ -99,32 +119,69 @@ class Watcher:
         for folder in self.folders:
             if folder.is_dir():
                 found += [(_key(p), p) for p in sorted(folder.rglob("*"))
-                          if p.is_file() and (p.suffix == ".jsonl" or _key(p) in self.files)]
+                          if p.is_file() and (_watched(p) or _key(p) in self.files)]
         return found
 
-    def _read(self, key: str, path: Path) -> None:
+    def _read(self, key: str, path: Path, final: bool = False) -> None:
         state = self.files.get(key)
         if state is None:
             state = self.files[key] = FileState(str(path), base_time=_mtime(path),
                                                 last_growth=self.clock())
         state.path = str(path)
-        data = path.read_bytes()
-        if len(data) < state.consumed:  # truncated in place (copytruncate): a new file
-            state.consumed, state.sent = 0, 0
-        complete = data[: data.rfind(b"\n") + 1]
-        if len(complete) <= state.consumed:
+        whole = path.suffix != ".jsonl"
+        signature, complete = "", b""
+        if whole:
+            signature = _signature(path)
+            if signature == state.signature and not final:
+                return
+            results = self._convert_whole(path, state)
+        else:
+            data = path.read_bytes()
+            if len(data) < state.consumed:  # truncated in place (copytruncate): re-read
+                state.consumed = 0
+            complete = data[: data.rfind(b"\n") + 1]
+            if len(complete) <= state.consumed and not final:
+                return
+            result = self._convert(path, complete, state)
+            results = None if result is None else [result]
+        if results is None:
             return
-        result = self._convert(path, complete, state)
-        if result is None:
-            return
-        events = [e for e in result.events if e["kind"] != "session_end"]
-        fresh = events[state.sent:]
+        grew = signature != state.signature if whole else len(complete) > state.consumed
+        events = [e for r in results for e in r.events if e["kind"] != "session_end"]
+        if path.suffix == ".md" and not final:
+            events = events[:-1]  # the last block may still be being written
+        fresh = self._fresh(state, events)
         if fresh:
             self.sink.send(fresh)
             self.stats.events_sent += len(fresh)
-        state.consumed, state.sent = len(complete), len(events)
-        state.ended, state.last_growth = False, self.clock()
+            state.sent_ids += [e["event_id"][:_ID_CHARS] for e in fresh]
+            state.sent = len(state.sent_ids)
+        if grew:
+            state.ended, state.last_growth = False, self.clock()
+        if whole:
+            state.signature = signature
+        else:
+            state.consumed = len(complete)
         self._save()
+
+    @staticmethod
+    def _fresh(state: FileState, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Events of the file not sent yet (a state of an older watcher counted them)."""
+        if state.sent and not state.sent_ids:
+            state.sent_ids = [e["event_id"][:_ID_CHARS] for e in events[: state.sent]]
+        sent = set(state.sent_ids)
+        return [e for e in events if e["event_id"][:_ID_CHARS] not in sent]
+
+    def _convert_whole(self, path: Path, state: FileState) -> list[ImportResult] | None:
+        options = ImportOptions(user_id=self.user_id,
+                                base_time=datetime.fromisoformat(state.base_time))
+        try:
+            results = import_path(path, "auto", options)
+        except (ImportFormatError, OSError, ValueError) as exc:  # torn JSON, locked store
+            self.stats.skipped_files[str(path)] = str(exc)
+            return None
+        self.stats.skipped_files.pop(str(path), None)
+        return results
 
     def _convert(self, path: Path, complete: bytes, state: FileState) -> ImportResult | None:
         records = _records(complete)
@@ -132,7 +189,8 @@ class Watcher:
                                 base_time=datetime.fromisoformat(state.base_time))
         try:
             fmt = detect_format(None, records)
-            result = import_records(records, fmt, options, path.name, _fallback_thread(records))
+            result = import_records(records, fmt, options, path.name, _fallback_thread(records),
+                                    path)
         except ImportFormatError as exc:
             self.stats.skipped_files[str(path)] = str(exc)
             return None
@@ -150,11 +208,17 @@ class Watcher:
 
     def _end(self, state: FileState) -> None:
         path = Path(state.path)
-        data = path.read_bytes()
-        result = self._convert(path, data[: data.rfind(b"\n") + 1], state)
-        if result is None:
+        key = _key(path)
+        self._read(key, path, final=True)  # what was held back (a markdown tail) goes now
+        if path.suffix == ".jsonl":
+            data = path.read_bytes()
+            result = self._convert(path, data[: data.rfind(b"\n") + 1], state)
+            results = None if result is None else [result]
+        else:
+            results = self._convert_whole(path, state)
+        if results is None:
             return
-        ends = [e for e in result.events if e["kind"] == "session_end"]
+        ends = [e for r in results for e in r.events if e["kind"] == "session_end"]
         fresh = [e for e in ends if e["event_id"] not in self.ended_ids]
         if fresh:  # a rotated session's second file ends the same thread: flush only
             self.sink.send(fresh)
@@ -204,6 +268,34 @@ def _records(complete: bytes) -> list[tuple[int, Any]]:
             except ValueError:
                 continue  # not JSON: `breadcrumb import` reports such lines
     return out
+
+
+def _watched(path: Path) -> bool:
+    """A file an agent saves its sessions in (by name; the content is checked on reading)."""
+    name = path.name
+    if path.suffix == ".jsonl":
+        return True
+    if path.suffix == ".json":
+        if name == "ui_messages.json":  # the task's history beside it is read instead
+            return not path.with_name("api_conversation_history.json").exists()
+        return name in _JSON_NAMES or (name.startswith("session-") and
+                                       path.parent.name == "chats")
+    if path.suffix == ".db":
+        return name.startswith("opencode")
+    if path.suffix == ".md":
+        return name == ".aider.chat.history.md" or path.parent.name == "history" and (
+            path.parent.parent.name == ".specstory")
+    return False
+
+
+def _signature(path: Path) -> str:
+    """Size and mtime of a file (and of an SQLite store's write-ahead log)."""
+    parts = []
+    for candidate in (path, path.with_name(path.name + "-wal")):
+        if candidate.exists():
+            info = candidate.stat()
+            parts.append(f"{info.st_size}:{info.st_mtime_ns}")
+    return "/".join(parts)
 
 
 def _key(path: Path) -> str:

@@ -1,7 +1,10 @@
-"""``breadcrumb import``: real agent transcripts (Claude Code, Codex, OpenAI chat) → events.
+"""``breadcrumb import``: real agent transcripts → events.
 
-``PATH`` is a transcript file or a folder (walked for ``*.jsonl`` / ``*.json``); the
-format is recognised by content unless ``--format`` names it. Feeds the same backend as
+Claude Code, Codex, OpenAI chat, Gemini CLI, OpenCode, Cline / Roo, Copilot CLI, Cursor,
+SpecStory and Aider. ``PATH`` is a transcript file or a folder (walked for ``*.jsonl`` /
+``*.json``, SpecStory and aider ``*.md``, ``opencode.db``); the format is recognised by
+content unless ``--format`` names it. Record types an importer does not know are kept as
+notes and counted in the report (``unknown_records``). Feeds the same backend as
 ``breadcrumb ingest`` (a running service or the data dir), with a progress bar on stderr
 and a JSON report on stdout.
 """
@@ -25,7 +28,7 @@ from breadcrumb.importers import (
     ImportFormatError,
     ImportOptions,
     ImportResult,
-    import_file,
+    import_path,
     transcripts_in,
 )
 from breadcrumb.infra.settings import Settings
@@ -35,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb import``."""
     from breadcrumb.cli import _common
 
-    p = sub.add_parser("import", help="import agent transcripts (claude-code, codex, openai)")
+    p = sub.add_parser("import", help="import agent transcripts (claude-code, codex, gemini, "
+                       "opencode, cline, copilot, cursor, specstory, aider, openai)")
     _common(p)
     p.add_argument("path", type=Path, help="a transcript file, or a folder to walk")
     p.add_argument("--format", dest="fmt", choices=("auto", *FORMATS), default="auto",
@@ -70,7 +74,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         reports = [_submit(backend, path, result, args, user) for path, result in converted]
     finally:
         backend.close()
-    report = reports[0] if not folder and reports else _folder_report(reports, unreadable)
+    several = folder or len(reports) > 1  # an OpenCode store, an aider history: many sessions
+    report = reports[0] if not several and reports else _folder_report(reports, unreadable)
     sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if not report["rejected"] else 1
 
@@ -86,7 +91,7 @@ def _convert_all(args: argparse.Namespace, user: str, folder: bool
             options = ImportOptions(user_id=user, project_id=args.project,
                                     thread_id=args.thread, agent_id=args.agent,
                                     base_time=_base_time(args.base_time, path))
-            converted.append((path, import_file(path, args.fmt, options)))
+            converted += [(path, result) for result in import_path(path, args.fmt, options)]
         except (ImportFormatError, OSError, ValueError) as exc:
             unreadable.append({"path": str(path), "error": str(exc)})
     return converted, unreadable
@@ -99,7 +104,8 @@ def _submit(backend: local_client.Backend, path: Path, result: ImportResult,
     report["rejected"] = result.bad_lines + report["rejected"]
     report.update({"path": str(path), "format": result.fmt, "events": len(result.events),
                    "thread_id": result.threads[0], "threads": result.threads,
-                   "user_id": user, "skipped": dict(result.skipped)})
+                   "user_id": user, "skipped": dict(result.skipped),
+                   "unknown_records": dict(result.unknown)})
     return report
 
 
@@ -110,6 +116,7 @@ def _folder_report(reports: list[dict[str, Any]],
             "accepted": sum(r["accepted"] for r in reports),
             "duplicates": sum(r["duplicates"] for r in reports),
             "events": sum(r["events"] for r in reports),
+            "unknown_records": sum(sum(r["unknown_records"].values()) for r in reports),
             "rejected": [{**x, "path": r["path"]} for r in reports for x in r["rejected"]]}
 
 

@@ -1,6 +1,8 @@
-"""``breadcrumb watch [DIR…]``: live capture of Claude Code and Codex sessions.
+"""``breadcrumb watch [DIR…]``: live capture of agent sessions.
 
-Tails the session folders (default ``~/.claude/projects`` and ``~/.codex/sessions``) and
+Tails the session folders (default: every agent's, :data:`breadcrumb.watch.DEFAULT_FOLDERS`
+— Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, OpenCode's store, Cline / Roo tasks;
+Aider and SpecStory write inside projects: name those) and
 publishes each new record once — to the query service (``--url``, default the one this
 data dir's ``serve`` runs, else ``http://HOST:PORT``) or to Kafka (``--kafka``) — saving
 its position in ``--state`` so a restart goes on where it stopped.
@@ -21,7 +23,7 @@ def register(sub: Any) -> None:
     """Add ``breadcrumb watch``."""
     p = sub.add_parser("watch", help="tail agent session folders and publish new records")
     p.add_argument("folders", nargs="*", type=Path,
-                   help="folders to watch (default: ~/.claude/projects ~/.codex/sessions)")
+                   help="folders to watch (default: every agent's session folders)")
     p.add_argument("--data-dir", type=Path, default=None,
                    help="data dir whose running service receives the events")
     p.add_argument("--url", default=None, help="query service URL")

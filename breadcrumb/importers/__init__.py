@@ -5,8 +5,14 @@
     result.events  # validated-shape dicts, each thread ending with a session_end
 
 Formats: ``claude-code`` (session JSONL, subagent files too), ``codex`` (rollout JSONL,
-up to the 0.144 code mode), ``openai`` (chat messages JSON or JSONL); ``auto`` (the
-default) recognises them by content (:func:`detect_format`). Event ids are uuid5 over
+up to the 0.144 code mode), ``openai`` (chat messages JSON or JSONL), ``gemini`` (Gemini
+CLI chat JSON and JSONL), ``opencode`` (its SQLite store and ``opencode export`` JSON),
+``cline`` / ``cline-ui`` (Cline and Roo ``api_conversation_history.json`` /
+``ui_messages.json``), ``copilot`` (Copilot CLI ``events.jsonl``), ``cursor`` (Cursor
+``agent-transcripts``), ``specstory`` (SpecStory markdown), ``aider``
+(``.aider.chat.history.md``); ``auto`` (the default) recognises them by content
+(:mod:`breadcrumb.importers.detect`). Records of a type an importer does not know are
+kept as notes and counted (``ImportResult.unknown``). Event ids are uuid5 over
 the tenant, the session's own id and each record's position in it (its uuid when it has
 one) — never the file name: a renamed copy re-imported is all duplicates, and two
 sessions saved under one name are two threads. :func:`transcripts_in` walks a folder.
@@ -23,15 +29,33 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.importers import claude_code, codex, openai_chat
+from breadcrumb.importers import (
+    aider,
+    claude_code,
+    cline,
+    codex,
+    copilot,
+    cursor,
+    gemini,
+    openai_chat,
+    opencode,
+    specstory,
+)
 from breadcrumb.importers.common import ImportFormatError, ImportOptions, Parsed, finalize
+from breadcrumb.importers.detect import detect_format, detect_text
 
-FORMATS: tuple[str, ...] = ("claude-code", "codex", "openai")
-SUFFIXES = (".jsonl", ".json")
-_SNIFF_RECORDS = 20
+FORMATS: tuple[str, ...] = ("claude-code", "codex", "openai", "gemini", "opencode", "cline",
+                            "cline-ui", "copilot", "cursor", "specstory", "aider")
+SUFFIXES = (".jsonl", ".json", ".md", ".db")
+#: formats whose files hold whole documents (JSON) or text, not JSONL records
+_DOCUMENT_FORMATS = frozenset({"openai", "opencode", "cline", "cline-ui"})
+_TEXT_FORMATS = frozenset({"specstory", "aider"})
+#: files agents keep beside their transcripts that are no transcript themselves
+_SIDE_FILES = frozenset({"history_item.json", "task_metadata.json", "_index.json",
+                         "projects.json", "logs.json"})
 
 __all__ = ["FORMATS", "ImportFormatError", "ImportOptions", "ImportResult", "detect_format",
-           "import_file", "import_records", "transcripts_in"]
+           "import_file", "import_path", "import_records", "transcripts_in"]
 
 
 @dataclass(slots=True)
@@ -42,6 +66,8 @@ class ImportResult:
     skipped: Counter[str] = field(default_factory=Counter)
     bad_lines: list[dict[str, Any]] = field(default_factory=list)
     fmt: str = ""
+    #: record types the importer did not know, each kept as a note: how many of each
+    unknown: Counter[str] = field(default_factory=Counter)
 
     @property
     def threads(self) -> list[str]:
@@ -50,67 +76,166 @@ class ImportResult:
 
 
 def import_file(path: Path, fmt: str, options: ImportOptions) -> ImportResult:
-    """Read and convert one transcript file (``fmt="auto"``: recognised by content)."""
+    """Read and convert one transcript file (``fmt="auto"``: recognised by content).
+
+    A file that holds several sessions (an OpenCode store, an aider history) gives the
+    first; :func:`import_path` gives them all."""
+    return import_path(path, fmt, options)[0]
+
+
+def import_path(path: Path, fmt: str, options: ImportOptions) -> list[ImportResult]:
+    """Every session in one file, converted: one result per session."""
+    if path.suffix == ".db" or fmt == "opencode" and _is_sqlite(path):
+        sessions = opencode.sessions_in_db(path)
+        if not sessions:
+            raise ImportFormatError(f"{path}: an OpenCode store without sessions")
+        return [_result(opencode.parse(s), "opencode", options, path.name, s["info"]["id"])
+                for s in sessions]
+    if path.suffix == ".md":
+        text = path.read_text("utf-8", errors="replace")
+        fmt = detect_text(text) if fmt == "auto" else fmt
+        if fmt == "aider":
+            found = aider.parse_text(text)
+            if not found:
+                raise ImportFormatError(f"{path}: no aider session in it")
+            return [_result(p, fmt, options, path.name, str(p.session_id)) for p in found]
+        if fmt != "specstory":
+            raise ImportFormatError(f"{path}: a markdown file is specstory or aider, not {fmt}")
+        return [_result(specstory.parse_text(text), fmt, options, path.name,
+                        _content_id([text[:2000]]))]
     document, records, bad = _read(path)
     if fmt == "auto":
         fmt = detect_format(document, records)
     if fmt == "openai":
         messages, session = _messages(path, document, records)
-        result = import_records(messages, fmt, options, path.name,
-                                session or _content_id(messages))
-    else:
-        result = import_records(records, fmt, options, path.name, _content_id(records))
-        result.bad_lines = bad
-    result.fmt = fmt
-    return result
+        return [import_records(messages, fmt, options, path.name,
+                               session or _content_id(messages))]
+    if document is not None:
+        parsed = _parse_document(path, document, fmt)
+        head = document[:1] if isinstance(document, list) else [document]
+        return [_result(parsed, fmt, options, path.name, _content_id(head))]
+    result = import_records(records, fmt, options, path.name, _content_id(records), path)
+    result.bad_lines = bad
+    return [result]
 
 
 def import_records(records: list[Any], fmt: str, options: ImportOptions, source: str,
-                   default_thread: str) -> ImportResult:
+                   default_thread: str, path: Path | None = None) -> ImportResult:
     """Convert already-parsed records (JSONL: ``(line_number, value)`` pairs)."""
     parsed = _parse(records, fmt)
+    if path is not None:
+        _parent_from_layout(parsed, path, fmt)
+    return _result(parsed, fmt, options, source, default_thread)
+
+
+def _result(parsed: Parsed, fmt: str, options: ImportOptions, source: str,
+            default_thread: str) -> ImportResult:
     if not parsed.drafts:
         raise ImportFormatError(f"{source}: no {fmt} transcript records found "
                                 f"(skipped: {dict(parsed.skipped) or 'nothing'})")
     events = finalize(parsed, options, source, fmt, default_thread)
-    return ImportResult(events, parsed.skipped, fmt=fmt)
+    return ImportResult(events, parsed.skipped, fmt=fmt, unknown=parsed.unknown)
 
 
-def detect_format(document: Any, records: list[tuple[int, Any]]) -> str:
-    """``claude-code``, ``codex`` or ``openai`` from what the records look like."""
-    if document is not None:
-        if openai_chat.looks_like_messages(document):
-            return "openai"
-        raise ImportFormatError("a JSON document that is not a chat export")
-    for _, record in records[:_SNIFF_RECORDS]:
-        fmt = _record_format(record)
-        if fmt is not None:
-            return fmt
-    raise ImportFormatError("not a Claude Code, Codex or OpenAI chat transcript")
+def _parse_document(path: Path, document: Any, fmt: str) -> Parsed:
+    if fmt == "gemini" and isinstance(document, dict):
+        parsed = gemini.parse_document(document)
+    elif fmt == "opencode" and isinstance(document, dict):
+        parsed = opencode.parse(document)
+    elif fmt == "cline" and isinstance(document, list):
+        parsed = cline.parse_history(document)
+        parsed.session_id = parsed.session_id or _sibling_task_id(path)
+        _history_item(parsed, path)
+    elif fmt == "cline-ui" and isinstance(document, list):
+        parsed = cline.parse_ui(document)
+        _history_item(parsed, path)
+    else:
+        raise ImportFormatError(f"{path}: not a {fmt} document")
+    _parent_from_layout(parsed, path, fmt)
+    return parsed
 
 
-def _record_format(record: Any) -> str | None:
-    if not isinstance(record, dict):
+def _sibling_task_id(path: Path) -> str | None:
+    """The task id of a Cline history: the first ``ts`` of the ``ui_messages.json`` beside."""
+    ui = path.with_name("ui_messages.json")
+    try:
+        return cline.task_id(orjson.loads(ui.read_bytes())) if ui.is_file() else None
+    except (OSError, orjson.JSONDecodeError):
         return None
-    kind = record.get("type")
-    if kind in ("session_meta", "response_item", "event_msg", "turn_context") or (
-            "instructions" in record and "id" in record):
-        return "codex"
-    if "sessionId" in record or kind in ("summary", "file-history-snapshot") or (
-            kind in ("user", "assistant") and isinstance(record.get("message"), dict)):
-        return "claude-code"
-    if kind in codex.ITEM_TYPES:
-        return "codex"
-    if isinstance(record.get("role"), str) and ("content" in record or "tool_calls" in record):
-        return "openai"
-    return None
+
+
+def _history_item(parsed: Parsed, path: Path) -> None:
+    """Roo's ``history_item.json`` beside a task: the task's own id and its parent task."""
+    item_path = path.with_name("history_item.json")
+    try:
+        item = orjson.loads(item_path.read_bytes()) if item_path.is_file() else None
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if isinstance(item, dict) and isinstance(item.get("id"), str) and item["id"]:
+        parsed.session_id = item["id"]
+        parent = item.get("parentTaskId")
+        if isinstance(parent, str) and parent:
+            parsed.parent_thread_id = parent
+        if isinstance(item.get("workspace"), str) and item["workspace"].strip("/"):
+            parsed.project = item["workspace"].rstrip("/").rsplit("/", 1)[-1][:128]
+
+
+def _parent_from_layout(parsed: Parsed, path: Path, fmt: str) -> None:
+    """Subagents the agent files under their parent: Gemini ``chats/<parent>/<id>.jsonl``,
+    Cursor ``<parent>/subagents/<id>.jsonl`` (the parent's thread is its content id)."""
+    if fmt == "gemini" and parsed.project is None:  # ~/.gemini/tmp/<slug>/.project_root
+        for folder in path.parents[:3]:
+            root = folder / ".project_root"
+            if root.is_file():
+                name = root.read_text("utf-8", errors="replace").strip().rstrip("/")
+                parsed.project = name.rsplit("/", 1)[-1][:128] or None
+                break
+    if parsed.parent_thread_id is not None:
+        return
+    if fmt == "gemini" and parsed.meta.get("kind") == "subagent" and (
+            path.parent.name != "chats"):
+        parsed.parent_thread_id = path.parent.name
+    elif fmt == "cursor" and path.parent.name == "subagents":
+        session_dir = path.parent.parent
+        parent = session_dir / f"{session_dir.name}.jsonl"
+        if parent.is_file():
+            _, records, _ = _read(parent)
+            parsed.parent_thread_id = _content_id(records)
+        for draft in parsed.drafts:
+            draft.attrs.setdefault("subagent", True)
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(16) == b"SQLite format 3\x00"
 
 
 def transcripts_in(folder: Path) -> Iterator[Path]:
-    """Every ``*.jsonl`` / ``*.json`` file under ``folder``, in path order."""
+    """Transcript files under ``folder``, in path order: ``*.jsonl`` / ``*.json``, aider
+    histories and SpecStory exports (``*.md``), OpenCode stores (``opencode.db``). A Cline
+    ``ui_messages.json`` is left out when its task's ``api_conversation_history.json`` is
+    beside it (the same task, the model's view)."""
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.suffix in SUFFIXES and not path.name.startswith("."):
-            yield path
+        if not path.is_file() or path.suffix not in SUFFIXES:
+            continue
+        if path.name.startswith(".") and path.name != ".aider.chat.history.md":
+            continue
+        if path.suffix == ".db" and not path.name.startswith("opencode"):
+            continue
+        if path.suffix == ".md" and not _markdown_transcript(path):
+            continue
+        if path.name == "ui_messages.json" and path.with_name(
+                "api_conversation_history.json").is_file():
+            continue
+        if path.name in _SIDE_FILES:
+            continue
+        yield path
+
+
+def _markdown_transcript(path: Path) -> bool:
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        head = handle.read(4000)
+    return specstory.looks_like(head) or aider.looks_like(head)
 
 
 def _read(path: Path) -> tuple[Any, list[tuple[int, Any]], list[dict[str, Any]]]:
@@ -146,10 +271,11 @@ def _content_id(records: list[Any]) -> str:
 
 
 def _parse(records: list[Any], fmt: str) -> Parsed:
-    if fmt == "claude-code":
-        return claude_code.parse(records)
-    if fmt == "codex":
-        return codex.parse(records)
-    if fmt == "openai":
-        return openai_chat.parse(records)
+    parsers = {"claude-code": claude_code.parse, "codex": codex.parse,
+               "openai": openai_chat.parse, "gemini": gemini.parse,
+               "copilot": copilot.parse, "cursor": cursor.parse}
+    if fmt in parsers:
+        return parsers[fmt](records)
+    if fmt in _DOCUMENT_FORMATS or fmt in _TEXT_FORMATS:
+        raise ImportFormatError(f"{fmt} is read from a whole file, not from JSONL records")
     raise ImportFormatError(f"unknown format {fmt!r}; one of auto, {', '.join(FORMATS)}")

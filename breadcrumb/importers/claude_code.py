@@ -5,7 +5,11 @@ an array of ``text`` / ``tool_use`` / ``tool_result`` blocks; ``toolUseResult`` 
 the tool's own result (``stdout`` / ``stderr`` for Bash). Bash calls become
 ``tool_call`` (their results ``test_result`` when the command runs tests), Edit /
 Write / MultiEdit / NotebookEdit calls become ``file_edit`` with ``attrs.path``.
-Thinking blocks, summaries and file-history snapshots are skipped (and counted).
+Thinking blocks, summaries, file-history snapshots and other bookkeeping records (mode,
+permission-mode, last-prompt, queue-operation, …) are skipped (and counted); the 2.1.2xx
+records ``custom-title`` / ``ai-title``, ``agent-name``, ``pr-link``, ``bridge-session``
+and ``file-history-delta`` are notes; a record type not known here is a note counted in
+``Parsed.unknown``.
 
 Positions (hence event ids) come from each record's own ``uuid``. A record with
 ``isSidechain`` (a subagent: ``<session>/subagents/agent-<id>.jsonl`` in 2.x, inline in
@@ -32,6 +36,7 @@ from breadcrumb.importers.common import (
     render_edit,
     result_attrs,
     result_kind,
+    unknown_note,
 )
 
 SHELL_TOOLS = frozenset({"Bash"})
@@ -39,6 +44,17 @@ OUTPUT_TOOLS = frozenset({"BashOutput", "TaskOutput"})  # read a backgrounded sh
 _STATUS_RE = re.compile(r"<status>(\w+)</status>")
 _EXIT_RE = re.compile(r"<exit_code>(-?\d+)</exit_code>")
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+#: 2.1.2xx records kept as notes: the field holding their value, and its label
+_META_NOTES = {"custom-title": ("customTitle", "title"), "ai-title": ("aiTitle", "title"),
+               "agent-name": ("agentName", "agent name"), "pr-link": ("prUrl", "pull request"),
+               "bridge-session": ("bridgeSessionId", "bridge session"),
+               "file-history-delta": ("trackingPath", "file history")}
+#: bookkeeping records that repeat or steer the session: skipped, counted
+_BOOKKEEPING = frozenset({"system", "summary", "file-history-snapshot", "last-prompt", "mode",
+                          "permission-mode", "queue-operation", "atis-latch", "cost-state",
+                          "frame-link", "attachment", "history-suppression", "worktree-state",
+                          "agent-color", "agent-setting", "tag", "progress",
+                          "artifact-comment-monitor", "artifact-autoreact-ledger"})
 _META_PREFIXES = ("<command-name>", "<local-command-stdout>", "<command-message>",
                   "Caveat: The messages below")
 
@@ -60,11 +76,32 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             parsed.drafts.append(Draft(_position(line, record), "system", "note",
                                        record["content"], parse_ts(record.get("timestamp")),
                                        attrs=_subtype(record)))
-        else:
+        elif kind in _META_NOTES:
+            parsed.drafts.append(_meta_note(_position(line, record), str(kind), record, parsed))
+        elif kind in _BOOKKEEPING:
             parsed.skipped[f"record type {kind}"] += 1
+        else:
+            parsed.drafts.append(unknown_note(parsed, _position(line, record),
+                                              f"record type {kind}", record,
+                                              parse_ts(record.get("timestamp"))))
         for draft in parsed.drafts[before:]:
             draft.subthread = _subthread(record)
     return parsed
+
+
+def _meta_note(position: str, kind: str, record: dict[str, Any], parsed: Parsed) -> Draft:
+    """A 2.1.2xx session record that says something: title, agent name, PR, bridge, file."""
+    field_name, label = _META_NOTES[kind]
+    value = record.get(field_name)
+    if kind == "file-history-delta":
+        backup = record.get("backup") if isinstance(record.get("backup"), dict) else {}
+        value = f"{value} (version {backup.get('version')})" if backup else value
+    elif kind == "pr-link" and record.get("prNumber") is not None:
+        value = f"#{record['prNumber']} {value}"
+    if kind in ("custom-title", "ai-title", "agent-name") and isinstance(value, str):
+        parsed.meta[kind] = value
+    return Draft(position, "system", "note", f"{label}: {value}",
+                 parse_ts(record.get("timestamp")), attrs={"record_type": kind})
 
 
 def _position(line: int, record: dict[str, Any]) -> str:

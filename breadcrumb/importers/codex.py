@@ -17,6 +17,11 @@ its output, or the ``wait`` output that finishes its cell, is the result (a
 script printed is unwrapped into its lines, ``attrs.json_unwrapped``). A cell still
 running is a ``tool_result``.
 
+A ``compacted`` record is a note; a record or response item of a type not known here
+is a note counted in ``Parsed.unknown``. What ``session_meta`` says of the build
+(``originator`` — ``codex_exec``, a desktop app —, ``cli_version``, ``model_provider``,
+``source``) goes into the session end's ``attrs.session``.
+
 The thread is the rollout's own session id (``session_meta.id``); a subagent rollout
 names its parent in ``attrs.parent_thread_id``. Positions are line numbers in the session.
 """
@@ -40,12 +45,16 @@ from breadcrumb.importers.common import (
     patch_paths,
     result_attrs,
     result_kind,
+    unknown_note,
 )
 
 ITEM_TYPES = frozenset({"message", "reasoning", "function_call", "function_call_output",
                         "custom_tool_call", "custom_tool_call_output", "local_shell_call"})
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md",
                      "<permissions instructions>")
+_TOP_SKIPPED = frozenset({"event_msg", "turn_context"})
+_ITEM_SKIPPED = frozenset({"ghost_snapshot", "compaction", "compaction_summary"})
+_META_KEYS = ("originator", "cli_version", "model_provider", "source", "model")
 _SHELLS = frozenset({"bash", "/bin/bash", "sh", "/bin/sh", "zsh", "/bin/zsh"})
 
 
@@ -64,6 +73,10 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
     parsed = Parsed(drafts=[], agent="codex")
     state = _State()
     for line, record in records:
+        other = _other_record(str(line), record, parsed)
+        if other is not None:
+            parsed.drafts.append(other)
+            continue
         item, ts = _unwrap(record, parsed)
         if item is None:
             continue
@@ -73,6 +86,27 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             parsed.skipped[f"empty {item.get('type')}"] += 1
         parsed.drafts.extend(drafts)
     return parsed
+
+
+def _other_record(position: str, record: Any, parsed: Parsed) -> Draft | None:
+    """A ``compacted`` summary as a note; a record or item type not known here as an
+    unknown note (counted); ``None`` for everything the item path reads or skips."""
+    if not isinstance(record, dict) or "payload" not in record:
+        return None
+    kind, payload = record.get("type"), record.get("payload")
+    ts = parse_ts(record.get("timestamp"))
+    if kind == "compacted" and isinstance(payload, dict):
+        text = payload.get("message")
+        return Draft(position, "system", "note", str(text or ""), ts,
+                     attrs={"compacted": True}) if text else None
+    if kind == "response_item" and isinstance(payload, dict):
+        item = payload.get("type")
+        if item in ITEM_TYPES or item in _ITEM_SKIPPED:
+            return None
+        return unknown_note(parsed, position, f"item type {item}", payload, ts)
+    if kind in _TOP_SKIPPED or kind == "session_meta":
+        return None
+    return unknown_note(parsed, position, f"record type {kind}", record, ts)
 
 
 def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | None]:
@@ -108,6 +142,9 @@ def _session_facts(parsed: Parsed, meta: dict[str, Any]) -> None:
         if own == parent:  # a subagent sharing its parent's id: name it apart
             name = meta.get("agent_nickname") or meta.get("agent_role") or "subagent"
             parsed.session_id = f"{own}/{name}"
+    for key in _META_KEYS:
+        if isinstance(meta.get(key), str | int) and meta[key] != "":
+            parsed.meta[key] = meta[key]
     cwd = meta.get("cwd")
     if isinstance(cwd, str) and cwd.strip("/"):
         parsed.project = posixpath.basename(cwd.rstrip("/"))[:128]

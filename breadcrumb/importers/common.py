@@ -70,6 +70,10 @@ class Parsed:
     skipped: Counter[str] = field(default_factory=Counter)
     #: the thread that spawned this session (a subagent rollout names its parent)
     parent_thread_id: str | None = None
+    #: record types the parser does not know: each kept as a ``note`` and counted here
+    unknown: Counter[str] = field(default_factory=Counter)
+    #: what the session says about itself (agent version, provider, title): on its end
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +133,16 @@ def render_edit(tool: str, path: str, old: str | None = None, new: str | None = 
     return f"{tool} {path}\n--- old\n{old or ''}\n+++ new\n{new or ''}"
 
 
+def unknown_note(parsed: Parsed, position: str, record_type: str, record: Any,
+                 ts: str | None = None) -> Draft:
+    """A record of a type the parser does not know, kept verbatim as a ``note`` (its JSON,
+    cut at 4000 characters) and counted in ``parsed.unknown``: never dropped silently."""
+    parsed.unknown[record_type] += 1
+    text = as_json_text(record)
+    return Draft(position, "system", "note", f"{record_type}: {text[:4000]}", ts,
+                 attrs={"record_type": record_type, "unknown_record": True})
+
+
 def result_kind(call: ToolCall | None) -> str:
     return "test_result" if call is not None and call.is_test else "tool_result"
 
@@ -147,6 +161,11 @@ def result_attrs(call: ToolCall | None, text: str, failed: bool | None,
     if call is not None and call.command is not None:
         attrs["command"] = call.command
     return attrs
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (for optional nested fields)."""
+    return value if isinstance(value, dict) else {}
 
 
 def as_json_text(value: Any) -> str:
@@ -202,6 +221,8 @@ def finalize(parsed: Parsed, options: ImportOptions, source: str, fmt: str,
                         f"end of imported {fmt} session {thread} ({source})")
         subthread = thread[len(main) + 1:] if thread != main else None
         closing.attrs = _links(main, subthread, parsed.parent_thread_id)
+        if thread == main and parsed.meta:
+            closing.attrs = {**closing.attrs, "session": parsed.meta}
         events.append(_event(closing, end_ts, {**base, "thread_id": thread},
                              _ident(fmt, options, thread, "end")))
     return events
