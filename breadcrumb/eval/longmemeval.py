@@ -53,6 +53,12 @@ class LmeQuestion:
     session_of: dict[str, str]
 
     @property
+    def answer_spans(self) -> list[m.Span]:
+        """The ``has_answer`` turns as one-event spans (to test returned source ranges)."""
+        return [m.Span(e["user_id"], e["thread_id"], e["index"], e["index"])
+                for e in self.events if e["event_id"] in self.answer_turns]
+
+    @property
     def abstention(self) -> bool:
         """The history does not hold the answer (``_abs`` ids)."""
         return self.question_id.endswith("_abs")
@@ -173,6 +179,9 @@ def score(q: LmeQuestion, ans: Answer) -> dict[str, Any]:
         "current_value": bool(ids & q.current_turns)
         if q.question_type == KNOWLEDGE_UPDATE and q.current_turns and not q.abstention
         else None,
+        # a returned memory's source range holds an answer turn (retrieved, maybe not quoted)
+        "memory_turn_hit": m.hit_at_k(ans.memories, q.answer_spans, len(ans.memories))
+        if labelled else None,
         "tokens": ans.tokens, "lines_events": len(ids), "sessions": len(sessions),
         "latency_ms": round(ans.latency_ms, 2),
     }
@@ -192,8 +201,9 @@ def ask_all(q: LmeQuestion, methods: dict[str, Callable[[LmeQuestion], Answer]]
 
 def _agg(per: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"questions": len(per)}
-    for key in ("turn_recall", "session_recall_all", "session_recall_any", "current_value"):
-        out[key] = m.rate(p[key] for p in per)
+    for key in ("turn_recall", "session_recall_all", "session_recall_any", "current_value",
+                "memory_turn_hit"):
+        out[key] = m.rate(p.get(key) for p in per)
     out["tokens_mean"] = m.mean(p["tokens"] for p in per)
     out["tokens_max"] = max((p["tokens"] for p in per), default=None)
     out["latency_p50_ms"] = m.percentile([p["latency_ms"] for p in per], 50)

@@ -147,6 +147,7 @@ LME_LABELS = {"breadcrumb": "Breadcrumb (source)", "breadcrumb_auto": "Breadcrum
               "raw_only": "Raw dense"}
 LME_COLUMNS = (("turn_recall", "Turn recall"), ("session_recall_all", "Session recall-all"),
                ("session_recall_any", "Session recall-any"), ("current_value", "Current value"),
+               ("memory_turn_hit", "Answer turn in returned ranges"),
                ("tokens_mean", "Tokens (mean)"), ("tokens_max", "Tokens (max)"))
 
 

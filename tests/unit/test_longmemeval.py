@@ -72,6 +72,16 @@ def test_turn_recall_needs_an_answer_turn_among_the_lines() -> None:
     assert lme.score(q, answer())["turn_recall"] is False
 
 
+def test_an_answer_turn_inside_a_returned_range_is_a_memory_hit_even_unquoted() -> None:
+    q = lme.question_from(record())
+    rng = Item(Span("lme-q1", "a2", 0, 1), "summary", ())
+    quoted = Item(Span("lme-q1", "f", 0, 0), "line", ("lme-q1-f-000",))
+    row = lme.score(q, Answer("m", [rng], [quoted], "line", 5, 1.0))
+    assert row["memory_turn_hit"] is True and row["turn_recall"] is False
+    other = Item(Span("lme-q1", "a2", 1, 2), "summary", ())
+    assert lme.score(q, Answer("m", [other], [quoted], "", 5, 1.0))["memory_turn_hit"] is False
+
+
 def test_session_recall_all_needs_every_answer_session() -> None:
     q = lme.question_from(record())
     one = lme.score(q, answer("lme-q1-a2-001", "lme-q1-f-000"))
