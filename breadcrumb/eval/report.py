@@ -176,11 +176,31 @@ def longmemeval_section(lme: dict[str, Any]) -> list[str]:
         out += ["", f"Ingest per question: mean {sum(secs) / len(secs):.1f} s, min "
                 f"{min(secs):.1f} s, max {max(secs):.1f} s ({sum(secs):.0f} s in all; events "
                 f"per question mean {sum(r['ingest']['events'] for r in rows) / len(rows):.0f})."]
+    out += _abstentions(rows)
     out += ["", "### Every question", "",
             "| id | type | date | question | Breadcrumb turn / sessions / tokens | Raw turn / "
             "sessions / tokens | Decide (auto) |", "|---|---|---|---|---|---|---|"]
     out += [_lme_line(r) for r in rows]
     return out + [""]
+
+
+def _abstentions(rows: list[dict[str, Any]]) -> list[str]:
+    """What recall returned where the history does not hold the answer."""
+    abst = [r for r in rows if r["group"] == "abstention"]
+    if not abst:
+        return []
+    out = ["", "### Abstentions (the history does not hold the answer)", "",
+           "| id | question | auto: Decide / reason | tokens (auto / source / raw) |",
+           "|---|---|---|---|"]
+    for r in abst:
+        ms = r["methods"]
+        auto = ms.get("breadcrumb_auto", {})
+        toks = " / ".join(str(ms.get(k, {}).get("tokens", "–"))
+                          for k in ("breadcrumb_auto", "breadcrumb", "raw_only"))
+        out.append(f"| {r['question_id']} | {_cell(r['question'], 60)} | "
+                   f"{auto.get('classification', '–')}: {_cell(auto.get('decision_reason', ''))}"
+                   f" | {toks} |")
+    return out
 
 
 def _lme_line(r: dict[str, Any]) -> str:

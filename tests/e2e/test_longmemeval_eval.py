@@ -77,6 +77,7 @@ def test_the_report_has_the_longmemeval_table(results: dict[str, Any], tmp_path:
     assert "## LongMemEval" in md
     assert "| single-session-user | Breadcrumb (source) | 1 | 1.000 |" in md
     assert "| lme_ku_1 | knowledge-update | 2023/08/01 |" in md
+    assert "### Abstentions" in md and "| lme_ssu_2_abs | What colour is my new car? |" in md
 
 
 def run_cli(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
