@@ -46,6 +46,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="first N sessions of each conversation (default all, fast 2)")
     p.add_argument("--locomo-questions", type=int, default=None,
                    help="questions per conversation, 0 = all (default 40, fast 15)")
+    p.add_argument("--longmemeval", type=Path, default=None, metavar="DIR",
+                   help="LongMemEval records (*.json) to run, each question's history under "
+                        "its own tenant; golden and LoCoMo are then skipped unless "
+                        "--locomo-conversations is given")
+    p.add_argument("--longmemeval-per-type", type=int, default=0,
+                   help="at most N questions of each type (abstentions one type), 0 = all")
+    p.add_argument("--longmemeval-questions", type=int, default=0,
+                   help="at most N questions in all (taken round-robin over types), 0 = all")
     p.add_argument("--thresholds", type=Path, default=None,
                    help="JSON file {threshold name: limit}; flags below override it")
     for name in THRESHOLDS:
@@ -76,7 +84,12 @@ def _config(args: argparse.Namespace) -> Any:
     def pick(value: Any, full: Any, fast: Any) -> Any:
         return value if value is not None else (fast if args.fast else full)
 
-    conversations = pick(args.locomo_conversations, 5, 1)
+    lme = args.longmemeval
+    if lme is not None and not lme.is_dir():
+        raise ValueError(f"--longmemeval: no such directory: {lme}")
+    if min(args.longmemeval_per_type, args.longmemeval_questions) < 0:
+        raise ValueError("--longmemeval-per-type and --longmemeval-questions must be >= 0")
+    conversations = pick(args.locomo_conversations, 0 if lme else 5, 0 if lme else 1)
     thresholds = _thresholds(args)
     directory = args.locomo_dir or locomo.default_dir()
     if conversations and directory is None and args.locomo_conversations is None:
@@ -93,12 +106,15 @@ def _config(args: argparse.Namespace) -> Any:
         raise ValueError(f"LoCoMo data {directory}: {why} (--locomo-dir or "
                          "BREADCRUMB_LOCOMO_DIR)")
     return EvalConfig(
-        fast=args.fast, k=args.k, max_tokens=args.max_tokens, golden=not args.no_golden,
+        fast=args.fast, k=args.k, max_tokens=args.max_tokens,
+        golden=not (args.no_golden or lme is not None),
         locomo_dir=directory,
         locomo_conversations=conversations,
         locomo_sessions=pick(args.locomo_sessions, None, 2),
         locomo_questions=pick(args.locomo_questions, 40, 15),
-        thresholds=thresholds,
+        thresholds=thresholds, longmemeval_dir=lme,
+        longmemeval_per_type=args.longmemeval_per_type,
+        longmemeval_questions=args.longmemeval_questions,
     )
 
 
@@ -117,19 +133,25 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         sys.stderr.write(f"breadcrumb eval: {exc}\n")
         return 2
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="breadcrumb-eval-"))
+    stem = args.stem or ("eval-fast" if args.fast else
+                         "eval-longmemeval" if cfg.longmemeval_dir else "eval")
+
+    def progress(partial: dict[str, Any]) -> None:  # a partial LongMemEval run keeps its report
+        report.write({**partial, "thresholds": []}, args.out, stem)
+
     try:
         # The history is replayed with its own (old) timestamps: a wall-clock TTL sweep
         # would delete it as "unused" while the evaluation runs.
         runtime = build_runtime(settings.with_overrides(data_dir=work,
                                                         lifecycle_sweep_seconds=NO_SWEEP))
-        results = runner.run(runtime, cfg)
+        results = runner.run(runtime, cfg, progress)
     except ValueError as exc:
         sys.stderr.write(f"breadcrumb eval: {exc}\n")
         return 2
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
-    paths = report.write(results, args.out, args.stem or ("eval-fast" if args.fast else "eval"))
+    paths = report.write(results, args.out, stem)
     failed = [v for v in results["thresholds"] if not v["passed"]]
     sys.stdout.write(_headline(results, paths) + "\n")
     for v in failed:
@@ -147,5 +169,10 @@ def _headline(results: dict[str, Any], paths: dict[str, Path]) -> str:
         for method, s in results.get(section, {}).get("summary", {}).items():
             cells = ", ".join(f"{k} {fmt(s.get(k))}" for k in keys)
             lines.append(f"{section:7s} {method:16s} n={s['questions']}: {cells}")
+    for method, s in results.get("longmemeval", {}).get("summary", {}).items():
+        a = s["all"]
+        lines.append(f"longmemeval {method:16s} n={a['questions']}: turn_recall "
+                     f"{fmt(a['turn_recall'])}, session_recall_all {fmt(a['session_recall_all'])}"
+                     f", tokens {fmt(a['tokens_mean'])}")
     lines.append("report: " + ", ".join(str(p) for p in paths.values()))
     return "\n".join(lines)

@@ -57,6 +57,8 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         out += _golden_section(results["golden"])
     if "locomo" in results:
         out += _locomo_section(results["locomo"], results.get("locomo_skipped", {}))
+    if "longmemeval" in results:
+        out += longmemeval_section(results["longmemeval"])
     out += ["## Thresholds", ""]
     verdicts = results.get("thresholds", [])
     out += [f"- {'PASS' if v['passed'] else 'FAIL'} `{v['name']}`: {v['metric']} = "
@@ -141,6 +143,79 @@ def _locomo_section(lo: dict[str, Any], skipped: dict[str, int]) -> list[str]:
     return out
 
 
+LME_LABELS = {"breadcrumb": "Breadcrumb (source)", "breadcrumb_auto": "Breadcrumb (auto)",
+              "raw_only": "Raw dense"}
+LME_COLUMNS = (("turn_recall", "Turn recall"), ("session_recall_all", "Session recall-all"),
+               ("session_recall_any", "Session recall-any"), ("current_value", "Current value"),
+               ("memory_turn_hit", "Answer turn in returned ranges"),
+               ("tokens_mean", "Tokens (mean)"), ("tokens_max", "Tokens (max)"))
+
+
+def longmemeval_section(lme: dict[str, Any]) -> list[str]:
+    """Headline per method, per-type rows, abstentions, ingest times."""
+    rows, summary = lme["rows"], lme.get("summary", {})
+    out = ["## LongMemEval", "",
+           f"{len(rows)} of {lme['selected']} selected questions run. Each question's history "
+           "under its own tenant; Breadcrumb asked with `mode=source` (and `auto`), Raw dense = "
+           "dense search over the raw turns packed into the same budget. Turn recall: a "
+           "`has_answer` turn among the returned lines; session recall-all: every answer "
+           "session has a returned line; current value (knowledge-update): a `has_answer` turn "
+           "of the latest answer session among the lines. Questions asked without their "
+           "`question_date` (no `as_of`/`now` in the recall API yet).", ""]
+    head = "| type | method | n | " + " | ".join(c[1] for c in LME_COLUMNS) + " |"
+    out += [head, "|" + "---|" * (len(LME_COLUMNS) + 3)]
+    groups = ["all", *[g for g in next(iter(summary.values()), {}) if g != "all"]]
+    for group in groups:
+        for method, s in summary.items():
+            if group in s:
+                cells = " | ".join(fmt(s[group].get(c[0])) for c in LME_COLUMNS)
+                out.append(f"| {group} | {LME_LABELS.get(method, method)} | "
+                           f"{s[group]['questions']} | {cells} |")
+    secs = [r["ingest"]["seconds"] for r in rows]
+    if secs:
+        out += ["", f"Ingest per question: mean {sum(secs) / len(secs):.1f} s, min "
+                f"{min(secs):.1f} s, max {max(secs):.1f} s ({sum(secs):.0f} s in all; events "
+                f"per question mean {sum(r['ingest']['events'] for r in rows) / len(rows):.0f})."]
+    out += _abstentions(rows)
+    out += ["", "### Every question", "",
+            "| id | type | date | question | Breadcrumb turn / sessions / tokens | Raw turn / "
+            "sessions / tokens | Decide (auto) |", "|---|---|---|---|---|---|---|"]
+    out += [_lme_line(r) for r in rows]
+    return out + [""]
+
+
+def _abstentions(rows: list[dict[str, Any]]) -> list[str]:
+    """What recall returned where the history does not hold the answer."""
+    abst = [r for r in rows if r["group"] == "abstention"]
+    if not abst:
+        return []
+    out = ["", "### Abstentions (the history does not hold the answer)", "",
+           "| id | question | auto: Decide / reason | tokens (auto / source / raw) |",
+           "|---|---|---|---|"]
+    for r in abst:
+        ms = r["methods"]
+        auto = ms.get("breadcrumb_auto", {})
+        toks = " / ".join(str(ms.get(k, {}).get("tokens", "–"))
+                          for k in ("breadcrumb_auto", "breadcrumb", "raw_only"))
+        out.append(f"| {r['question_id']} | {_cell(r['question'], 60)} | "
+                   f"{auto.get('classification', '–')}: {_cell(auto.get('decision_reason', ''))}"
+                   f" | {toks} |")
+    return out
+
+
+def _lme_line(r: dict[str, Any]) -> str:
+    b, raw = r["methods"].get("breadcrumb", {}), r["methods"].get("raw_only", {})
+    auto = r["methods"].get("breadcrumb_auto", {})
+
+    def cell(x: dict[str, Any]) -> str:
+        return (f"{fmt(x.get('turn_recall'))} / {fmt(x.get('session_recall_all'))} / "
+                f"{x.get('tokens', '–')}")
+
+    return (f"| {r['question_id']} | {r['group']} | {r['question_date'][:10]} | "
+            f"{_cell(r['question'], 60)} | {cell(b)} | {cell(raw)} | "
+            f"{auto.get('classification', '–')} |")
+
+
 def chart(results: dict[str, Any], path: Path) -> None:
     """Grouped bars: golden hit/exact/wrong rates per method, LoCoMo hit/evidence."""
     import matplotlib
@@ -157,6 +232,11 @@ def chart(results: dict[str, Any], path: Path) -> None:
         panels.append(("LoCoMo (cat. 1-4)", results["locomo"]["summary"],
                        [("source_hit1", "Src@1"), ("source_hit5", "Src@5"),
                         ("evidence_any", "Evid.@budget")]))
+    if results.get("longmemeval", {}).get("summary"):
+        panels.append(("LongMemEval (answerable)",
+                       {k: v["all"] for k, v in results["longmemeval"]["summary"].items()},
+                       [("turn_recall", "Turn"), ("session_recall_all", "Sess.-all"),
+                        ("current_value", "Current")]))
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 4))
     axes = axes if len(panels) > 1 else [axes]
     for ax, (title, summary, metrics) in zip(axes, panels, strict=False):

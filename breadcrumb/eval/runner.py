@@ -9,8 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.eval import golden, locomo
+from breadcrumb.eval import golden, locomo, longmemeval
 from breadcrumb.eval.methods import BREADCRUMB, RAW, SUMMARY, Answer, Query, RawSearch, ask_recall
+
+#: LongMemEval's extra method: Breadcrumb with ``mode="auto"`` (Decide chooses).
+BREADCRUMB_AUTO = "breadcrumb_auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,9 @@ class EvalConfig:
     locomo_sessions: int | None = None
     locomo_questions: int = 40
     thresholds: dict[str, float] = field(default_factory=dict)
+    longmemeval_dir: Path | None = None
+    longmemeval_per_type: int = 0
+    longmemeval_questions: int = 0
 
 
 def _bar(total: int, desc: str) -> Any:
@@ -94,7 +100,46 @@ def locomo_methods(runtime: Any, cfg: EvalConfig
             BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB)}
 
 
-def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
+def longmemeval_methods(runtime: Any, cfg: EvalConfig
+                        ) -> dict[str, Callable[[longmemeval.LmeQuestion], Answer]]:
+    """Breadcrumb (``mode=source``, as LoCoMo), Breadcrumb (``auto``) and plain dense
+    search over the raw turns, all at the same ``k`` and token budget."""
+    raw = RawSearch(runtime, lexical=False)
+
+    def query(q: longmemeval.LmeQuestion, mode: str = "auto") -> Query:
+        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode)
+
+    return {RAW: lambda q: raw(query(q)),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB),
+            BREADCRUMB_AUTO: lambda q: ask_recall(runtime, query(q), BREADCRUMB)}
+
+
+def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
+                    progress: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Each question: ingest its history (timed), ask every method, score; ``out`` holds
+    the rows and summaries so far and ``progress(out)`` runs after every question (a
+    partial run still leaves a report)."""
+    assert cfg.longmemeval_dir is not None
+    questions = longmemeval.load(cfg.longmemeval_dir, cfg.longmemeval_per_type,
+                                 cfg.longmemeval_questions)
+    methods = longmemeval_methods(runtime, cfg)
+    section: dict[str, Any] = {"selected": len(questions), "rows": []}
+    out["longmemeval"] = section
+    for q in questions:
+        took = ingest(runtime, list(q.events))
+        section["rows"].append({
+            "question_id": q.question_id, "type": q.question_type, "group": q.group,
+            "question": q.question, "question_date": q.question_date, "answer": q.answer,
+            "ingest": took, "methods": longmemeval.ask_all(q, methods)})
+        section["summary"] = {name: longmemeval.summarize(section["rows"], name)
+                              for name in methods}
+        section["ingest_seconds"] = [r["ingest"]["seconds"] for r in section["rows"]]
+        if progress is not None:
+            progress(out)
+
+
+def run(runtime: Any, cfg: EvalConfig,
+        progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The whole evaluation; returns the JSON-ready results."""
     out: dict[str, Any] = {"config": _config_view(cfg), "embedder": runtime.embedder.name}
     questions = golden.load_questions(fast=cfg.fast) if cfg.golden else []
@@ -106,7 +151,7 @@ def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
             cfg.locomo_dir, cfg.locomo_conversations, cfg.locomo_sessions, cfg.locomo_questions)
         out["locomo_skipped"] = skipped
     with started(runtime):
-        out["ingest"] = ingest(runtime, g_events + l_events)
+        out["ingest"] = ingest(runtime, g_events + l_events) if g_events or l_events else {}
         out["ingest"]["golden_events"] = len(g_events)
         out["ingest"]["locomo_events"] = len(l_events)
         out["ingest"]["index"] = runtime.index.count()
@@ -126,6 +171,8 @@ def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
                 "adversarial": {name: locomo.summarize(lrows, name, True) for name in lm},
                 "by_category": {name: locomo.by_category(lrows, name) for name in lm},
             }
+        if cfg.longmemeval_dir is not None:
+            run_longmemeval(runtime, cfg, out, progress)
     out["thresholds"] = check_thresholds(out, cfg.thresholds)
     return out
 
@@ -133,7 +180,10 @@ def run(runtime: Any, cfg: EvalConfig) -> dict[str, Any]:
 def _config_view(cfg: EvalConfig) -> dict[str, Any]:
     return {"fast": cfg.fast, "k": cfg.k, "max_tokens": cfg.max_tokens,
             "locomo_conversations": cfg.locomo_conversations,
-            "locomo_sessions": cfg.locomo_sessions, "locomo_questions": cfg.locomo_questions}
+            "locomo_sessions": cfg.locomo_sessions, "locomo_questions": cfg.locomo_questions,
+            "longmemeval_dir": cfg.longmemeval_dir.name if cfg.longmemeval_dir else None,
+            "longmemeval_per_type": cfg.longmemeval_per_type,
+            "longmemeval_questions": cfg.longmemeval_questions}
 
 
 #: Threshold names → (section, method, metric, direction).
