@@ -54,6 +54,35 @@ def key_refusal(url: str, headers: Any = None) -> ClientError:
         "or create a key with `breadcrumb keys create`")
 
 
+def key_tenant(url: str) -> str | None:
+    """The tenant of the key this process sends to ``url`` (``GET /v1/identity``), or None
+    without a key (or from a service that does not say)."""
+    headers = api_key_headers()
+    if not headers:
+        return None
+    try:
+        response = httpx.get(f"{url}/v1/identity", timeout=10.0, headers=headers)
+    except httpx.HTTPError as exc:
+        raise unreachable(url, exc) from exc
+    if response.status_code == 401:
+        raise key_refusal(url, headers)
+    if response.status_code >= 400:
+        return None
+    key = response.json().get("key") or {}
+    return str(key["tenant"]) if key.get("tenant") else None
+
+
+def default_user(settings: Settings, backend: Any, given: str | None) -> str:
+    """The tenant a command acts for: ``--user`` when given; through a service with a key,
+    the key's own tenant; else ``$BREADCRUMB_USER_ID`` (default ``local``). One rule for
+    every command (issue 24)."""
+    if given:
+        return given
+    if isinstance(backend, HttpBackend):
+        return key_tenant(str(backend.http.base_url).rstrip("/")) or settings.user_id
+    return settings.user_id
+
+
 def unreachable(url: str, exc: Exception) -> ClientError:
     """The one line for a service that cannot be reached (dead port, wrong host, TLS)."""
     reason = " ".join(str(exc).split()) or type(exc).__name__
@@ -63,8 +92,8 @@ def unreachable(url: str, exc: Exception) -> ClientError:
 
 
 __all__ = ["Backend", "ClientError", "HttpBackend", "LocalBackend", "api_key_headers",
-           "connect", "key_refusal", "locate", "running_server", "unreachable", "use_api_key",
-           "write_server_marker"]
+           "connect", "default_user", "key_refusal", "key_tenant", "locate", "running_server",
+           "unreachable", "use_api_key", "write_server_marker"]
 
 
 class ClientError(RuntimeError):

@@ -30,6 +30,7 @@ from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.data_dir import MB, FreeSpace
@@ -184,7 +185,12 @@ async def readyz(request: Request) -> JSONResponse:
 
 @router.get("/v1/identity")
 async def identity(request: Request) -> dict[str, Any]:
-    """Who answers here: the data dir owner's instance id (no store is touched)."""
+    """Who answers here: the data dir owner's instance id (no store is touched), and with
+    a key, the key's tenant and role (what a client defaults ``--user`` to)."""
     runtime = request.app.state.runtime
-    return {**data_dir.identity(runtime.settings.data_dir), "pid": os.getpid(),
-            "mode": runtime.settings.mode}
+    answer: dict[str, Any] = {**data_dir.identity(runtime.settings.data_dir),
+                              "pid": os.getpid(), "mode": runtime.settings.mode}
+    principal = principal_of(request)
+    if principal is not None:
+        answer["key"] = {"tenant": principal.tenant, "role": principal.role}
+    return answer

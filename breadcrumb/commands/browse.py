@@ -26,6 +26,22 @@ class Refused(Exception):
 Local = Callable[[Any], Any]  # runtime -> answer
 
 
+USER_HELP = ("tenant (user_id) (default: the API key's tenant, else BREADCRUMB_USER_ID, "
+             "else 'local')")
+
+
+def resolve_user(settings: Settings, args: argparse.Namespace) -> str:
+    """``--user``, or the tenant of the key sent to the service that owns the data dir
+    (or ``--url``), or ``BREADCRUMB_USER_ID``: the one rule of every command (issue 24)."""
+    from breadcrumb.client import key_tenant, running_server
+
+    if args.user:
+        return str(args.user)
+    url = args.url or running_server(settings)
+    args.user = (key_tenant(url) if url else None) or settings.user_id
+    return str(args.user)
+
+
 def call(settings: Settings, args: argparse.Namespace, method: str, path: str,
          params: dict[str, Any] | None, body: dict[str, Any] | None, local: Local) -> Any:
     """The answer of ``method path`` from the running service, or of ``local(runtime)``."""

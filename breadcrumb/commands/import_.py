@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="fmt", choices=("auto", *FORMATS), default="auto",
                    help="default: recognised from each file's content")
     p.add_argument("--user", default=None,
-                   help="tenant (user_id) of the events (default: BREADCRUMB_USER_ID, 'local')")
+                   help="tenant (user_id) of the events (default: the API key's tenant, else "
+                        "BREADCRUMB_USER_ID, else 'local')")
     p.add_argument("--project", default=None, help="project_id (default: from the transcript)")
     p.add_argument("--thread", default=None, help="thread_id (default: the session id)")
     p.add_argument("--agent", default=None, help="agent_id (default: the format's name)")
@@ -60,17 +61,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     """Convert the file(s), submit each in batches with a progress bar, print the report."""
-    user = args.user or settings.user_id
     folder = args.path.is_dir()
     if folder and args.thread:
         sys.stderr.write("breadcrumb import: --thread names one thread; not with a folder\n")
         return 2
-    converted, unreadable = _convert_all(args, user, folder)
-    if not folder and unreadable:
-        sys.stderr.write(f"breadcrumb import: {unreadable[0]['error']}\n")
-        return 2
     backend = local_client.connect(settings, args.url)
     try:
+        user = local_client.default_user(settings, backend, args.user)
+        converted, unreadable = _convert_all(args, user, folder)
+        if not folder and unreadable:
+            sys.stderr.write(f"breadcrumb import: {unreadable[0]['error']}\n")
+            return 2
         reports = [_submit(backend, path, result, args, user) for path, result in converted]
     finally:
         backend.close()

@@ -9,9 +9,17 @@ asks for ``--yes`` first (an erasure cannot be undone).
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from breadcrumb.commands.browse import call, memory_lines, run, version_lines
+from breadcrumb.commands.browse import (
+    USER_HELP,
+    call,
+    memory_lines,
+    resolve_user,
+    run,
+    version_lines,
+)
 from breadcrumb.infra.settings import Settings
 
 
@@ -21,7 +29,7 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
 
     lister = verbs.add_parser("list", help="list memories (filters, pages, sorts)")
     _common(lister)
-    lister.add_argument("--user", required=True)
+    lister.add_argument("--user", default=None, help=USER_HELP)
     for name in ("project", "thread", "tag", "text", "cursor"):
         lister.add_argument(f"--{name}", default=None)
     lister.add_argument("--status", default=None,
@@ -35,14 +43,14 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
     versions = verbs.add_parser("versions", help="a memory's versions and its values' history")
     _common(versions)
     versions.add_argument("memory_id")
-    versions.add_argument("--user", required=True)
+    versions.add_argument("--user", default=None, help=USER_HELP)
     versions.add_argument("--json", action="store_true")
     versions.set_defaults(handler=cmd_versions)
 
     forget = verbs.add_parser("forget", help="erase a memory, a thread or a whole tenant")
     _common(forget)
     forget.add_argument("memory_id", nargs="?", default=None)
-    forget.add_argument("--user", required=True)
+    forget.add_argument("--user", default=None, help=USER_HELP)
     forget.add_argument("--thread", default=None, help="erase this whole thread")
     forget.add_argument("--tenant", action="store_true", help="erase everything of --user")
     forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
@@ -52,6 +60,7 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     """``memory list``."""
+    resolve_user(settings, args)
     from breadcrumb.query_api.routes_browse import list_view
 
     params = {"user_id": args.user, "project": args.project, "thread": args.thread,
@@ -68,6 +77,7 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_versions(args: argparse.Namespace, settings: Settings) -> int:
     """``memory versions``."""
+    resolve_user(settings, args)
     from breadcrumb.query_api.routes_browse import versions_view
 
     def fetch() -> Any:
@@ -80,7 +90,11 @@ def cmd_versions(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     """``memory forget``: exactly one of MEMORY_ID, ``--thread``, ``--tenant``; ``--yes``."""
-    import sys
+    if args.tenant and not args.user:
+        sys.stderr.write("breadcrumb memory forget --tenant: name the tenant to erase with "
+                         "--user (it is never taken from a default)\n")
+        return 2
+    resolve_user(settings, args)
 
     from breadcrumb.query_api.routes_forget import ForgetRequest, forget_scope
 

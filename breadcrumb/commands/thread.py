@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from breadcrumb.commands.browse import call, run
+from breadcrumb.commands.browse import USER_HELP, call, resolve_user, run
 from breadcrumb.infra.settings import Settings
 
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="thread_command", required=True)
     lister = verbs.add_parser("list", help="threads: agent, project, events, times, open window")
     _common(lister)
-    lister.add_argument("--user", required=True)
+    lister.add_argument("--user", default=None, help=USER_HELP)
     lister.add_argument("--project", default=None)
     lister.add_argument("--limit", type=int, default=100)
     lister.add_argument("--after", default=None, help="the last thread id of the page before")
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = verbs.add_parser("show", help="a thread's raw events, verbatim")
     _common(show)
     show.add_argument("thread_id")
-    show.add_argument("--user", required=True)
+    show.add_argument("--user", default=None, help=USER_HELP)
     show.add_argument("--range", default=None, help="A:B, both indices included (default all)")
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=cmd_show)
@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     """``thread list``."""
+    resolve_user(settings, args)
     from breadcrumb.query_api.routes_browse import threads_view
 
     params = {"user_id": args.user, "project": args.project, "limit": args.limit,
@@ -80,6 +81,7 @@ def parse_range(text: str | None) -> tuple[int, int | None]:
 
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     """``thread show``: every page of the range, in index order."""
+    resolve_user(settings, args)
     from breadcrumb.query_api.app import thread_page
 
     try:

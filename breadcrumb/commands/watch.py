@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument("--kafka", default=None, help="publish to Kafka at this bootstrap instead")
     p.add_argument("--topic-prefix", default=None,
                    help="prefix of the Kafka topic names (default: $BREADCRUMB_TOPIC_PREFIX)")
-    p.add_argument("--user", default=None, help="tenant (default: BREADCRUMB_USER_ID, 'local')")
+    p.add_argument("--user", default=None, help="tenant (default: the API key's tenant, else "
+                   "BREADCRUMB_USER_ID, else 'local')")
     p.add_argument("--state", type=Path, default=None,
                    help="position file (default: DATA_DIR/watch-state.json)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     url = args.url or local_client.running_server(settings) or (
         None if args.kafka else f"http://{settings.host}:{settings.port}")
     state = args.state or settings.data_dir / "watch-state.json"
-    user = args.user or settings.user_id
+    user = args.user or (local_client.key_tenant(url) if url else None) or settings.user_id
     try:
         with Breadcrumb(url=url, kafka=args.kafka, topic_prefix=args.topic_prefix,
                         user_id=user, api_key=args.api_key) as bc:

@@ -210,3 +210,34 @@ def _listening(url: str) -> bool:
     except httpx.HTTPError:
         return False
     return True
+
+
+def test_one_tenant_rule_without_user(served: Served) -> None:
+    """No ``--user`` anywhere: import, recall, memory list and thread list all act for the
+    key's own tenant (import used to write into 'local' while recall searched the key's
+    tenant, so a new user's first recall found nothing)."""
+    dd = ["--data-dir", str(served.data_dir)]
+    made, _ = cli("keys", "create", "--tenant", "alice", "--role", "admin", *dd)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip().splitlines()[-1]
+    wait_until(lambda: httpx.get(f"{served.url}/v1/stats").status_code == 401, timeout=10)
+    who = httpx.get(f"{served.url}/v1/identity", headers={"Authorization": f"Bearer {key}"})
+    assert who.json()["key"] == {"tenant": "alice", "role": "admin"}
+
+    imported, _ = cli("import", str(CLAUDE), *dd, key=key)
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["user_id"] == "alice"
+
+    answer, _ = cli("recall", "the login rate limit", *dd, "--json", key=key)
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["memories"], answer.stdout
+    listed, _ = cli("memory", "list", *dd, "--json", key=key)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["memories"], listed.stdout
+    threads, _ = cli("thread", "list", *dd, "--json", key=key)
+    assert threads.returncode == 0, threads.stderr
+    assert "7f3c2a1e" in threads.stdout
+    # erasing a whole tenant never takes it from a default
+    refused, _ = cli("memory", "forget", "--tenant", "--yes", *dd, key=key)
+    assert refused.returncode == 2
+    assert "--user" in one_line(refused)
