@@ -200,9 +200,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+#: A module each command cannot start without (its extra, named by ``missing_extra``).
+NEEDS = {"serve": "uvicorn", "worker": "faust", "mcp": "mcp"}
+
+
 def _preflight(args: argparse.Namespace, settings: Settings) -> None:
     """What can be refused before anything is created (see :mod:`breadcrumb.preflight`)."""
     url = getattr(args, "url", None)
+    if args.command in NEEDS:  # a missing extra is named before any data dir is made
+        import importlib
+
+        importlib.import_module(NEEDS[args.command])
     if args.command in EMBEDDING and not url:
         preflight.check_embedder(settings)
     if args.command == "serve":

@@ -200,7 +200,8 @@ class UnitOfWork:
         log.error("giving up on %s after %s attempts: %s", item.position, attempts, reason)
         with self.scope([], letters) as service, service.batched(BatchContext(letters=letters)):
             service.reject(f"{reason} (at {item.position})", None, item.text,
-                           item.entry if isinstance(item.entry, dict) else None)
+                           item.entry if isinstance(item.entry, dict) else None,
+                           source="processor")  # a processing failure, not bad input
             cursor.count(tally, item, "dead_lettered", attempts - 1, False)
             cursor.advance(tally, [item])
             tally.flush(self.store)

@@ -371,16 +371,18 @@ class IngestService:
         return ThreadState.from_dict(data)
 
     def reject(
-        self, reason: str, fld: str | None, raw_text: str | None, entry: Any = None
+        self, reason: str, fld: str | None, raw_text: str | None, entry: Any = None,
+        source: str | None = None,
     ) -> HandleResult:
-        """Keep a refused input in the dead-letter store with its reason."""
+        """Keep a refused input in the dead-letter store with its reason (``source``: who
+        refused it, default this service's input: ``processor`` when a driver gave up)."""
         payload = raw_text if raw_text is not None else orjson.dumps(entry).decode()
         letter = DeadLetter(
             reason=reason,
             payload=payload,
             received_at=self.clock(),
             field=fld,
-            source=self.source,
+            source=source or self.source,
             event_id=_str_or_none(entry, "event_id"),
             user_id=_str_or_none(entry, "user_id"),
         )

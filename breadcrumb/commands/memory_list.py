@@ -23,6 +23,15 @@ from breadcrumb.commands.browse import (
 from breadcrumb.infra.settings import Settings
 
 
+FILTER_HELP = {
+    "project": "only memories of this project_id",
+    "thread": "only memories of this thread_id",
+    "tag": "only memories with this tag",
+    "text": "only memories whose summary or hints contain this text",
+    "cursor": "the next page: the cursor printed at the end of the previous one",
+}
+
+
 def add_verbs(verbs: argparse._SubParsersAction) -> None:
     """Add ``list``, ``versions`` and ``forget`` to the ``memory`` subcommand."""
     from breadcrumb.cli import _common
@@ -31,30 +40,33 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
     _common(lister)
     lister.add_argument("--user", default=None, help=USER_HELP)
     for name in ("project", "thread", "tag", "text", "cursor"):
-        lister.add_argument(f"--{name}", default=None)
-    lister.add_argument("--status", default=None,
+        lister.add_argument(f"--{name}", default=None, help=FILTER_HELP[name])
+    lister.add_argument("--status", default=None, help="only memories with this status",
                         choices=["active", "superseded", "archived", "conflicted"])
-    lister.add_argument("--tier", default=None, choices=["provisional", "confirmed", "active"])
-    lister.add_argument("--sort", default="time", choices=["time", "importance", "hits"])
-    lister.add_argument("--limit", type=int, default=50)
-    lister.add_argument("--json", action="store_true")
+    lister.add_argument("--tier", default=None, choices=["provisional", "confirmed", "active"],
+                        help="only memories in this tier")
+    lister.add_argument("--sort", default="time", choices=["time", "importance", "hits"],
+                        help="newest first, most important first or most used first (time)")
+    lister.add_argument("--limit", type=int, default=50, help="memories per page (50)")
+    lister.add_argument("--json", action="store_true", help="print the API's JSON answer")
     lister.set_defaults(handler=cmd_list)
 
     versions = verbs.add_parser("versions", help="a memory's versions and its values' history")
     _common(versions)
-    versions.add_argument("memory_id")
+    versions.add_argument("memory_id", help="a memory id (shown by recall and memory list)")
     versions.add_argument("--user", default=None, help=USER_HELP)
-    versions.add_argument("--json", action="store_true")
+    versions.add_argument("--json", action="store_true", help="print the API's JSON answer")
     versions.set_defaults(handler=cmd_versions)
 
     forget = verbs.add_parser("forget", help="erase a memory, a thread or a whole tenant")
     _common(forget)
-    forget.add_argument("memory_id", nargs="?", default=None)
+    forget.add_argument("memory_id", nargs="?", default=None,
+                        help="the memory to erase (or --thread, or --tenant)")
     forget.add_argument("--user", default=None, help=USER_HELP)
     forget.add_argument("--thread", default=None, help="erase this whole thread")
     forget.add_argument("--tenant", action="store_true", help="erase everything of --user")
     forget.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
-    forget.add_argument("--json", action="store_true")
+    forget.add_argument("--json", action="store_true", help="print the API's JSON answer")
     forget.set_defaults(handler=cmd_forget)
 
 
