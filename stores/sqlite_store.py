@@ -100,6 +100,14 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, CachedMemoriesMixin, Rea
             self._forget_states()
             self._forget_events()
 
+    def forget_cached(self) -> None:
+        """Drop every kept memory, chunk, event range and thread state (after an erasure,
+        ``POST /v1/forget``: nothing forgotten is answered from memory); ports.ForgetsCached."""
+        self._memories_committed(reopened=True)
+        with self._lock:
+            self._forget_events()
+            self._forget_states()
+
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES
 
