@@ -44,13 +44,15 @@ demo: venv
 	$(BIN)/breadcrumb ingest examples/agent-session.jsonl --data-dir $(DATA_DIR)
 	$(BIN)/breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 
-## ruff, mypy, the import contracts (layers without cycles, pyproject.toml), and no
-## getattr capability probes in product code (scripts/check_getattr.py).
+## ruff, mypy, the import contracts (layers without cycles, pyproject.toml), no getattr
+## capability probes in product code (scripts/check_getattr.py), and no class over 15
+## methods without the reason in its docstring (scripts/check_classes.py).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(PY) scripts/check_getattr.py
+	$(PY) scripts/check_classes.py
 
 unit: venv
 	$(PY) -m pytest -q -m "not integration"

@@ -25,7 +25,7 @@ from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
-from breadcrumb.stores.ports import Embedder
+from breadcrumb.stores.ports import Embedder, SettlesOwed
 from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)
@@ -134,9 +134,9 @@ class ClusterGenerations:
         while not self._stop.wait(wait):
             try:
                 self.adopt(self.catalog.current())
-                settle = getattr(getattr(self.runtime, "gateway", None), "settle", None)
-                if settle is not None:
-                    settle()  # counters and letters owed from an outage
+                gateway = self.runtime.gateway if self.runtime is not None else None
+                if isinstance(gateway, SettlesOwed):
+                    gateway.settle()  # counters and letters owed from an outage
             except Exception as exc:  # the old view keeps answering; try again later
                 if not is_transient(exc):
                     log.exception("could not follow the generation alias")
@@ -146,7 +146,7 @@ class ClusterGenerations:
                     log.warning("cannot read the generation alias (%s); still serving "
                                 "generation %s, retrying with backoff",
                                 " ".join(describe(exc).split()),
-                                getattr(self.runtime, "generation", "?"))
+                                self.runtime.generation if self.runtime is not None else "?")
                 down = describe(exc)
                 wait = min(wait * 2, longest)
                 continue

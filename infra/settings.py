@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -216,11 +216,10 @@ class Settings(BaseSettings):
 
 def settings_error_line(exc: Exception) -> str:
     """A settings validation error as one line naming the environment variable."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    if not isinstance(exc, ValidationError):
         return " ".join(str(exc).split())
     parts = []
-    for error in errors():
+    for error in exc.errors():
         loc = [str(p) for p in error.get("loc", ()) if p != "__root__"]
         name = f"BREADCRUMB_{loc[0].upper()}" if loc else "settings"
         given = f"={error['input']!r}" if loc and "input" in error else ""

@@ -15,30 +15,30 @@ how it went.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import orjson
 
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores import forget, sql_browse
 from breadcrumb.stores.clock import utc_now_iso
+from breadcrumb.stores.ports import AppliesLog
 from breadcrumb.streams.gateway import check_batch, limits_of
 
 GENERATION_PREFIX = "g"
 
 
-def letter_stores(runtime: Any) -> list[tuple[str, Any]]:
+def letter_stores(runtime: Runtime) -> list[tuple[str, Any]]:
     """(id prefix, store) of every store holding dead letters, the log store first."""
-    log_store = getattr(runtime.gateway, "store", None) or runtime.store
-    derived = getattr(runtime.gateway, "derived", None) or runtime.store
+    log_store, derived = runtime.log_store(), runtime.derived_store()
     out = [("", log_store)]
     if derived is not log_store:
         out.append((GENERATION_PREFIX, derived))
     return out
 
 
-def letters_view(runtime: Any, user_id: str | None, limit: int,
+def letters_view(runtime: Runtime, user_id: str | None, limit: int,
                  before: int | None) -> list[dict[str, Any]]:
     """Dead letters newest first with their re-drive, if any."""
     out: list[dict[str, Any]] = []
@@ -57,7 +57,7 @@ def _redrive_of(store: Any, letter_id: int) -> dict[str, Any] | None:
     return {"at": rows[0][0], "actor": rows[0][1], "outcome": rows[0][2]} if rows else None
 
 
-def _find(runtime: Any, letter_id: str) -> tuple[Any, int, dict[str, Any]]:
+def _find(runtime: Runtime, letter_id: str) -> tuple[Any, int, dict[str, Any]]:
     stores = dict(letter_stores(runtime))
     prefix = GENERATION_PREFIX if letter_id.startswith(GENERATION_PREFIX) else ""
     number = letter_id[len(prefix):]
@@ -70,7 +70,7 @@ def _find(runtime: Any, letter_id: str) -> tuple[Any, int, dict[str, Any]]:
     return store, int(number), found
 
 
-def redrive_letter(runtime: Any, letter_id: str, event: dict[str, Any] | None,
+def redrive_letter(runtime: Runtime, letter_id: str, event: dict[str, Any] | None,
                    actor: str) -> dict[str, Any]:
     """Re-drive one dead letter; the answer says how it went."""
     store, number, letter = _find(runtime, letter_id)
@@ -78,8 +78,9 @@ def redrive_letter(runtime: Any, letter_id: str, event: dict[str, Any] | None,
     if _redrive_of(store, number) is not None:
         raise ApiError(409, "already_redriven", f"dead letter {letter_id} was re-driven before")
     position = letter["position"] or ""
-    if event is None and position.startswith("log:") and hasattr(runtime.gateway, "paused"):
-        outcome = _reapply(runtime, int(position[4:]), letter["payload"])
+    runner = runtime.runner()
+    if event is None and position.startswith("log:") and runner is not None:
+        outcome = _reapply(runner, int(position[4:]), letter["payload"])
     else:
         outcome = _resubmit(runtime, event if event is not None else _payload(letter))
     at = utc_now_iso()
@@ -97,7 +98,7 @@ def _payload(letter: dict[str, Any]) -> Any:
                        'the fixed event as {"event": {...}}') from exc
 
 
-def _resubmit(runtime: Any, item: Any) -> str:
+def _resubmit(runtime: Runtime, item: Any) -> str:
     """Through intake, once it validates (a still-invalid event writes no new letter)."""
     checked = check_batch([item], utc_now_iso(), "redrive", limits_of(runtime.settings))
     if checked.rejected:
@@ -109,13 +110,11 @@ def _resubmit(runtime: Any, item: Any) -> str:
     return "accepted" if result.accepted else "duplicate"
 
 
-def _reapply(runtime: Any, seq: int, payload: str) -> str:
+def _reapply(runner: AppliesLog, seq: int, payload: str) -> str:
     """Apply a log entry the processors gave up on again (the runner held meanwhile)."""
     from breadcrumb.streams.replay import log_items, log_unit
 
-    runner = runtime.gateway
-    held: AbstractContextManager[Any] = runner.paused() if runner else nullcontext()
-    with held:
+    with runner.paused():
         entry = runner.store.read_log_entries([seq]).get(seq, payload)
         try:
             # the runner's marks stay where they are: the unit's cursor marks nothing

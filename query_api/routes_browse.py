@@ -28,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores import sql_browse
+from breadcrumb.stores.ports import OpenWindowStates
 from breadcrumb.stores.sql_browse import CursorError, MemoryFilter
 from breadcrumb.topics.records import split_thread_key
 
@@ -54,7 +56,7 @@ def _one_of(name: str, value: str | None, allowed: tuple[str, ...]) -> str | Non
     return value
 
 
-def list_view(runtime: Any, user_id: str, project: str | None = None,
+def list_view(runtime: Runtime, user_id: str, project: str | None = None,
               thread: str | None = None, status: str | None = None, tier: str | None = None,
               tag: str | None = None, text: str | None = None, sort: str = "time",
               limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
@@ -95,7 +97,7 @@ def json_bytes(content: dict[str, Any]) -> Response:
     return Response(orjson.dumps(content), media_type="application/json")
 
 
-def versions_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:
+def versions_view(runtime: Runtime, user_id: str, memory_id: str) -> dict[str, Any]:
     """``GET /v1/memories/{id}/versions`` (also the CLI's ``memory versions``)."""
     chain = sql_browse.versions(runtime.store, user_id, memory_id)
     if not chain:
@@ -112,7 +114,7 @@ async def memory_versions(memory_id: str, request: Request,
                                    memory_id)
 
 
-def threads_view(runtime: Any, user_id: str, project: str | None, limit: int,
+def threads_view(runtime: Runtime, user_id: str, project: str | None, limit: int,
                  after: str | None) -> dict[str, Any]:
     """``GET /v1/threads``: the stored threads plus their open windows."""
     threads, nxt = sql_browse.list_threads(runtime.store, user_id, project, limit, after)
@@ -125,13 +127,13 @@ def threads_view(runtime: Any, user_id: str, project: str | None, limit: int,
     return {"threads": threads, "next_after": nxt}
 
 
-def _open_windows(runtime: Any, user_id: str) -> dict[str, dict[str, Any]]:
+def _open_windows(runtime: Runtime, user_id: str) -> dict[str, dict[str, Any]]:
     """Per thread with events not yet in a memory: how many, their first and last index."""
-    log_store = getattr(runtime.gateway, "store", None) or runtime.store
     out: dict[str, dict[str, Any]] = {}
-    for source in dict.fromkeys([runtime.store, log_store]):
-        lister = getattr(source, "list_open_states", None)
-        for key, state in (lister(user_id) if lister else []):
+    for source in dict.fromkeys([runtime.store, runtime.log_store()]):
+        if not isinstance(source, OpenWindowStates):
+            continue
+        for key, state in source.list_open_states(user_id):
             owner, thread = split_thread_key(key)
             pending = state.get("pending") or []
             if owner != user_id or not pending:

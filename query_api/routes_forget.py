@@ -28,11 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores import forget, tombstones
 from breadcrumb.stores import sql_schema as s
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.cold import escape_key_part
 from breadcrumb.stores.forget import Plan, Scope
+from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -58,19 +60,17 @@ class ForgetRequest(BaseModel):
         return Scope(kind, self.user_id, self.thread_id, self.memory_id)
 
 
-def _stores(runtime: Any) -> list[Any]:
+def _stores(runtime: Runtime) -> list[Any]:
     """Every SQL store of this runtime (the log store, the current generation's)."""
-    log_store = getattr(runtime.gateway, "store", None) or runtime.store
-    derived = getattr(runtime.gateway, "derived", None) or runtime.store
-    return list(dict.fromkeys([log_store, runtime.store, derived]))
+    return list(dict.fromkeys([runtime.log_store(), runtime.store, runtime.derived_store()]))
 
 
-def _held(runtime: Any) -> AbstractContextManager[Any]:
-    paused = getattr(runtime.gateway, "paused", None)
-    return paused() if callable(paused) else nullcontext()
+def _held(runtime: Runtime) -> AbstractContextManager[Any]:
+    runner = runtime.runner()
+    return runner.paused() if runner is not None else nullcontext()
 
 
-def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
+def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
     """Erase ``scope`` everywhere this runtime stores it; the erasure's summary."""
     stores = _stores(runtime)
     with _held(runtime):
@@ -90,14 +90,14 @@ def forget_scope(runtime: Any, scope: Scope, actor: str) -> dict[str, Any]:
         counts["cold_objects"] = _erase_cold(runtime, p)
         _empty_caches(runtime, stores)
         _restart_schedule(runtime)
-    if not callable(getattr(runtime.gateway, "paused", None)):
+    if runtime.runner() is None:
         _settle(runtime, stores, p)
     forget.write_audit(stores[0], scope, at, actor, counts)
     return {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
             "counts": counts}
 
 
-def _settle(runtime: Any, stores: list[Any], p: Plan) -> None:
+def _settle(runtime: Runtime, stores: list[Any], p: Plan) -> None:
     """Cluster: workers are not held while we erase, and another process sees a new
     tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
     erased by a second pass once every worker must see the tombstone."""
@@ -109,7 +109,7 @@ def _settle(runtime: Any, stores: list[Any], p: Plan) -> None:
         _erase_vectors(runtime, again)
 
 
-def _add_range_events(runtime: Any, p: Plan) -> None:
+def _add_range_events(runtime: Runtime, p: Plan) -> None:
     """A memory's range may be archived: its event ids come from the cold copy too."""
     if p.scope.kind != "memory" or p.thread_id is None:
         return
@@ -117,14 +117,16 @@ def _add_range_events(runtime: Any, p: Plan) -> None:
     p.event_ids = list(dict.fromkeys([*p.event_ids, *(e.event_id for e in events)]))
 
 
-def _erase_vectors(runtime: Any, p: Plan) -> None:
+def _erase_vectors(runtime: Runtime, p: Plan) -> None:
     u = p.scope.user_id
     indexes = {id(runtime.index): runtime.index}
-    for gen in getattr(runtime, "generations", {}).values():
-        index = getattr(gen, "index", None)
-        if index is not None:
-            indexes[id(index)] = index
-    for index in indexes.values():
+    for gen in runtime.generations.values():
+        if gen.index is not None:
+            indexes[id(gen.index)] = gen.index
+    for any_index in indexes.values():
+        if not isinstance(any_index, ErasesPoints):
+            raise TypeError(f"{type(any_index).__name__} cannot erase points (forget)")
+        index = any_index
         if p.scope.kind == "tenant":
             index.delete_where(u)
         elif p.scope.kind == "thread":
@@ -134,12 +136,12 @@ def _erase_vectors(runtime: Any, p: Plan) -> None:
             index.delete_where(u, memory_ids=p.memory_ids)
 
 
-def _cold_store(runtime: Any) -> Any:
-    archiver = getattr(runtime.lifecycle, "archiver", None)
-    return getattr(archiver, "cold", None)
+def _cold_store(runtime: Runtime) -> ColdStore | None:
+    archiver = runtime.lifecycle.archiver if runtime.lifecycle is not None else None
+    return archiver.cold if archiver is not None else None
 
 
-def _erase_cold(runtime: Any, p: Plan) -> int:
+def _erase_cold(runtime: Runtime, p: Plan) -> int:
     """Archived objects of the scope (the recorded ones and any left under its prefix)."""
     cold = _cold_store(runtime)
     if cold is None:
@@ -156,22 +158,13 @@ def _erase_cold(runtime: Any, p: Plan) -> int:
     return len(keys)
 
 
-def _empty_caches(runtime: Any, stores: list[Any]) -> None:
+def _empty_caches(runtime: Runtime, stores: list[Any]) -> None:
     """Kept rows and decoded texts in this process: the SQLite store's memories, chunks,
     events and thread states, the archive reader's objects, and every ``lru_cache`` of
     Breadcrumb's modules and of the recall service (they are keyed by texts)."""
-    for store in stores:
-        committed = getattr(store, "_memories_committed", None)
-        if callable(committed):
-            committed(reopened=True)
-        for name in ("_forget_events", "_forget_states"):
-            method = getattr(store, name, None)
-            if callable(method):
-                with store._lock:
-                    method()
-    cache = getattr(runtime.raw, "_cache", None)
-    if cache is not None:
-        cache.clear()
+    for keeper in dict.fromkeys([*stores, runtime.raw]):
+        if isinstance(keeper, ForgetsCached):
+            keeper.forget_cached()
     s._decoded.cache_clear()
     holders = [m for n, m in list(sys.modules.items()) if n.startswith("breadcrumb.")]
     for holder in [*holders, runtime.recall]:
@@ -180,12 +173,11 @@ def _empty_caches(runtime: Any, stores: list[Any]) -> None:
                 value.cache_clear()
 
 
-def _restart_schedule(runtime: Any) -> None:
+def _restart_schedule(runtime: Runtime) -> None:
     """The embedded runner read ahead of the log: it rescans it without the erased entries."""
-    runner = runtime.gateway
-    use = getattr(runner, "use_generation", None)
-    if callable(use):
-        use(runner.derived, runner.service)
+    runner = runtime.runner()
+    if runner is not None:
+        runner.use_generation(runner.derived, runner.service)
 
 
 @router.post("/v1/forget")

@@ -11,9 +11,11 @@ from typing import Any, Protocol
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.stores.ports import (
+    AppliesLog,
     DeadLetterStore,
     Embedder,
     MemoryStore,
+    OwnStore,
     RawEventStore,
     VectorIndex,
 )
@@ -50,6 +52,7 @@ class GenerationHandle(Protocol):
     """One open generation of derived stores (embedded: ``infra.embedded.Generation``)."""
 
     name: str
+    index: VectorIndex  # the generation's vector index (forget erases its points too)
 
     def close(self, log_store: SqlStore) -> None: ...
 
@@ -74,6 +77,23 @@ class Runtime:
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
+
+    def runner(self) -> AppliesLog | None:
+        """The gateway when it applies the event log in this process (embedded), else None."""
+        return self.gateway if isinstance(self.gateway, AppliesLog) else None
+
+    def log_store(self) -> SqlStore:
+        """The SQL store intake writes (embedded: the event log; cluster: the gateway's
+        current tables), ``store`` when the gateway has none of its own."""
+        own: SqlStore | None = self.gateway.store if isinstance(self.gateway, OwnStore) else None
+        return own or self.store
+
+    def derived_store(self) -> SqlStore:
+        """The store the processors write (the embedded runner's current generation), else
+        ``store``."""
+        runner = self.runner()
+        derived: SqlStore | None = runner.derived if runner is not None else None
+        return derived or self.store
 
     def start(self) -> None:
         for fn in self.starters:

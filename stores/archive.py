@@ -165,6 +165,11 @@ class ArchiveAwareRawEvents:
                 self._cache.popitem(last=False)
         return events
 
+    def forget_cached(self) -> None:
+        """Drop the decoded cold objects (after an erasure); ports.ForgetsCached."""
+        with self._lock:
+            self._cache.clear()
+
     def __getattr__(self, name: str) -> Any:
         # everything else (iter_all_events, transaction, ...) is the hot store's
         return getattr(self.hot, name)

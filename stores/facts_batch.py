@@ -40,7 +40,12 @@ _LIVE = ("active", "conflicted")  # the statuses whose current facts count (curr
 
 
 class BatchedLifecycleTables:
-    """LifecycleTables for one batch (see the module docstring)."""
+    """LifecycleTables for one batch (see the module docstring).
+
+    Why so many methods: it offers the methods of LifecycleTables a batch calls, with
+    the same signatures, so the lifecycle code runs unchanged over either, plus prefetch
+    and flush.
+    """
 
     def __init__(self, tables: Any, defer_rows: bool,
                  kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:

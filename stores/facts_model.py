@@ -30,7 +30,13 @@ Values = tuple[str, str, str, str]  # user_id, value, ts, state
 
 
 class BatchFacts:
-    """``memory_facts`` of one batch (see the module docstring)."""
+    """``memory_facts`` of one batch (see the module docstring).
+
+    Why so many methods: the fact-table half of BatchedLifecycleTables: the public
+    methods mirror LifecycleTables' fact reads and writes, the private ones keep the
+    rows read by key and by memory in step, so one batch reads each key once and writes
+    once.
+    """
 
     def __init__(self, store: Any,
                  kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:

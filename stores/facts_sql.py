@@ -44,7 +44,14 @@ _LIFE_SQL = (
 
 
 class LifecycleTables:
-    """Reads and writes of the lifecycle tables through a SqlStore's connection and lock."""
+    """Reads and writes of the lifecycle tables through a SqlStore's connection and lock.
+
+    Why so many methods: one method per statement on the four lifecycle tables (facts,
+    lifecycle rows, changelog, archived ranges) and on the raw events and chunks an
+    archive moves out; they share the SqlStore's connection and lock so the lifecycle's
+    writes join the batch's transaction. BatchedLifecycleTables stands in for it method
+    by method.
+    """
 
     def __init__(self, store: Any) -> None:
         self.store = store  # SqliteStore | MySqlStore (uses its transaction and helpers)

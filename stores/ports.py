@@ -296,3 +296,57 @@ class OpenWindowStates(Protocol):
     def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
         """``(key, state)`` of the user's threads with pending events."""
         ...
+
+
+# --- capabilities the query service's browse, forget and re-drive routes use ---
+# The gateway a runtime runs on differs by mode: the embedded runner applies the event log
+# in this process, the Kafka gateway only writes to the topic and to a SQL store of its own.
+
+
+@runtime_checkable
+class OwnStore(Protocol):
+    """A gateway with a SQL store of its own (embedded: the event log and the intake
+    counters; cluster: the current generation's tables it dedupes and counts against)."""
+
+    store: Any
+
+
+@runtime_checkable
+class AppliesLog(Protocol):
+    """A gateway that applies the event log in this process (the embedded runner): ``store``
+    is the log, ``derived`` the generation of derived stores it writes with ``service``."""
+
+    store: Any
+    derived: Any
+    service: Any
+
+    def paused(self) -> AbstractContextManager[Any]:
+        """Hold it to keep the processor between two log entries."""
+        ...
+
+    def use_generation(self, derived: Any, service: Any) -> None:
+        """Switch to (or rescan) a generation between two entries."""
+        ...
+
+
+@runtime_checkable
+class SettlesOwed(Protocol):
+    """A gateway that owes the SQL store counters and letters from an outage."""
+
+    def settle(self) -> bool: ...
+
+
+@runtime_checkable
+class ErasesPoints(Protocol):
+    """A vector index that deletes a tenant's points by thread or memory (issue 26)."""
+
+    def delete_where(self, user_id: str, thread_id: str | None = None,
+                     memory_ids: Sequence[str] | None = None) -> None: ...
+
+
+@runtime_checkable
+class ForgetsCached(Protocol):
+    """A store or reader that keeps rows or decoded texts in memory: after an erasure it
+    drops them all, so nothing forgotten is answered from this process."""
+
+    def forget_cached(self) -> None: ...

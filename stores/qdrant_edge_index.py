@@ -88,7 +88,14 @@ def _sparse(vector: SparseVector) -> qe.SparseVector:
 
 
 class QdrantEdgeIndex(EdgeRebuilds):
-    """Dense + sparse tenant-filtered search over two Qdrant Edge shards."""
+    """Dense + sparse tenant-filtered search over two Qdrant Edge shards.
+
+    Why so many methods: the VectorIndex port (ensure, upserts, searches, payloads,
+    count, close) plus the capabilities the embedded mode uses (DeferredFlush,
+    WriteBacklog, BatchedPayloads, ErasesPoints, IndexWriteProbe) over the same two
+    shards, their lock and their WAL; the private methods are the shard handling those
+    share.
+    """
 
     def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
                  indexing_threshold_kb: int | None = None,

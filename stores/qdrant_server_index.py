@@ -88,7 +88,13 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
 
 
 class QdrantServerIndex:
-    """Dense + sparse tenant-filtered search over two qdrant-client collections."""
+    """Dense + sparse tenant-filtered search over two qdrant-client collections.
+
+    Why so many methods: the VectorIndex port (ensure, upserts, searches, payloads,
+    count, close) plus the capabilities cluster mode uses (Optimizable, WriteBacklog,
+    ErasesPoints, batched search, sibling / drop for generations) over one client and
+    its two collections.
+    """
 
     def __init__(self, client_factory: Callable[[], QdrantClient], prefix: str, dim: int) -> None:
         """Nothing connects here; the client is built on first use."""

@@ -53,6 +53,12 @@ class SqlStore(LogStateMixin, ABC):
     """RawEventStore + MemoryStore + DeadLetterStore + ThreadStateStore over one SQL database.
 
     Constructors do not connect; :meth:`open` connects and creates the tables (idempotent).
+
+    Why so many methods: it is four ports (RawEventStore, MemoryStore, DeadLetterStore,
+    ThreadStateStore) and their batch capabilities on one connection and one lock, so a
+    derivation batch writes them all in one transaction; each port method is a few lines
+    of SQL, and the connection and transaction hooks are the ones the SQLite and MySQL
+    dialects override.
     """
 
     dialect: s.Dialect

@@ -19,7 +19,13 @@ LogItem = tuple[str | None, str | None, str, str]
 
 
 class LogStateMixin:
-    """ThreadStateStore, the event log (the embedded runner's durable inbox) and counters."""
+    """ThreadStateStore, the event log (the embedded runner's durable inbox) and counters.
+
+    Why so many methods: thread states, the embedded event log and the counters are
+    three small tables that a batch writes in the store's one transaction (states, log
+    marks and counters commit together); each method is one statement, and the first six
+    only declare what the mixin needs from SqlStore.
+    """
 
     dialect: s.Dialect
 

@@ -33,7 +33,13 @@ PAGE_CACHE_KB = 65536  # SQLite's page cache of the connection (memory, at most)
 
 class SqliteStore(CachedStatesMixin, CachedRangesMixin, CachedMemoriesMixin, ReadPoolMixin,
                   SqlStore):
-    """All SQL-backed ports on one SQLite database file at ``path``."""
+    """All SQL-backed ports on one SQLite database file at ``path``.
+
+    Why so many methods: it is the SQLite dialect of SqlStore (connect, begin / commit /
+    rollback hooks that keep its mixins' row caches in step with the transaction) plus
+    the capabilities only a file-backed store has: counters many at once, the write /
+    read / integrity probes and forget_cached.
+    """
 
     dialect = SQLITE
     integrity_errors = (sqlite3.IntegrityError,)
@@ -99,6 +105,14 @@ class SqliteStore(CachedStatesMixin, CachedRangesMixin, CachedMemoriesMixin, Rea
             self._memories_committed(reopened=True)
             self._forget_states()
             self._forget_events()
+
+    def forget_cached(self) -> None:
+        """Drop every kept memory, chunk, event range and thread state (after an erasure,
+        ``POST /v1/forget``: nothing forgotten is answered from memory); ports.ForgetsCached."""
+        self._memories_committed(reopened=True)
+        with self._lock:
+            self._forget_events()
+            self._forget_states()
 
     def _is_duplicate(self, exc: Exception) -> bool:
         return getattr(exc, "sqlite_errorcode", None) in _DUPLICATE_CODES

@@ -48,7 +48,14 @@ Entry = tuple[int, str, str]  # (log position, thread key, payload)
 
 
 class EmbeddedRunner:
-    """Gateway + processor loop for the embedded default."""
+    """Gateway + processor loop for the embedded default.
+
+    Why so many methods: it is the Gateway port (submit, request_flush, pending,
+    unprocessed, wait_processed, counters, freshness) and the processor loop in one
+    object, because both share the log store, its lock and the fair schedule (intake
+    wakes the loop, the loop's marks say what is pending); the loop's steps (batches,
+    single entries, passage lane, idle flush, generation switch) are small methods.
+    """
 
     def __init__(
         self,

@@ -57,7 +57,12 @@ class Sink(Protocol):
 
 class IngestAgent:
     """Messages in → units of work (``streams.ingest_core``) → observations / status /
-    dead letters out."""
+    dead letters out.
+
+    Why so many methods: it is the cluster agent's whole surface (handle, publish, flush
+    idle, follow the alias, sweep), each a few lines that hand work to the ingest core,
+    kept on one object so tests drive it directly with in-memory stores.
+    """
 
     def __init__(self, parts: Any, sink: Sink, idle: IdleTracker,
                  policy: FailurePolicy | None = None, executor: Executor | None = None,

@@ -38,7 +38,13 @@ async def _quietly(coro: Any) -> None:
 
 
 class KafkaGateway:
-    """Validates, dedupes against the store, and produces keyed ``{user_id}/{thread_id}``."""
+    """Validates, dedupes against the store, and produces keyed ``{user_id}/{thread_id}``.
+
+    Why so many methods: it is the Gateway port (submit, request_flush, pending,
+    unprocessed, wait_processed, counters, freshness) plus what those need in cluster
+    mode: the producer's start and stop, settling counters and letters owed from a SQL
+    outage, and the admin clients that read the consumer lag for pending.
+    """
 
     LAG_TIMEOUT = 10.0  # seconds for one lag read (stats must answer while Kafka is down)
 

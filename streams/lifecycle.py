@@ -44,7 +44,13 @@ log = logging.getLogger(__name__)
 PREFETCH_HOLDERS = 500
 
 class LifecycleService:
-    """Owns memory status and tier after creation."""
+    """Owns memory status and tier after creation.
+
+    Why so many methods: it is the one owner of a memory's status and tier (issue 5):
+    supersession on ingest, the tier sweeper, manual changes, tombstones and changelog
+    replay all apply a change through the same private steps (SQL row, vector payload,
+    audit, evidence, changelog), so they stay together; each method is short.
+    """
 
     def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any,
                  publisher: ChangelogPublisher, clock: Callable[[], datetime],

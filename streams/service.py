@@ -120,7 +120,13 @@ class PipelineConfig:
 
 
 class IngestService:
-    """Validate → sequence → store raw → segment → observe/chunk/embed → index."""
+    """Validate → sequence → store raw → segment → observe/chunk/embed → index.
+
+    Why so many methods: it is the ingest step both drivers share (embedded runner and
+    Faust agent): the public entry points (handle, batched, prepare, reject,
+    build_memory) and the short private steps between the processors and the ports, kept
+    in one class so both drivers apply a log entry exactly alike.
+    """
 
     def __init__(
         self,

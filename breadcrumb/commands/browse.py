@@ -47,7 +47,7 @@ def call(settings: Settings, args: argparse.Namespace, method: str, path: str,
     """The answer of ``method path`` from the running service, or of ``local(runtime)``."""
     from breadcrumb.client import locate
 
-    url, lock = locate(settings, getattr(args, "url", None))
+    url, lock = locate(settings, args.url)  # every caller's sub-command has cli._common
     try:
         return _http(url, method, path, params, body) if url else _local(settings, local)
     finally:
