@@ -89,3 +89,16 @@ def test_checker_finds_a_broken_link_and_anchor(tmp_path: Path) -> None:
     assert broken(page) == ["a.md#nope: no heading #nope in a.md",
                             "missing.md: no file missing.md"]
     assert links(page)[:2] == ["#b", "#b"]
+
+
+def test_the_readme_s_two_commands_are_make_targets() -> None:
+    """The README's "Two commands" section shows `make demo` and `make test`, alone, and
+    the Makefile has both targets (what they do is run by tests/e2e/test_readme_commands.py
+    and .ci/run)."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    section = text.split("## Two commands on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert [b.strip() for b in blocks] == ["make demo", "make test"]
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    assert re.search(r"(?m)^demo:", makefile) and re.search(r"(?m)^test:", makefile)
+    assert "core.symlinks=true" in text  # the Windows clone note stays on the landing page
