@@ -299,12 +299,14 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
                                 batch=args.batch, timeout=args.timeout)
     finally:
         backend.close()
-    # every rejection names its 1-based line in the file; a submitted event also keeps the
-    # contract's 0-based ``position`` among the events sent
-    report["rejected"] = sorted(
-        bad + [{**r, "line": records[r["position"]][0]} for r in report["rejected"]],
-        key=lambda r: int(r["line"]))
+    # every rejection names its 1-based line in the file, never the contract's 0-based
+    # ``position`` among the events sent (blank and unparsable lines are not sent)
+    from breadcrumb import rejections
+
+    refused = rejections.by_line(report["rejected"], lambda i: records[i][0])
+    report["rejected"] = rejections.in_file_order(bad + refused)
     print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+    rejections.say("ingest", report["rejected"], sys.stderr, args.file.name)
     return 0 if not report["rejected"] else 1
 
 

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 import orjson
 
 from breadcrumb import client as local_client
+from breadcrumb import rejections
 from breadcrumb.importers import (
     FORMATS,
     ImportFormatError,
@@ -78,6 +79,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     several = folder or len(reports) > 1  # an OpenCode store, an aider history: many sessions
     report = reports[0] if not several and reports else _folder_report(reports, unreadable)
     sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
+    rejections.say("import", report["rejected"], sys.stderr,
+                   None if several else args.path.name)
     return 0 if not report["rejected"] else 1
 
 
@@ -102,7 +105,11 @@ def _submit(backend: local_client.Backend, path: Path, result: ImportResult,
             args: argparse.Namespace, user: str) -> dict[str, Any]:
     report = submit_with_progress(backend, result.events, args.batch, args.timeout,
                                   f"importing {path.name}")
-    report["rejected"] = result.bad_lines + report["rejected"]
+    # the service names refusals by 0-based position among the events sent: the report
+    # names each by the transcript's own 1-based line instead (rejections.py)
+    refused = rejections.by_line(report["rejected"], result.line_of,
+                                 lambda i: result.events[i] if i < len(result.events) else None)
+    report["rejected"] = rejections.in_file_order(result.bad_lines + refused)
     report.update({"path": str(path), "format": result.fmt, "events": len(result.events),
                    "thread_id": result.threads[0], "threads": result.threads,
                    "user_id": user, "skipped": dict(result.skipped),

@@ -41,7 +41,13 @@ from breadcrumb.importers import (
     opencode,
     specstory,
 )
-from breadcrumb.importers.common import ImportFormatError, ImportOptions, Parsed, finalize
+from breadcrumb.importers.common import (
+    ImportFormatError,
+    ImportOptions,
+    LineRecords,
+    Parsed,
+    finalize,
+)
 from breadcrumb.importers.detect import detect_format, detect_text
 
 FORMATS: tuple[str, ...] = ("claude-code", "codex", "openai", "gemini", "opencode", "cline",
@@ -68,6 +74,13 @@ class ImportResult:
     fmt: str = ""
     #: record types the importer did not know, each kept as a note: how many of each
     unknown: Counter[str] = field(default_factory=Counter)
+    #: per event, the 1-based line of the file it was read from (None: a ``session_end``
+    #: the importer adds, or a record of a whole-file document)
+    lines: list[int | None] = field(default_factory=list)
+
+    def line_of(self, index: int) -> int | None:
+        """The file line of ``events[index]``."""
+        return self.lines[index] if 0 <= index < len(self.lines) else None
 
     @property
     def threads(self) -> list[str]:
@@ -122,6 +135,9 @@ def import_path(path: Path, fmt: str, options: ImportOptions) -> list[ImportResu
 def import_records(records: list[Any], fmt: str, options: ImportOptions, source: str,
                    default_thread: str, path: Path | None = None) -> ImportResult:
     """Convert already-parsed records (JSONL: ``(line_number, value)`` pairs)."""
+    if not isinstance(records, LineRecords) and all(
+            isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], int) for r in records):
+        records = LineRecords(records, [r[0] for r in records])  # (line, value) pairs
     parsed = _parse(records, fmt)
     if path is not None:
         _parent_from_layout(parsed, path, fmt)
@@ -134,7 +150,9 @@ def _result(parsed: Parsed, fmt: str, options: ImportOptions, source: str,
         raise ImportFormatError(f"{source}: no {fmt} transcript records found "
                                 f"(skipped: {dict(parsed.skipped) or 'nothing'})")
     events = finalize(parsed, options, source, fmt, default_thread)
-    return ImportResult(events, parsed.skipped, fmt=fmt, unknown=parsed.unknown)
+    # finalize makes one event per draft, in order, then each thread's session_end
+    lines = [d.line for d in parsed.drafts] + [None] * (len(events) - len(parsed.drafts))
+    return ImportResult(events, parsed.skipped, fmt=fmt, unknown=parsed.unknown, lines=lines)
 
 
 def _parse_document(path: Path, document: Any, fmt: str) -> Parsed:
@@ -256,7 +274,7 @@ def _read(path: Path) -> tuple[Any, list[tuple[int, Any]], list[dict[str, Any]]]
 def _messages(path: Path, document: Any,
               records: list[tuple[int, Any]]) -> tuple[list[Any], str | None]:
     if document is None:  # chat messages one a line
-        return [value for _, value in records], None
+        return LineRecords([value for _, value in records], [n for n, _ in records]), None
     try:
         return openai_chat.messages_of(document), openai_chat.conversation_id(document)
     except ImportFormatError as exc:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -44,6 +46,34 @@ class ImportFormatError(ValueError):
     """The file is not a transcript of the requested format (names file and record)."""
 
 
+#: the 1-based line of the transcript file whose record a parser is reading (None: none)
+_LINE: ContextVar[int | None] = ContextVar("breadcrumb_import_line", default=None)
+
+
+def current_line() -> int | None:
+    """The file line of the record being parsed: every :class:`Draft` made meanwhile
+    takes it, so a refused event can be named by the line it came from."""
+    return _LINE.get()
+
+
+class LineRecords(list[Any]):
+    """Records read from numbered file lines: iterating them (as every JSONL parser does,
+    once, in order) sets :func:`current_line` to each record's line while it is handled.
+    ``lines[i]`` is the line of ``self[i]``; indexing and ``len`` are a list's."""
+
+    def __init__(self, values: Sequence[Any], lines: Sequence[int]) -> None:
+        super().__init__(values)
+        self.lines = list(lines)
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            for index, value in enumerate(list.__iter__(self)):
+                _LINE.set(self.lines[index])
+                yield value
+        finally:
+            _LINE.set(None)
+
+
 @dataclass(slots=True)
 class Draft:
     """An event before ids, tenant and missing timestamps are filled in."""
@@ -57,6 +87,8 @@ class Draft:
     attrs: dict[str, Any] = field(default_factory=dict)
     #: a sidechain / subagent of the session: its own thread ``{session}/{subthread}``
     subthread: str | None = None
+    #: the 1-based line of the transcript file it was read from (None: not from a line)
+    line: int | None = field(default_factory=current_line)
 
 
 @dataclass(slots=True)
