@@ -22,7 +22,6 @@ from breadcrumb.commands.browse import (
 )
 from breadcrumb.infra.settings import Settings
 
-
 FILTER_HELP = {
     "project": "only memories of this project_id",
     "thread": "only memories of this thread_id",

@@ -173,3 +173,12 @@ def test_an_empty_mcp_query_is_a_clear_tool_error() -> None:
     error, text = anyio.run(_call, "search_memory", {"query": "x", "k": 0})
     assert error and "\n" not in text and "errors.pydantic.dev" not in text
     assert anyio.run(_call, "search_memory", {"query": "port?"}) == (False, "answer")
+
+
+def test_thread_list_refuses_an_unknown_data_dir(tmp_path: Path) -> None:
+    """``thread list`` reads: a typo in --data-dir is refused, not created empty."""
+    typo = tmp_path / "typo"
+    done = cli("thread", "list", "--data-dir", str(typo))
+    assert done.returncode == 2
+    assert "no data dir at" in done.stderr.strip().splitlines()[-1]
+    assert not typo.exists()
