@@ -44,6 +44,9 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: client libraries that log every request at INFO (``HTTP Request: GET /v1/stats …``)
 CHATTY_LIBRARIES = ("httpx", "httpcore", "aiokafka", "urllib3")
+#: kept at their own level under a quiet parent: rebalances and partition assignments are
+#: rare and an operator (and the fault suite) reads them in a worker's log
+KEPT_LOGGERS = ("aiokafka.consumer.group_coordinator",)
 LEVELS = ("debug", "info", "warning", "error")
 #: polled by probes, dashboards and the CLI's progress: no access line when they succeed
 POLLED_PATHS = frozenset({"/healthz", "/readyz", "/v1/stats", "/v1/identity", "/metrics",
@@ -69,6 +72,8 @@ def configure_logging(settings: Settings, verbose: bool = False, level: str | No
     quiet = (not verbose and level is None) if quiet_libraries is None else quiet_libraries
     for name in CHATTY_LIBRARIES:
         logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.NOTSET)
+    for name in KEPT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO if quiet else logging.NOTSET)
     access = logging.getLogger("uvicorn.access")
     for old in [f for f in access.filters if isinstance(f, PollingFilter)]:
         access.removeFilter(old)
