@@ -33,8 +33,9 @@ class _RecordingService:
         return False
 
     def reject(self, reason: str, fld: str | None, raw_text: str | None,
-               entry: Any = None) -> HandleResult:
-        self.letters.put_dead_letter(DeadLetter(reason, raw_text or "", NOW, fld, "log"))
+               entry: Any = None, source: str | None = None) -> HandleResult:
+        self.letters.put_dead_letter(DeadLetter(reason, raw_text or "", NOW, fld,
+                                                source or "log"))
         return HandleResult("rejected", reason=reason)
 
     def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
