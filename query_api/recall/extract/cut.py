@@ -101,7 +101,8 @@ def drop_superseded(
     Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
     stay); with it they are kept and the values are named in ``superseded_values``. A
     failure line (``Error: connect ECONNREFUSED 127.0.0.1:5432``) is what happened, not a
-    value claimed now: it stays.
+    value claimed now: it stays. A value counts where it stands whole (:func:`holds_value`):
+    a stale ``80`` leaves ``8080`` alone.
     """
     facts = memory.metadata.get("superseded_facts") or {}
     stale = sorted({str(f.get("value")) for f in facts.values()
@@ -109,10 +110,21 @@ def drop_superseded(
     if not stale:
         return cut, []
     if include:
-        return cut, [v for v in stale if v in cut.text]
-    kept = tuple(ln for ln in cut.lines
-                 if _FAILURE_LINE.search(ln.text) or not any(v in ln.text for v in stale))
+        return cut, [v for v in stale if holds_value(cut.text, v)]
+    kept = tuple(ln for ln in cut.lines if _FAILURE_LINE.search(ln.text)
+                 or not any(holds_value(ln.text, v) for v in stale))
     return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
+
+
+def holds_value(text: str, value: str) -> bool:
+    """Whether ``value`` stands whole in ``text``: not inside a longer number, word or
+    version (``80`` is not in ``8080``, ``port 180`` or ``1.80``; ``9`` not in ``cache-9``).
+    An edge of the value that is not a letter or digit (a quote, a slash) bounds itself."""
+    if not value:
+        return False
+    head = r"(?<![\w.-])" if value[0].isalnum() else ""
+    tail = r"(?![\w]|[.-]\w)" if value[-1].isalnum() else ""
+    return re.search(head + re.escape(value) + tail, text) is not None
 
 
 class WordExactCut:
