@@ -32,6 +32,7 @@ def test_a_value_counts_only_where_it_stands_whole() -> None:
     assert holds_value(f"Set RETRY_URL={url} and", url)
     assert not holds_value("Set RETRY_URL=redis://cache-9:37270/01", url)
     assert holds_value('EMAIL_RE = "^a$"', '"^a$"') and not holds_value("x", "")
+    assert holds_value("接続先を東京に変更", "東京")  # no spaces in CJK text: no bounds
 
 
 def test_a_stale_short_value_leaves_a_line_with_a_longer_one() -> None:

@@ -120,12 +120,17 @@ def drop_superseded(
 def holds_value(text: str, value: str) -> bool:
     """Whether ``value`` stands whole in ``text``: not inside a longer number, word or
     version (``80`` is not in ``8080``, ``port 180`` or ``1.80``; ``9`` not in ``cache-9``).
-    An edge of the value that is not a letter or digit (a quote, a slash) bounds itself."""
+    An edge of the value that is not an ASCII letter or digit (a quote, a slash, a CJK
+    character: such text has no spaces between words) bounds itself."""
     if not value:
         return False
-    head = r"(?<![\w.-])" if value[0].isalnum() else ""
-    tail = r"(?![\w]|[.-]\w)" if value[-1].isalnum() else ""
+    head = r"(?<![A-Za-z0-9_.-])" if _ascii_word(value[0]) else ""
+    tail = r"(?![A-Za-z0-9_]|[.-][A-Za-z0-9_])" if _ascii_word(value[-1]) else ""
     return re.search(head + re.escape(value) + tail, text) is not None
+
+
+def _ascii_word(char: str) -> bool:  # CJK text has no spaces between words: no bounds
+    return char.isascii() and (char.isalnum() or char == "_")
 
 
 @dataclass(frozen=True, slots=True)
