@@ -7,7 +7,12 @@ Keys:
   (JSON) in tool output and config-file edits (never in chat messages);
 * ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
   edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
-* ``port:<service>`` — a port on a line that names its service (or an env prefix);
+* ``port:<NAME>`` / ``port:<service>`` — a port keyed by the setting it is written in:
+  the nearest ``UPPER_SNAKE`` name before it on its line, exactly as written
+  (``REDIS_PORT=6379`` → ``port:REDIS_PORT``, ``REDIS_URL=redis://cache:6379/0`` →
+  ``port:REDIS_URL``), else the service word the line names (``postgres listens on port
+  5432`` → ``port:postgres``). Two settings of one service (``REDIS_PORT`` and
+  ``REDIS_SENTINEL_PORT``) are two keys: only a change of the same one supersedes;
 * ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``).
 
 Values are verbatim substrings of the event. Removed diff lines (``-...``) are ignored.
@@ -62,9 +67,11 @@ _SERVICE_WORD = re.compile(
     r"(?i)\b(postgres(?:ql)?|pgbouncer|redis|mysql|mariadb|mongo(?:db)?|nginx|kafka|rabbitmq"
     r"|elasticsearch|qdrant|minio|memcached|api|web|frontend|backend|grafana|prometheus)\b"
 )
-_ENV_PORT = re.compile(r"\b([A-Z][A-Z0-9]*)_PORT\b", _F)
-_SERVICE_ALIASES = {"postgresql": "postgres", "pg": "postgres", "db": "postgres",
-                    "database": "postgres", "mongodb": "mongo"}
+#: the setting a port is written in: an UPPER_SNAKE name (``REDIS_SENTINEL_PORT``,
+#: ``"ORDERS_URL"``), or a one-word upper-case name assigned with ``=`` (``PORT=8080``)
+_SETTING_NAME = re.compile(r"(?<![\w$.-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][A-Z0-9]+(?==))\b",
+                           re.ASCII)
+_SERVICE_ALIASES = {"postgresql": "postgres", "mongodb": "mongo"}
 
 
 def extract_facts(events: Sequence[Event]) -> list[Fact]:
@@ -159,17 +166,18 @@ def _ports(text: str) -> Iterator[tuple[str, str]]:
         if not 0 < int(port) < 65536:
             continue
         col = m.start(group) - _line_start(text, m.start())
-        service = _service(_line_at(text, m.start()), col)
-        if service:
-            yield f"port:{service}", port
+        setting = _setting(_line_at(text, m.start()), col)
+        if setting:
+            yield f"port:{setting}", port
 
 
-def _service(line: str, col: int) -> str | None:
-    """The service a port on ``line`` belongs to: env prefix, else the nearest service word."""
-    env = [m for m in _ENV_PORT.finditer(line) if m.end() <= col]
-    if env:
-        name = env[-1].group(1).lower()
-        return _SERVICE_ALIASES.get(name, name)
+def _setting(line: str, col: int) -> str | None:
+    """The setting a port at ``col`` of ``line`` is written in: the nearest upper-case
+    setting name before it, as written; else the nearest service word (before it, else
+    the line's first)."""
+    names = [m for m in _SETTING_NAME.finditer(line, 0, col)]
+    if names:
+        return names[-1].group(1)
     words = list(_SERVICE_WORD.finditer(line))
     if not words:
         return None

@@ -17,7 +17,11 @@ from typing import Any
 
 from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
-from breadcrumb.query_api.recall.extract.semantic import LinesByMeaning, needs_meaning
+from breadcrumb.query_api.recall.extract.semantic import (
+    LinesByMeaning,
+    names_the_literal,
+    needs_meaning,
+)
 from breadcrumb.query_api.recall.stages import Extracted, Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 
@@ -49,9 +53,13 @@ class Extractor:
         if self.quoter is None and not query.precise:
             semantic, used = self.by_meaning(recalled)
             return (semantic, used) if semantic else self.word_exact(recalled)
-        evidence, level = self.word_exact(recalled)
+        cut = self.word_exact.with_history(recalled)
+        evidence, level = cut.evidence, cut.level
         if needs_meaning(evidence, query):  # meaning and words
             semantic, used = self.by_meaning(recalled)
-            if semantic:
+            if semantic and not (cut.history and not evidence
+                                 and not names_the_literal(semantic, query)):
                 return semantic, used
+        if not evidence and cut.history:  # the exact lines, marked as history, not none
+            return cut.history, cut.history_level
         return evidence, level

@@ -15,6 +15,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from breadcrumb.query_api.recall.extract.scoring import score_exact
@@ -101,7 +102,8 @@ def drop_superseded(
     Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
     stay); with it they are kept and the values are named in ``superseded_values``. A
     failure line (``Error: connect ECONNREFUSED 127.0.0.1:5432``) is what happened, not a
-    value claimed now: it stays.
+    value claimed now: it stays. A value counts where it stands whole (:func:`holds_value`):
+    a stale ``80`` leaves ``8080`` alone.
     """
     facts = memory.metadata.get("superseded_facts") or {}
     stale = sorted({str(f.get("value")) for f in facts.values()
@@ -109,10 +111,39 @@ def drop_superseded(
     if not stale:
         return cut, []
     if include:
-        return cut, [v for v in stale if v in cut.text]
-    kept = tuple(ln for ln in cut.lines
-                 if _FAILURE_LINE.search(ln.text) or not any(v in ln.text for v in stale))
+        return cut, [v for v in stale if holds_value(cut.text, v)]
+    kept = tuple(ln for ln in cut.lines if _FAILURE_LINE.search(ln.text)
+                 or not any(holds_value(ln.text, v) for v in stale))
     return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
+
+
+def holds_value(text: str, value: str) -> bool:
+    """Whether ``value`` stands whole in ``text``: not inside a longer number, word or
+    version (``80`` is not in ``8080``, ``port 180`` or ``1.80``; ``9`` not in ``cache-9``).
+    An edge of the value that is not an ASCII letter or digit (a quote, a slash, a CJK
+    character: such text has no spaces between words) bounds itself."""
+    if not value:
+        return False
+    head = r"(?<![A-Za-z0-9_.-])" if _ascii_word(value[0]) else ""
+    tail = r"(?![A-Za-z0-9_]|[.-][A-Za-z0-9_])" if _ascii_word(value[-1]) else ""
+    return re.search(head + re.escape(value) + tail, text) is not None
+
+
+def _ascii_word(char: str) -> bool:  # CJK text has no spaces between words: no bounds
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
+@dataclass(frozen=True, slots=True)
+class CutEvidence:
+    """The word-exact cut's evidence records and level; ``history``: records of the
+    ranges whose every cut line held a superseded value (naming them in
+    ``superseded_values``), and their level. With nothing else left they are the exact
+    lines, marked as no longer current, rather than lines chosen by meaning alone."""
+
+    evidence: list[dict[str, Any]]
+    level: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    history_level: int = 0
 
 
 class WordExactCut:
@@ -124,30 +155,48 @@ class WordExactCut:
 
     def __call__(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
         """Evidence records of the followed ranges, and the level reached."""
+        cut = self.with_history(recalled)
+        return cut.evidence, cut.level
+
+    def with_history(self, recalled: Recalled) -> CutEvidence:
+        """The evidence records and level, and the ranges whose every cut line held a
+        superseded value (see :class:`CutEvidence`)."""
         req, query = recalled.retrieved.request, recalled.retrieved.query
         assert recalled.events is not None  # a followed recall always has its reader
         budget = req.max_tokens
         evidence: list[dict[str, Any]] = []
-        level = 0
+        history: list[dict[str, Any]] = []
+        level = history_level = history_tokens = 0
         for cand in recalled.hops:
-            cut, used = self._cut(query, cand.memory, budget,
-                                  recalled.cut_passages[cand.memory.id], recalled.events)
-            cut, stale = drop_superseded(cut, cand.memory, req.include_superseded, self.count)
+            whole, used = self._cut(query, cand.memory, budget,
+                                    recalled.cut_passages[cand.memory.id], recalled.events)
+            cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
+                                         self.count)
             if not cut.lines:
+                if whole.lines and history_tokens + whole.tokens <= req.max_tokens:
+                    _cut, stale = drop_superseded(whole, cand.memory, True, self.count)
+                    history.append(self._record(recalled, cand.memory, whole, used, stale))
+                    history_level = max(history_level, used)
+                    history_tokens += whole.tokens
                 continue
             level = max(level, used)
             budget -= cut.tokens
-            rng = cand.memory.source_range
-            reason = (f"{recalled.decision.reason}; level {used}; {len(cut.lines)} line(s), "
-                      f"{cut.tokens} tokens")
-            item = evidence_record(cand.memory.id, rng.thread_id, rng.start_index,
-                                   rng.end_index, cut, reason)
-            if stale:  # history was asked for: say which values are no longer current
-                item["superseded_values"] = stale
-            evidence.append(item)
+            evidence.append(self._record(recalled, cand.memory, cut, used, stale))
             if budget <= 0:
                 break
-        return evidence, level
+        return CutEvidence(evidence, level, history, history_level)
+
+    @staticmethod
+    def _record(recalled: Recalled, memory: Observation, cut: Extract, used: int,
+                stale: list[str]) -> dict[str, Any]:
+        rng = memory.source_range
+        reason = (f"{recalled.decision.reason}; level {used}; {len(cut.lines)} line(s), "
+                  f"{cut.tokens} tokens")
+        item = evidence_record(memory.id, rng.thread_id, rng.start_index, rng.end_index, cut,
+                               reason)
+        if stale:  # say which values are no longer current
+            item["superseded_values"] = stale
+        return item
 
     def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
              reader: RangeReader) -> tuple[Extract, int]:

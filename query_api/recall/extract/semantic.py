@@ -24,7 +24,7 @@ from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import FAILURE, MAX_LINE_CHARS, line_pool
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
-from breadcrumb.query_api.recall.query import Query, QueryIntent
+from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
@@ -121,6 +121,18 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
             if kinds and text_holds_kind(text, kinds):
                 return True
     return False
+
+
+def names_the_literal(evidence: list[dict[str, Any]], query: Query) -> bool:
+    """Whether some evidence line holds the literal the question names (``DB_PORT``,
+    ``validate-email.ts``) and the value kind it asks for; with no literal, the kind."""
+    if not holds_kind(evidence, query.intent):
+        return False
+    named = named_literal(query.text, "decide") or named_literal(query.text, "precise")
+    if named is None:
+        return True
+    literal = named.group(0).strip("`")
+    return any(literal in str(ln["text"]) for item in evidence for ln in item["lines"])
 
 
 def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:

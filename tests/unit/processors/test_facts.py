@@ -51,7 +51,26 @@ def test_yaml_nesting_images_and_ports() -> None:
     assert facts["port:pgbouncer"] == "6432"
     assert facts["image:edoburu/pgbouncer"] == "1.22.1"
     assert as_map([ev(0, "message", "postgres listens on port 5432")]) == {"port:postgres": "5432"}
-    assert as_map([ev(0, "message", "DB_PORT=5433")])["port:postgres"] == "5433"
+    assert as_map([ev(0, "message", "DB_PORT=5433")])["port:DB_PORT"] == "5433"
+
+
+def test_ports_are_keyed_by_the_setting_they_are_written_in() -> None:
+    """Two settings naming one service are two keys: a sentinel port is not the port."""
+    facts = as_map([ev(0, "message", "REDIS_PORT=6379"),
+                    ev(1, "message", "REDIS_SENTINEL_PORT=26379 for the redis sentinel")])
+    assert facts["port:REDIS_PORT"] == "6379"
+    assert facts["port:REDIS_SENTINEL_PORT"] == "26379"
+    assert "port:redis" not in facts
+    # a URL's port belongs to the variable holding the URL, as written
+    facts = as_map([ev(0, "message", "Set ORDERS_URL=redis://cache-2:46903/0 and rerun."),
+                    ev(1, "file_edit", '+    orders = os.environ.get("ORDERS_POOL_SIZE", '
+                       '"redis://cache-4:54202/0")', path="src/api/orders.py")])
+    assert facts["port:ORDERS_URL"] == "46903"
+    assert facts["port:ORDERS_POOL_SIZE"] == "54202"
+    assert "port:redis" not in facts
+    # prose without a setting name keeps the service word
+    assert as_map([ev(0, "message", "the redis port is 6380")]) == {"port:redis": "6380"}
+    assert as_map([ev(0, "message", "PORT=8080")])["port:PORT"] == "8080"
 
 
 def test_json_and_yaml_in_tool_output_but_not_in_messages() -> None:
