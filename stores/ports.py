@@ -296,3 +296,14 @@ class OpenWindowStates(Protocol):
     def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
         """``(key, state)`` of the user's threads with pending events."""
         ...
+
+
+@runtime_checkable
+class MemoryRowReads(Protocol):
+    """A memory store that reads whole ``agent_memories`` rows (the SQL stores): recall in
+    time reads ``superseded_by`` from them."""
+
+    def get_memory_rows(self, user_id: str, memory_ids: Sequence[str]
+                        ) -> dict[str, dict[str, Any]]:
+        """The user's rows among ``memory_ids``, by id (JSON columns decoded)."""
+        ...
