@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from breadcrumb.processors.json_sanity import MAX_INDEX
 from breadcrumb.topics.schema import event_schema
@@ -22,6 +22,17 @@ def _aware(value: datetime) -> datetime:
 
 #: An ISO 8601 time of a request (``as_of``, ``now``); naive means UTC.
 RequestTime = Annotated[datetime, AfterValidator(_aware)]
+_REQUEST_TIME: TypeAdapter[datetime] = TypeAdapter(RequestTime)
+
+
+def request_time(name: str, value: str) -> datetime:
+    """``value`` read as the request field ``name`` reads it; :class:`ValueError` with a
+    one-line reason when it is no time (the MCP tool checks its arguments with it)."""
+    try:
+        return _REQUEST_TIME.validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"{name}: {exc.errors()[0]['msg'].lower()} (got {value!r}; "
+                         "e.g. 2026-03-12T00:00:00Z)") from None
 
 
 class RecallRequest(BaseModel):
