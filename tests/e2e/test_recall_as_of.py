@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -52,7 +53,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield http
 
 
-def recall(client: TestClient, **body: Any) -> dict[str, Any]:
+def recall(client: httpx.Client, **body: Any) -> dict[str, Any]:
     r = client.post("/v1/recall", json={"user_id": "u1", "query": ASK, "k": 5, **body})
     assert r.status_code == 200, r.text
     answer: dict[str, Any] = r.json()
@@ -63,7 +64,8 @@ def text(answer: dict[str, Any]) -> str:
     return "\n".join(e["extracted_text"] for e in answer["evidence"])
 
 
-def check_in_time(client: TestClient) -> None:
+def check_in_time(client: httpx.Client) -> None:
+    """The checks both modes (and a replayed generation) must pass."""
     now = text(recall(client))
     assert "DB_PORT=7432" in now and "5432" not in now and "6432" not in now
     between = recall(client, as_of="2026-03-12T00:00:00Z")
