@@ -91,6 +91,9 @@ def test_value_changed_twice_answers_the_middle_one_then(client: TestClient) -> 
 
 
 def test_history_in_time_is_dated(client: TestClient) -> None:
+    today = recall(client, include_superseded=True)
+    assert "DB_PORT=7432" in today["evidence"][0]["extracted_text"]  # current first
+    assert "superseded" not in today["evidence"][0]
     answer = recall(client, include_superseded=True, as_of="2026-03-12T00:00:00Z")
     assert "DB_PORT=6432" in text(answer) and "DB_PORT=5432" in text(answer)
     assert "7432" not in text(answer)
