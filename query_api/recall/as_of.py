@@ -23,9 +23,6 @@ from breadcrumb.query_api.recall.rank import parse_ts
 from breadcrumb.stores.ports import MemoryRowReads, MemoryStore
 from breadcrumb.topics.records import Event, Observation
 
-#: statuses a memory may have had before its current one was set by a supersession
-_WAS_CURRENT = "active"
-
 
 def effective_as_of(as_of: datetime | None, request_time: datetime) -> datetime | None:
     """``as_of`` when it lies before the request time; else None (nothing to filter)."""
@@ -47,11 +44,11 @@ def said_by(ts: str, at: datetime) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Superseder:
-    """Who superseded a memory and when that memory was said."""
+class _Links:
+    """Who superseded whom, and when each superseder was said (None: it is gone)."""
 
-    memory_id: str
-    created_at: str | None  # None: the superseder is gone (forgotten)
+    superseded_by: dict[str, str]  # memory id -> its row's ``superseded_by``
+    said_at: dict[str, str | None]  # superseder id -> its ``created_at``
 
 
 class MemoriesAsOf:
@@ -64,35 +61,26 @@ class MemoriesAsOf:
         """``memories`` said by ``at``, each with the status and superseded facts it had
         then (order kept)."""
         kept = [m for m in memories if said_by(m.created_at, self.at)]
-        links = self._superseders(kept)
+        links = self._links(kept)
         return [self._then(m, links) for m in kept]
 
-    def _superseders(self, memories: Sequence[Observation]) -> dict[str, Superseder]:
-        """Every memory id named as a superseder of ``memories`` -> its creation time."""
-        ids: set[str] = set()
+    def _links(self, memories: Sequence[Observation]) -> _Links:
+        """The superseders of ``memories`` (row links and the facts' ``superseded_by``)."""
         rows = (self.store.get_memory_rows(self.user_id, [m.id for m in memories])
                 if isinstance(self.store, MemoryRowReads) and memories else {})
-        for m in memories:
-            ids.update(_fact_superseders(m))
-            by = (rows.get(m.id) or {}).get("superseded_by")
-            if by:
-                ids.add(str(by))
+        by = {mid: str(row["superseded_by"]) for mid, row in rows.items()
+              if row.get("superseded_by")}
+        ids = set(by.values()).union(*(_fact_superseders(m) for m in memories))
         found = {o.id: o.created_at for o in self.store.get_memories(self.user_id, sorted(ids))}
-        out = {i: Superseder(i, found.get(i)) for i in ids}
-        for m in memories:  # the memory-level link, under the superseded memory's id
-            by = (rows.get(m.id) or {}).get("superseded_by")
-            if by:
-                out[f"of:{m.id}"] = out[str(by)]
-        return out
+        return _Links(by, {i: found.get(i) for i in ids})
 
-    def _then(self, memory: Observation, links: dict[str, Superseder]) -> Observation:
+    def _then(self, memory: Observation, links: _Links) -> Observation:
         facts = memory.metadata.get("superseded_facts") or {}
         kept_facts = {k: v for k, v in facts.items()
-                      if not isinstance(v, dict) or self._before(links.get(
-                          str(v.get("superseded_by") or "")))}
+                      if not isinstance(v, dict) or self._before(links, v.get("superseded_by"))}
         status = memory.status
         if status == "superseded" and not self._superseded_then(memory, links):
-            status = _WAS_CURRENT
+            status = "active"  # what a superseded memory was until then
         if status == memory.status and len(kept_facts) == len(facts):
             return memory
         metadata = dict(memory.metadata)
@@ -102,19 +90,18 @@ class MemoriesAsOf:
             metadata.pop("superseded_facts", None)
         return replace(memory, status=status, metadata=metadata)
 
-    def _superseded_then(self, memory: Observation, links: dict[str, Superseder]) -> bool:
-        link = links.get(f"of:{memory.id}")
-        if link is None:  # no row link: the facts' superseders decide
-            named = [links.get(i) for i in _fact_superseders(memory)]
-            return not named or any(self._before(s) for s in named)
-        return self._before(link)
+    def _superseded_then(self, memory: Observation, links: _Links) -> bool:
+        by = links.superseded_by.get(memory.id)
+        if by is not None:
+            return self._before(links, by)
+        named = _fact_superseders(memory)  # no row link: the facts' superseders decide
+        return not named or any(self._before(links, i) for i in named)
 
-    def _before(self, link: Superseder | None) -> bool:
-        """A supersession by ``link`` had happened by ``at`` (a gone superseder: it had,
-        the memory keeps the status it has)."""
-        if link is None or link.created_at is None:
-            return True
-        return said_by(link.created_at, self.at)
+    def _before(self, links: _Links, superseder: Any) -> bool:
+        """A supersession by ``superseder`` had happened by ``at`` (one not named, or gone:
+        it had, the memory keeps what it has now)."""
+        said = links.said_at.get(str(superseder)) if superseder else None
+        return said is None or said_by(said, self.at)
 
 
 def _fact_superseders(memory: Observation) -> set[str]:
