@@ -167,10 +167,13 @@ def events_by_id(raw: RawEventStore, user_id: str, event_ids: Sequence[str]) -> 
 
 def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
                     ) -> list[dict[str, Any]]:
-    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item."""
+    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item,
+    and its event's ``ts`` to each of its ``lines``."""
     events = events_by_id(raw, user_id, [i for it in evidence for i in it["matched_event_ids"]])
     for item in evidence:
         stamps = {eid: events[eid].ts for eid in item["matched_event_ids"] if eid in events}
         item["ts"] = next(iter(stamps.values()), None)
         item["event_ts"] = stamps
+        for line in item.get("lines") or ():
+            line["ts"] = stamps.get(line["event_id"])
     return evidence

@@ -77,8 +77,9 @@ def check_in_time(client: httpx.Client) -> None:
     assert "DB_PORT=5432" in first and "6432" not in first
     for m in between["memories"]:  # nothing said after as_of
         assert m["created_at"] <= "2026-03-12"
-    for e in between["evidence"]:
+    for e in between["evidence"]:  # every line dated, none said after as_of
         assert all(ts <= "2026-03-12" for ts in e["event_ts"].values())
+        assert e["lines"] and all(line["ts"] <= "2026-03-12" for line in e["lines"])
     cron = recall(client, query="what is the BACKUP_CRON schedule?",
                   as_of="2026-03-18T00:00:00Z")
     assert "0 3 * * *" not in text(cron)
