@@ -11,6 +11,7 @@ import argparse
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,21 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
                         help="only memories with this tag (repeat for more)")
     recall.add_argument("--include-superseded", action="store_true",
                         help="also list superseded versions")
+    # issue 28: recall in time (docs/recall-in-time.md)
+    recall.add_argument("--as-of", dest="as_of", type=_iso_time, default=None, metavar="ISO",
+                        help="answer as things stood then, e.g. 2026-03-12T00:00:00Z")
+    recall.add_argument("--now", type=_iso_time, default=None, metavar="ISO",
+                        help="what 'yesterday', '3週間前' count from (default: now)")
+
+
+def _iso_time(text: str) -> str:
+    """An ISO 8601 time (``--as-of``, ``--now``), checked here: a bad one is a usage error."""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not an ISO 8601 time: {text!r} (e.g. 2026-03-12T00:00:00Z)") from None
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -321,7 +337,8 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             # issue 26: only when given
             "thread_id": args.thread, "tags": args.tag,
             "include_superseded": args.include_superseded or None,
-            "view": "brief" if args.brief else None}
+            "view": "brief" if args.brief else None,
+            "as_of": args.as_of, "now": args.now}
     try:
         answer = backend.recall({k: v for k, v in body.items() if v is not None})
     finally:

@@ -146,12 +146,16 @@ class AsyncBreadcrumb:
                      project_id: str | None = None, k: int = 5, max_tokens: int = 800,
                      mode: Mode = "auto", thread_id: str | None = None,
                      tags: list[str] | None = None, include_superseded: bool = False,
-                     include_archived: bool = False) -> RecallResult:
-        """Retrieve → Decide → Recall → Extract: memories and verbatim evidence."""
+                     include_archived: bool = False, as_of: datetime | str | None = None,
+                     now: datetime | str | None = None) -> RecallResult:
+        """Retrieve → Decide → Recall → Extract: memories and verbatim evidence.
+
+        ``as_of``: answer as things stood then; ``now``: what relative periods in the
+        question ("yesterday", "3週間前") count from (docs/recall-in-time.md)."""
         body = {"user_id": user_id or self.user_id, "query": query, "k": k,
                 "max_tokens": max_tokens, "mode": mode, "project_id": project_id,
                 "thread_id": thread_id, "tags": tags, "include_superseded": include_superseded,
-                "include_archived": include_archived}
+                "include_archived": include_archived, "as_of": _iso(as_of), "now": _iso(now)}
         return RecallResult.model_validate(await self._post("/v1/recall", _given(body)))
 
     async def recall_text(self, query: str, *, user_id: str | None = None,
@@ -257,6 +261,13 @@ class Breadcrumb:
 
 def _given(body: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in body.items() if v is not None}
+
+
+def _iso(when: datetime | str | None) -> str | None:
+    """A request time as the service reads it (ISO 8601; a naive datetime is UTC)."""
+    if isinstance(when, datetime):
+        return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).isoformat()
+    return when
 
 
 def _answer(response: httpx.Response, what: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.auth import Principal
 from breadcrumb.query_api.backend import Backend
+from breadcrumb.query_api.models import request_time
 
 INSTRUCTIONS = (
     "Breadcrumb keeps every agent event verbatim and short summaries that point back to "
@@ -155,6 +156,12 @@ def _add_search(server: MCPServer, binder: Binder) -> None:
             description="Only memories of this thread (session).")] = None,
         tags: Annotated[list[str] | None, Field(
             description="Only memories carrying one of these tags.")] = None,
+        as_of: Annotated[str | None, Field(description=(
+            "ISO 8601 time: answer as things stood then (only what was said by then, "
+            "values current then), e.g. '2026-03-12T00:00:00Z'."))] = None,
+        now: Annotated[str | None, Field(description=(
+            "ISO 8601 time that 'yesterday', 'last Saturday', '3週間前' count from "
+            "(default: now)."))] = None,
         detail: Annotated[Literal["brief", "full"], Field(description=(
             "brief (default): compact text. full: the whole RecallResponse JSON "
             "(scores, query hints, metadata; thousands of tokens)."))] = "brief",
@@ -162,11 +169,18 @@ def _add_search(server: MCPServer, binder: Binder) -> None:
     ) -> CallToolResult:
         if not query.strip():  # checked here: a schema minLength fails as a pydantic dump
             raise ToolError(EMPTY_QUERY)
+        for name, value in (("as_of", as_of), ("now", now)):
+            if value is not None:  # checked here: the backend's 422 would be lost
+                try:
+                    request_time(name, value)
+                except ValueError as exc:
+                    raise ToolError(str(exc)) from None
         backend, user = binder.bind(ctx, user_id)
         body = {"user_id": user, "query": query, "project_id": project_id,
                 "k": k, "max_tokens": max_tokens, "mode": mode,
                 "include_superseded": include_superseded,
-                "include_archived": include_archived, "thread_id": thread_id, "tags": tags}
+                "include_archived": include_archived, "thread_id": thread_id, "tags": tags,
+                "as_of": as_of, "now": now}
         if detail == "brief":
             body["view"] = "brief"
         answer = await anyio.to_thread.run_sync(backend.recall, _given(body))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from breadcrumb.processors.json_sanity import MAX_INDEX
 from breadcrumb.topics.schema import event_schema
@@ -12,6 +13,26 @@ from breadcrumb.topics.schema import event_schema
 #: Hard ceiling of ``tags`` in a request; the setting ``limit_tags`` is usually lower.
 MAX_TAGS = 1000
 Tag = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+def _aware(value: datetime) -> datetime:
+    """A time without an offset is UTC (as event times are)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+#: An ISO 8601 time of a request (``as_of``, ``now``); naive means UTC.
+RequestTime = Annotated[datetime, AfterValidator(_aware)]
+_REQUEST_TIME: TypeAdapter[datetime] = TypeAdapter(RequestTime)
+
+
+def request_time(name: str, value: str) -> datetime:
+    """``value`` read as the request field ``name`` reads it; :class:`ValueError` with a
+    one-line reason when it is no time (the MCP tool checks its arguments with it)."""
+    try:
+        return _REQUEST_TIME.validate_python(value)
+    except ValidationError as exc:
+        raise ValueError(f"{name}: {exc.errors()[0]['msg'].lower()} (got {value!r}; "
+                         "e.g. 2026-03-12T00:00:00Z)") from None
 
 
 class RecallRequest(BaseModel):
@@ -31,6 +52,11 @@ class RecallRequest(BaseModel):
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
     # extension: "brief" answers compact text (query_api/brief.py) instead of the full JSON
     view: Literal["full", "brief"] = "full"
+    # extension (docs/recall-in-time.md): recall as it stood at ``as_of`` (events said at or
+    # before it, memories with the status they had then); ``now`` anchors "yesterday",
+    # "3週間前", ... (default: the request time)
+    as_of: RequestTime | None = None
+    now: RequestTime | None = None
 
 
 class RecallSourceRequest(BaseModel):

@@ -298,6 +298,17 @@ class OpenWindowStates(Protocol):
         ...
 
 
+@runtime_checkable
+class MemoryRowReads(Protocol):
+    """A memory store that reads whole ``agent_memories`` rows (the SQL stores): recall in
+    time reads ``superseded_by`` from them."""
+
+    def get_memory_rows(self, user_id: str, memory_ids: Sequence[str]
+                        ) -> dict[str, dict[str, Any]]:
+        """The user's rows among ``memory_ids``, by id (JSON columns decoded)."""
+        ...
+
+
 # --- capabilities the query service's browse, forget and re-drive routes use ---
 # The gateway a runtime runs on differs by mode: the embedded runner applies the event log
 # in this process, the Kafka gateway only writes to the topic and to a SQL store of its own.

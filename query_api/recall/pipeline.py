@@ -30,10 +30,12 @@ from functools import lru_cache
 from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
+from breadcrumb.query_api.recall.as_of import effective_as_of, evidence_as_of
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
 from breadcrumb.query_api.recall.decide import Classifier, decide_stage
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
+from breadcrumb.query_api.recall.history import mark_superseded
 from breadcrumb.query_api.recall.passages import evidence_record
 from breadcrumb.query_api.recall.query import Query, analyze
 from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, memory_view
@@ -94,10 +96,14 @@ class RecallService:
         """Answer a RecallRequest with a RecallResponse (contract), with ``timings_ms``."""
         timings = StageTimings()
         query = analyze(req.query, self.embedder)
+        asked_at = self.clock()
+        as_of = effective_as_of(req.as_of, asked_at)  # in the future: nothing to filter
+        if req.now is None:  # relative periods ("yesterday") are anchored on the request
+            req = req.model_copy(update={"now": asked_at})
         if query.intent.temporal == "oldest" and not req.include_superseded:
             req = req.model_copy(update={"include_superseded": True})  # history is asked for
         timings.done("analyze")
-        retrieved = self.retriever(req, query)
+        retrieved = self.retriever(req, query, as_of)
         timings.done("retrieve")
         decision = decide_stage(req.query, req.mode, self.classifier, self.errors)
         timings.done("decide")
@@ -120,6 +126,11 @@ class RecallService:
         evidence = extracted.evidence
         if evidence:
             evidence = with_timestamps(self.raw, req.user_id, evidence)
+        if retrieved.as_of is not None:  # only what had been said by then
+            evidence = evidence_as_of(evidence, retrieved.as_of)
+        if evidence:
+            evidence = mark_superseded(self.memories, req.user_id, evidence,
+                                       {c.memory.id: c.memory for c in retrieved.ranked})
         token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
         if top:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from breadcrumb.processors.lexical import weighted_query
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
 from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
 from breadcrumb.query_api.recall.passages import Passage, passage_of
@@ -62,7 +64,7 @@ class Sources:
         windows = None
         if self.states is not None and req.mode != "summary" and (
                 decision.classification != SUMMARY_OK or not top):  # open windows too
-            windows = self.open_window_events(req)
+            windows = self.open_window_events(req, retrieved.as_of)
         if not follow:
             return Recalled(retrieved, decision, False, windows=windows)
         hops = hops_of(top, retrieved.query.text)
@@ -74,18 +76,21 @@ class Sources:
                                                          query.text))
         cut = chunk_passages(memory_ids, [hits[:CUT_CHUNKS] for hits in ranges])
         return Recalled(retrieved, decision, True, hops, ranges, cut,
-                        RangeReader(self.raw, req.user_id), windows)
+                        RangeReader(self.raw, req.user_id, retrieved.as_of), windows)
 
-    def open_window_events(self, req: RecallRequest) -> list[tuple[OpenWindow, list[Event]]]:
-        """The tenant's open windows (filtered like recall) with their events.
+    def open_window_events(self, req: RecallRequest, as_of: datetime | None = None
+                           ) -> list[tuple[OpenWindow, list[Event]]]:
+        """The tenant's open windows (filtered like recall) with their events (said by
+        ``as_of`` only, when given).
 
         A tag filter excludes the fresh tail: an open window has no tags yet."""
         if req.tags or self.states is None:
             return []
         windows = open_windows(self.states.list_open_states(req.user_id), req.user_id,
                                req.project_id, req.thread_id)
-        return [(w, self.raw.get_range(req.user_id, w.thread_id, w.start, w.end))
-                for w in windows]
+        read = [(w, events_as_of(self.raw.get_range(req.user_id, w.thread_id, w.start, w.end),
+                                 as_of)) for w in windows]
+        return [(w, events) for w, events in read if events or as_of is None]
 
 
 def hops_of(top: list[Candidate], query: str) -> list[Candidate]:
@@ -162,10 +167,13 @@ def events_by_id(raw: RawEventStore, user_id: str, event_ids: Sequence[str]) -> 
 
 def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
                     ) -> list[dict[str, Any]]:
-    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item."""
+    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item,
+    and its event's ``ts`` to each of its ``lines``."""
     events = events_by_id(raw, user_id, [i for it in evidence for i in it["matched_event_ids"]])
     for item in evidence:
         stamps = {eid: events[eid].ts for eid in item["matched_event_ids"] if eid in events}
         item["ts"] = next(iter(stamps.values()), None)
         item["event_ts"] = stamps
+        for line in item.get("lines") or ():
+            line["ts"] = stamps.get(line["event_id"])
     return evidence

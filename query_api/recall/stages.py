@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.decide import Decision
 from breadcrumb.query_api.recall.passages import Found, Passage
 from breadcrumb.query_api.recall.query import Query
@@ -34,6 +36,7 @@ class Retrieved:
     query: Query
     ranked: list[Candidate]
     found: dict[str, Found]
+    as_of: datetime | None = None  # recall in time: events said by then only
 
     @property
     def top(self) -> list[Candidate]:
@@ -57,10 +60,10 @@ class RangeReader:
     """Recall level 2: the raw events of followed ranges, each range read once, when
     Extract finds that the chunk lines do not answer. Its reading time is Recall's."""
 
-    __slots__ = ("raw", "user_id", "seconds", "_read")
+    __slots__ = ("raw", "user_id", "as_of", "seconds", "_read")
 
-    def __init__(self, raw: RawEventStore, user_id: str) -> None:
-        self.raw, self.user_id = raw, user_id
+    def __init__(self, raw: RawEventStore, user_id: str, as_of: datetime | None = None) -> None:
+        self.raw, self.user_id, self.as_of = raw, user_id, as_of
         self.seconds = 0.0
         self._read: dict[tuple[str, int, int], list[Event]] = {}
 
@@ -70,7 +73,8 @@ class RangeReader:
         key = (rng.thread_id, rng.start_index, rng.end_index)
         if key not in self._read:
             started = time.perf_counter()
-            self._read[key] = self.raw.get_range(self.user_id, *key)
+            events = self.raw.get_range(self.user_id, *key)
+            self._read[key] = events if self.as_of is None else events_as_of(events, self.as_of)
             self.seconds += time.perf_counter() - started
         return self._read[key]
 

@@ -46,3 +46,22 @@ def test_a_dated_line_outranks_an_equal_undated_one() -> None:
     assert ranked[0][1].line.event_id == "e2"
     assert round(ranked[0][0] - ranked[1][0], 6) == DATE_BOOST
 
+
+
+def test_a_relative_period_dates_events_only_when_now_anchors_it() -> None:
+    from datetime import UTC, datetime
+
+    raw = _Raw({"e1": "2026-11-28T18:00:00Z", "e2": "2026-11-21T18:00:00Z"})
+    now = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)  # a Thursday
+    for q in ("What did we deploy last Saturday?", "先週の土曜日に何をデプロイした？"):
+        assert dated_events(raw, "u1", q, ["e1", "e2"], now) == {"e1"}  # type: ignore[arg-type]
+        assert dated_events(raw, "u1", q, ["e1", "e2"]) == frozenset()  # type: ignore[arg-type]
+    week_before = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)  # last Saturday: the 21st
+    assert dated_events(raw, "u1", "last Saturday", ["e1", "e2"],  # type: ignore[arg-type]
+                        week_before) == {"e1", "e2"}  # and the two weeks after it
+    before_both = datetime(2026, 11, 19, 10, 0, tzinfo=UTC)  # last Saturday: the 14th
+    assert dated_events(raw, "u1", "last Saturday", ["e2"],  # type: ignore[arg-type]
+                        before_both) == {"e2"}
+    long_before = datetime(2026, 11, 5, 10, 0, tzinfo=UTC)  # last Saturday: 31 Oct
+    assert dated_events(raw, "u1", "last Saturday", ["e1", "e2"],  # type: ignore[arg-type]
+                        long_before) == frozenset()

@@ -9,7 +9,7 @@ month or on a named day is best answered by what was said then, or in the days a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 
 from breadcrumb.query_api.recall.extract.periods import asked_period, within
 from breadcrumb.query_api.recall.rank import parse_ts
@@ -19,10 +19,11 @@ DATE_BEFORE = timedelta(days=2)  # said a little before the named period
 DATE_AFTER = timedelta(days=14)  # or up to two weeks after it
 
 
-def dated_events(raw: RawEventStore, user_id: str, query: str, event_ids: Iterable[str]
-                 ) -> frozenset[str]:
-    """Ids among ``event_ids`` said within the period ``query`` names (none named: empty)."""
-    period = asked_period(query)
+def dated_events(raw: RawEventStore, user_id: str, query: str, event_ids: Iterable[str],
+                 now: datetime | None = None) -> frozenset[str]:
+    """Ids among ``event_ids`` said within the period ``query`` names (none named: empty);
+    ``now`` anchors relative periods ("yesterday", "先週の土曜日")."""
+    period = asked_period(query, now)
     if period is None:
         return frozenset()
     out = set()

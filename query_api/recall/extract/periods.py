@@ -3,15 +3,18 @@
 
 Recall uses it to prefer evidence lines said within (or shortly after) that period:
 events carry their time, and a question about "what X did in August 2023" is answered
-by what was said then. Only explicit dates count: a month without a year ("in June")
-or a relative phrase ("last week") names no period here, since nothing anchors it.
-Pure: text in, ``(start, end)`` out (UTC, end exclusive).
+by what was said then. Explicit dates come first; a month without a year ("in June") or
+a relative phrase ("last week", "3週間前") names a period only when ``now`` anchors it
+(:mod:`.relative_periods`). Pure: text (and ``now``) in, ``(start, end)`` out (UTC, end
+exclusive).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+
+from breadcrumb.query_api.recall.extract.relative_periods import relative_period
 
 _MONTHS = {name: i + 1 for i, name in enumerate(
     "january february march april may june july august september october november"
@@ -33,14 +36,15 @@ _PATTERNS = [  # most specific first
 ]
 
 
-def asked_period(text: str) -> tuple[datetime, datetime] | None:
-    """The first explicit day, month or year the text names, as ``[start, end)`` in UTC."""
+def asked_period(text: str, now: datetime | None = None) -> tuple[datetime, datetime] | None:
+    """The first explicit day, month or year the text names, as ``[start, end)`` in UTC;
+    else, with ``now``, the first relative period it names ("yesterday", "3週間前")."""
     for pattern in _PATTERNS:
         for hit in pattern.finditer(text):
             period = _period(hit.groupdict())
             if period is not None:
                 return period
-    return None
+    return relative_period(text, now) if now is not None else None
 
 
 def _period(parts: dict[str, str | None]) -> tuple[datetime, datetime] | None:

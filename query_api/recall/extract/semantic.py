@@ -67,7 +67,7 @@ class LinesByMeaning:
         range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
         roles = _roles(self.raw, user_id, pool.values()) if query.intent.role else None
         dated = dated_events(self.raw, user_id, query.text,
-                             (f.passage.event_id for f in pool.values()))
+                             (f.passage.event_id for f in pool.values()), retrieved.request.now)
         ranked = line_pool(pool.values(), query.terms, query.intent, range_score, roles, dated,
                            query.text)
         chosen = pack_pool(ranked, query.terms, budget, joined_cost(self.count))
