@@ -198,20 +198,6 @@ function onStatsError(data) {  // a server-sent error frame: the stats could not
   setConnection("error", "stats error");
 }
 
-// A server with API keys: the key comes once in the address (#key=bc_…), is kept for this
-// tab only (sessionStorage) and removed from the address bar. EventSource cannot send an
-// Authorization header, so the stream is then read with fetch().
-const KEY_STORE = "breadcrumb-api-key";
-
-function apiKey() {
-  const found = /(?:^#|&)key=([^&]+)/.exec(location.hash);
-  if (found) {
-    sessionStorage.setItem(KEY_STORE, decodeURIComponent(found[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  return sessionStorage.getItem(KEY_STORE);
-}
-
 function needKey(status) {
   const banner = $("error-banner");
   banner.textContent = status === 401
