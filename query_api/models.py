@@ -31,6 +31,8 @@ class RecallRequest(BaseModel):
     tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
     # extension: "brief" answers compact text (query_api/brief.py) instead of the full JSON
     view: Literal["full", "brief"] = "full"
+    # extension: add "explain" (each stage's candidates, ranges, budget; recall/explain.py)
+    explain: bool = False
 
 
 class RecallSourceRequest(BaseModel):
