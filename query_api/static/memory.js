@@ -87,6 +87,14 @@ async function loadAudit() {
   }
 }
 
+async function loadVersions() {
+  try {
+    showVersions(await api("GET", `v1/memories/${enc(One.id)}/versions`));
+  } catch (err) {
+    say("m-status", describe(err, "read the versions"), "error");
+  }
+}
+
 async function loadLifecycle() {
   try {
     One.ttl = await api("GET", `v1/dashboard/memories/${enc(One.id)}/lifecycle`);
@@ -155,9 +163,7 @@ async function openMemory(id) {
   forgetBox("m-forget", "This erases the memory, its chunks, vectors and facts, and the raw " +
             "events of its source range, for good.", { memory_id: id },
             () => say("m-status", "This memory was forgotten.", "ok"));
-  const versions = api("GET", `v1/memories/${enc(id)}/versions`).then(showVersions,
-    (err) => say("m-status", describe(err, "read the versions"), "error"));
-  await Promise.all([versions, loadAudit(), loadLifecycle(), loadSource()]);
+  await Promise.all([loadVersions(), loadAudit(), loadLifecycle(), loadSource()]);
   document.body.dataset.memoryLoaded = id;
 }
 
@@ -177,7 +183,7 @@ async function changeMemory(event) {
     showMemory(m);
     form.reset();
     say("m-change-status", "Saved; the audit log has the change.", "ok");
-    await Promise.all([loadAudit(), loadLifecycle()]);
+    await Promise.all([loadAudit(), loadLifecycle(), loadVersions()]);
   } catch (err) {
     say("m-change-status", describe(err, "change tiers or statuses"), "error");
   }
