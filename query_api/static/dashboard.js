@@ -168,6 +168,7 @@ function render(snap) {
   renderCards(snap);
   renderMemories(snap.stats.memories);
   renderRecalls(snap.recalls);
+  noteTenants(snap.recalls.recent.map((r) => r.user_id));  // api.js: the tenant field's list
   renderChart(snap.history);
   $("error-banner").hidden = true;
   document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
