@@ -1,6 +1,7 @@
 // Dead letters (GET /v1/dead_letters, newest first, "Older" follows next_before): why each
 // event was refused and where it was, the payload as received; and forgetting a whole
-// tenant (POST /v1/forget {"tenant": true}) behind the confirmation step.
+// tenant (POST /v1/forget {"tenant": true}) behind the confirmation step. Re-drive
+// (POST /v1/dead_letters/{id}/redrive, admin) sends a letter through intake again.
 "use strict";
 
 const Dead = { before: null };
@@ -10,14 +11,36 @@ function payloadCell(text) {
   return el("td", { className: "payload" }, el("code", { title: text || "" }, short));
 }
 
+// Re-drive (admin): the payload as received through intake again, after a fix.
+function redriveCell(d) {
+  const cell = el("td", { className: "redrive" });
+  if (d.redrive) {
+    cell.textContent = `${d.redrive.outcome} ${when(d.redrive.at)} by ${d.redrive.actor}`;
+    return cell;
+  }
+  const button = el("button", { type: "button" }, "Re-drive");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const done = await api("POST", `v1/dead_letters/${enc(d.id)}/redrive`,
+                             { body: {}, tenant: false });
+      cell.textContent = `${done.outcome} ${when(done.redriven_at)} by ${done.actor}`;
+    } catch (err) {
+      button.disabled = false;
+      cell.append(el("div", { className: "status-line", dataset: { kind: "error" } },
+                     describe(err, "re-drive dead letters")));
+    }
+  });
+  cell.append(button);
+  return cell;
+}
+
 function letterRow(d) {
-  const redrive = d.redrive ? `${d.redrive.outcome} ${when(d.redrive.at)} by ${d.redrive.actor}`
-    : "–";
   return el("tr", { dataset: { id: String(d.id) } },
     el("td", {}, String(d.id)), el("td", { className: "nowrap" }, when(d.received_at)),
     el("td", {}, d.source || "–"), el("td", { className: "position" }, d.position || "–"),
     el("td", { className: "reason" }, d.reason + (d.field ? ` (field ${d.field})` : "")),
-    el("td", {}, d.event_id || "–"), payloadCell(d.payload), el("td", {}, redrive));
+    el("td", {}, d.event_id || "–"), payloadCell(d.payload), redriveCell(d));
 }
 
 async function loadLetters(reset) {
