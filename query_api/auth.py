@@ -76,7 +76,8 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("POST", re.compile(r"^/v1/forget$"), Rule(_PUBLISH, "body")),
     ("GET", re.compile(r"^/v1/stats$"), Rule(ALL_ROLES)),  # counts only (CLI ingest polls it)
     ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves
-    ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream)$"), Rule(ALL_ROLES)),  # scoped
+    ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream|whoami)$"), Rule(ALL_ROLES)),  # scoped
+    ("GET", re.compile(r"^/v1/dashboard/(memories|threads)/.+$"), Rule(_READ, "query")),
     *((m, re.compile(r"^/mcp/?$"), Rule(ALL_ROLES | {FORWARDED}))  # tools bind the tenant
       for m in ("GET", "POST", "DELETE")),
 ]

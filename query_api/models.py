@@ -57,6 +57,8 @@ class RecallRequest(BaseModel):
     # "3週間前", ... (default: the request time)
     as_of: RequestTime | None = None
     now: RequestTime | None = None
+    # extension: add "explain" (each stage's candidates, ranges, budget; recall/explain.py)
+    explain: bool = False
 
 
 class RecallSourceRequest(BaseModel):

@@ -33,6 +33,7 @@ from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.recall.as_of import effective_as_of, evidence_as_of
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
 from breadcrumb.query_api.recall.decide import Classifier, decide_stage
+from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
 from breadcrumb.query_api.recall.history import mark_superseded
@@ -117,6 +118,8 @@ class RecallService:
         stage_ms = timings.report()
         response["latency_ms"] = stage_ms["total"]
         response["timings_ms"] = stage_ms
+        if req.explain:  # after the timings: the explanation is not part of any stage
+            response["explain"] = explain(recalled, extracted, self.count_tokens)
         return response
 
     def respond(self, retrieved: Retrieved, classification: str, reason: str,

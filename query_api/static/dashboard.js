@@ -168,6 +168,7 @@ function render(snap) {
   renderCards(snap);
   renderMemories(snap.stats.memories);
   renderRecalls(snap.recalls);
+  noteTenants(snap.recalls.recent.map((r) => r.user_id));  // api.js: the tenant field's list
   renderChart(snap.history);
   $("error-banner").hidden = true;
   document.body.dataset.snapshots = String(Number(document.body.dataset.snapshots || 0) + 1);
@@ -196,20 +197,6 @@ function onStatsError(data) {  // a server-sent error frame: the stats could not
   banner.textContent = `Stats unavailable: ${body.error} (errors so far: ${body.stats_errors})`;
   banner.hidden = false;
   setConnection("error", "stats error");
-}
-
-// A server with API keys: the key comes once in the address (#key=bc_…), is kept for this
-// tab only (sessionStorage) and removed from the address bar. EventSource cannot send an
-// Authorization header, so the stream is then read with fetch().
-const KEY_STORE = "breadcrumb-api-key";
-
-function apiKey() {
-  const found = /(?:^#|&)key=([^&]+)/.exec(location.hash);
-  if (found) {
-    sessionStorage.setItem(KEY_STORE, decodeURIComponent(found[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  return sessionStorage.getItem(KEY_STORE);
 }
 
 function needKey(status) {

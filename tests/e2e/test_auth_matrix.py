@@ -72,6 +72,11 @@ def _endpoints(user: str) -> list[Endpoint]:
         Endpoint("snapshot", "GET", "/v1/dashboard/snapshot", set(ROLES), 200),
         Endpoint("stream", "GET", "/v1/dashboard/stream", set(ROLES), 200,
                  params={"limit": 1}),
+        # the dashboard's views (routes_dashboard_data)
+        Endpoint("whoami", "GET", "/v1/dashboard/whoami", set(ROLES), 200),
+        Endpoint("lifecycle", "GET", "/v1/dashboard/memories/m-none/lifecycle", READ, 404, True,
+                 params=q),
+        Endpoint("thread_windows", "GET", "/v1/dashboard/threads/th", READ, 200, True, params=q),
         Endpoint("metrics", "GET", "/metrics", ADMIN, 200),
         Endpoint("replay", "POST", "/v1/admin/replay", ADMIN, 409, body={"name": "main"}),
         Endpoint("replay_status", "GET", "/v1/admin/replay", ADMIN, 200),

@@ -1,0 +1,107 @@
+// Recall inspector: one question through POST /v1/recall with "explain": true, shown
+// stage by stage: time per stage (timings_ms), Retrieve's candidates with their score
+// parts, Decide's class and reason, the ranges Recall followed, the lines Extract cut
+// against the token budget.
+"use strict";
+
+const PARTS = ["vector", "keyword", "tag", "importance", "recency", "stale_penalty", "passage"];
+
+function showTimings(timings) {
+  const stages = Object.entries(timings).filter(([k]) => k !== "total");
+  const total = timings.total || stages.reduce((a, [, v]) => a + v, 0) || 1;
+  const bar = document.getElementById("i-timings");
+  bar.replaceChildren(...stages.map(([name, ms]) => el("div", {
+    className: "stage", title: `${name}: ${ms.toFixed(2)} ms`, dataset: { stage: name },
+    style: `flex: ${Math.max(ms, total / 200)} 1 0`,
+  }, `${name} ${ms.toFixed(1)} ms`)));
+  say("i-total", `total ${total.toFixed(1)} ms`);
+}
+
+function showCandidates(ex) {
+  const table = document.getElementById("i-cands");
+  table.tHead.replaceChildren(el("tr", {}, el("th", {}, "#"), el("th", {}, "memory"),
+    ...PARTS.map((p) => el("th", { className: "num" }, p.replace("_", " "))),
+    el("th", { className: "num" }, "score"), el("th", {}, "")));
+  table.tBodies[0].replaceChildren(...ex.candidates.map((c, i) => {
+    const row = el("tr", { className: c.top ? "top-k" : "", dataset: { id: c.id } },
+      el("td", { className: "num" }, String(i + 1)),
+      el("td", { className: "summary-cell" }, memoryLink(c.id, c.summary), " ", statusBadges(c)),
+      ...PARTS.map((p) => {
+        const v = c.score_parts[p] || 0;
+        return el("td", { className: `part${v ? "" : " zero"}` },
+                  (p === "stale_penalty" && v ? "−" : "") + v.toFixed(3));
+      }),
+      el("td", { className: "num" }, el("b", {}, c.score.toFixed(3))),
+      el("td", {}, c.followed ? "followed" : c.top ? `top ${ex.k}` : ""));
+    return row;
+  }));
+}
+
+function showRanges(ex) {
+  const tbody = document.getElementById("i-ranges").tBodies[0];
+  const rows = ex.recall.ranges.map((r) => el("tr", {},
+    el("td", {}, memoryLink(r.memory_id)), el("td", {}, threadLink(r.thread_id)),
+    el("td", {}, `[${r.start_index}..${r.end_index}]`),
+    el("td", { className: "num" }, String(r.chunk_hits))));
+  rows.push(...ex.recall.open_windows.map((w) => el("tr", {},
+    el("td", { className: "muted" }, "open window"), el("td", {}, threadLink(w.thread_id)),
+    el("td", {}, `[${w.start_index}..${w.end_index}]`),
+    el("td", { className: "num" }, `${w.events} events`))));
+  if (!rows.length) {
+    rows.push(el("tr", { className: "empty" }, el("td", { colSpan: 4 },
+      ex.recall.follow ? "No range followed." : "No range followed: the summaries answer.")));
+  }
+  tbody.replaceChildren(...rows);
+}
+
+function showEvidence(answer, ex) {
+  const budget = ex.extract.max_tokens;
+  const used = ex.extract.tokens;
+  say("i-budget-used", `${used} of ${budget} tokens · level ${ex.extract.level}`);
+  document.getElementById("i-meter").style.width = `${Math.min(100, (100 * used) / budget)}%`;
+  const box = document.getElementById("i-evidence");
+  box.replaceChildren(...answer.evidence.map((e, i) => {
+    const per = ex.extract.per_range[i] || { tokens: 0 };
+    return el("div", { className: "evidence", dataset: { memory: e.memory_id || "" } },
+      el("div", {}, e.memory_id ? memoryLink(e.memory_id) : "open window", " · ",
+         threadLink(e.source_thread_id, e.source_start_index, e.source_end_index),
+         el("span", { className: "muted" }, ` · ${e.lines.length} line(s), ${per.tokens} tokens · ${e.reason}`)),
+      el("pre", {}, e.lines.map((l) => `[${l.event_index}] ${l.text}`).join("\n")));
+  }));
+  if (!answer.evidence.length) box.append(el("p", { className: "muted" }, "No lines extracted."));
+}
+
+async function inspect(event) {
+  event.preventDefault();
+  const query = document.getElementById("i-query").value.trim();
+  if (!query) return;
+  const body = {
+    query, explain: true, mode: document.getElementById("i-mode").value,
+    k: Number(document.getElementById("i-k").value) || 5,
+    max_tokens: Number(document.getElementById("i-budget").value) || 800,
+  };
+  say("i-status", "recalling…");
+  let answer;
+  try {
+    answer = await api("POST", "v1/recall", { body });
+  } catch (err) {
+    say("i-status", describe(err, "recall"), "error");
+    return;
+  }
+  Page.recall = answer;  // "A memory" then marks these lines in its Source
+  const ex = answer.explain;
+  showTimings(answer.timings_ms);
+  showCandidates(ex);
+  const decide = document.getElementById("i-decide");
+  decide.replaceChildren(el("span", { className: `cls ${answer.classification}` },
+    answer.classification), ` level ${answer.level} · ${answer.decision_reason}`);
+  showRanges(ex);
+  showEvidence(answer, ex);
+  say("i-status", `${ex.candidates_total} candidate(s), top ${ex.k} answered · ` +
+      `${answer.token_cost} tokens in the answer`);
+  document.getElementById("i-out").hidden = false;
+  document.body.dataset.inspected = String(Number(document.body.dataset.inspected || 0) + 1);
+}
+
+VIEWS.inspect = { enter() { document.getElementById("i-query").focus(); } };
+document.getElementById("i-form").addEventListener("submit", inspect);
