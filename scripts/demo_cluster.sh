@@ -153,10 +153,30 @@ url, seed = sys.argv[1], sys.argv[2]
 user, thread = "fleet-user-0", f"seed{seed}-a000-s0001"
 events = httpx.get(f"{url}/v1/threads/{thread}/events", params={"user_id": user},
                    timeout=30).json()
-task = re.search(r"^(\w+) in \S+ breaks under load\. Set (\w+)=(\S+) and", events[0]["content"])
-func, env, value = task.groups()
+TASK = r"^(\w+) in \S+ breaks under load\. Set (\w+)=(\S+) and"
+func, env, value = re.search(TASK, events[0]["content"]).groups()
+# a later session of the same user may set the same variable again: that is a change of
+# the same setting (supersession), and recall must answer with the newest value
+current, newest = value, events[0]["ts"]
+listed, after = [], None
+while True:
+    page = httpx.get(f"{url}/v1/threads", timeout=30,
+                     params={"user_id": user, "limit": 200, **({"after": after} if after else {})}
+                     ).json()
+    listed += page["threads"]
+    after = page.get("next_after")
+    if not after:
+        break
+for other in listed:
+    first = httpx.get(f"{url}/v1/threads/{other['thread_id']}/events",
+                      params={"user_id": user, "start": 0, "end": 0}, timeout=30).json()
+    again = re.search(TASK, first[0]["content"]) if first else None
+    if again and again.group(2) == env and first[0]["ts"] > newest:
+        current, newest = again.group(3), first[0]["ts"]
 query = f"what default value did we give {env} in {func}?"
-print(f"[demo]   {user}: {query}  (agent 0 set {env}={value} in thread {thread})")
+print(f"[demo]   {user}: {query}  (agent 0 set {env}={value} in thread {thread}"
+      + (f"; a later session set it to {current}" if current != value else "") + ")")
+value = current
 answer = httpx.post(f"{url}/v1/recall", json={"user_id": user, "query": query},
                     timeout=120).json()
 for mem in answer["memories"][:3]:
