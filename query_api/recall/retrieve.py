@@ -21,7 +21,7 @@ from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, rank_candi
 from breadcrumb.query_api.recall.sources import Sources
 from breadcrumb.query_api.recall.stages import Retrieved
 from breadcrumb.stores.ports import Hit, MemoryStore, SearchFilter
-from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 
 PASSAGE_POOL = 40  # direct passage search depth, per channel (dense, lexical)
 PRECISE_PASSAGE_SHARE = 0.5  # share of the passage part for typed-value questions
