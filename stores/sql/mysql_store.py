@@ -26,7 +26,8 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT, SERVER_STATUS
 
-from breadcrumb.stores.sql.base import Row, SqlStore
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.core import Row
 from breadcrumb.stores.sql.schema import MYSQL
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from breadcrumb.stores.sql.base import Row, SqlStore
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.core import Row
 
 #: Read-only connections kept at most (each has its own page cache); a read that finds
 #: none free waits for one.

@@ -1,45 +1,25 @@
 """The state half of the SQL stores: thread state, the embedded event log, counters.
 
-Mixed into :class:`stores.sql.base.SqlStore`, which supplies ``_read``, ``_execute``,
-``_scalar``, ``_insert_unique``, ``transaction`` and ``dialect``.
+Mixed into :class:`stores.sql.base.SqlStore`; :class:`~stores.sql.core.SqlCore` supplies
+``_read``, ``_execute``, ``_scalar``, ``_insert_unique``, ``transaction`` and ``dialect``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
 from breadcrumb.stores.sql import schema as s
+from breadcrumb.stores.sql.core import SqlCore
 
 #: One item for ``append_log``: (user_id, event_id, thread_key, payload_json).
 LogItem = tuple[str | None, str | None, str, str]
 
 
-class LogStateMixin:
+class LogStateMixin(SqlCore):
     """ThreadStateStore, the event log (the embedded runner's durable inbox) and counters."""
-
-    dialect: s.Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        raise NotImplementedError
-
-    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
-
-    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
-        raise NotImplementedError
-
-    def _insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
-        raise NotImplementedError
-
-    def transaction(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
 
     # --- ThreadStateStore --------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.stores.sql.base import StoreClosedError
+from breadcrumb.stores.sql.core import StoreClosedError
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Event, Observation, SourceRange
 

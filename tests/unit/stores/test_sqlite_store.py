@@ -16,12 +16,8 @@ from typing import Any, cast
 
 import pytest
 
-from breadcrumb.stores.sql.base import (
-    IndexConflictError,
-    SqlStore,
-    StoreClosedError,
-    TenantMismatchError,
-)
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.core import IndexConflictError, StoreClosedError, TenantMismatchError
 from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import (
