@@ -1,4 +1,5 @@
-"""What the two Qdrant backends share: collection layout, payloads and filters.
+"""What the two Qdrant backends share: collection layout, payloads, filters, and the
+``VectorIndex`` methods they run the same way (:class:`QdrantIndexBase`).
 
 Both ``QdrantEdgeIndex`` (qdrant-edge-py) and ``QdrantServerIndex`` (qdrant-client)
 keep two collections / shards, ``memories`` and ``chunks``. Each point has a named
@@ -13,11 +14,14 @@ backend only maps them onto its own ``FieldCondition`` / ``MatchValue`` /
 
 from __future__ import annotations
 
+import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from breadcrumb.stores.ports import SearchFilter, SparseVector
+from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Chunk, Observation
 
 MEMORIES = "memories"
@@ -153,3 +157,104 @@ def status_of(payloads: dict[str, dict[str, Any]], memory_id: str) -> str:
     """Status a new chunk inherits: its memory's, or ``active`` when not indexed yet."""
     payload = payloads.get(memory_id)
     return str(payload.get("status") or "active") if payload else "active"
+
+
+def to_hits(points: Sequence[Any]) -> list[Hit]:
+    """Hits of scored points (either client's), payload included."""
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
+def search_conditions(name: str, flt: SearchFilter, dense: Sequence[float] | None,
+                      sparse: SparseVector | None, dim: int) -> list[Condition] | None:
+    """The checked filter of one search on collection ``name``; ``None`` when it can match
+    nothing (an impossible filter, or a sparse query without terms)."""
+    check_query(dense, sparse)
+    conditions = filter_conditions(flt, name)
+    if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
+        return None
+    if dense is not None:
+        check_dim(dense, dim)
+    return conditions
+
+
+class QdrantIndexBase(ABC):
+    """The ``VectorIndex`` methods both backends run the same way; each backend supplies
+    its point and sparse-vector types, how points are written, and how one search runs."""
+
+    _dim: int
+    _lock: Any  # a context manager: writers hold it alone (threading lock / ReadWriteLock)
+    _unoptimized: int  # points written since the last optimize()
+    _last_write: float  # time.monotonic() of the last write
+
+    @abstractmethod
+    def _new_point(self, pid: str, vector: dict[str, Any], payload: dict[str, Any]) -> Any:
+        """The backend's point."""
+
+    @abstractmethod
+    def _sparse_vector(self, vector: SparseVector) -> Any:
+        """The backend's sparse vector."""
+
+    @abstractmethod
+    def _upsert(self, name: str, points: list[Any]) -> None:
+        """Write ``points`` to collection ``name`` (durably, as the backend does)."""
+
+    @abstractmethod
+    def _request(self, name: str, flt: SearchFilter, k: int, dense: Sequence[float] | None,
+                 sparse: SparseVector | None, with_payload: bool = True) -> Any | None:
+        """The backend request of one search; ``None`` when it can match nothing."""
+
+    @abstractmethod
+    def _search(self, name: str, flt: SearchFilter, k: int, dense: Sequence[float] | None,
+                sparse: SparseVector | None) -> list[Hit]:
+        """One search on collection ``name``."""
+
+    def _point(self, pid: str, dense: Sequence[float] | None, sparse: SparseVector,
+               payload: dict[str, Any]) -> Any:
+        vector: dict[str, Any] = {SPARSE: self._sparse_vector(sparse)}
+        if dense is not None:  # a chunk may have no dense vector (ports.upsert_chunks)
+            check_dim(dense, self._dim)
+            vector[DENSE] = list(dense)
+        return self._new_point(pid, vector, payload)
+
+    def upsert_memories(
+        self,
+        observations: Sequence[Observation],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+    ) -> None:
+        """Insert or replace memory points (id = observation id)."""
+        check_batch("memories", observations, dense, sparse)
+        if not observations:
+            return
+        points = [
+            self._point(o.id, d, s, memory_payload(o))
+            for o, d, s in zip(observations, dense, sparse, strict=True)
+        ]
+        self._upsert(MEMORIES, points)
+        self._wrote(len(points))
+
+    def pending_writes(self) -> tuple[int, float]:
+        """(points written since the last optimize, ``time.monotonic()`` of the last write)."""
+        return self._unoptimized, self._last_write
+
+    def _wrote(self, points: int) -> None:
+        with self._lock:
+            self._unoptimized += points
+            self._last_write = time.monotonic()
+
+    def _built(self, name: str, req: SearchRequest) -> Any | None:
+        return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
+
+    def search_memories(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` memories by one channel (exactly one of dense / sparse)."""
+        return self._search(MEMORIES, flt, k, dense, sparse)
+
+    def search_chunks(
+        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
+        sparse: SparseVector | None = None,
+    ) -> list[Hit]:
+        """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
+        return self._search(CHUNKS, flt, k, dense, sparse)

@@ -51,20 +51,18 @@ from breadcrumb.stores.vectors.qdrant_common import (
     SPARSE,
     TENANT_FIELD,
     Condition,
+    QdrantIndexBase,
     check_batch,
-    check_dim,
-    check_query,
     chunk_payload,
-    filter_conditions,
     forget_conditions,
-    matches_nothing,
-    memory_payload,
     missing_memory,
+    search_conditions,
     status_of,
+    to_hits,
 )
 from breadcrumb.stores.vectors.rw_lock import ReadWriteLock
 from breadcrumb.stores.vectors.search_batch import SearchRequest, batched, grouped
-from breadcrumb.topics.records import Chunk, Observation
+from breadcrumb.topics.records import Chunk
 
 PROBE_POINT_ID = "00000000-0000-0000-0000-000000000000"  # never a memory or chunk id
 
@@ -80,15 +78,11 @@ def _edge_filter(conditions: Sequence[Condition]) -> qe.Filter:
     return qe.Filter(must=must)
 
 
-def _hits(points: Sequence[Any]) -> list[Hit]:
-    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
-
-
 def _sparse(vector: SparseVector) -> qe.SparseVector:
     return qe.SparseVector(list(vector.indices), list(vector.values))
 
 
-class QdrantEdgeIndex(EdgeRebuilds):
+class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
     """Dense + sparse tenant-filtered search over two Qdrant Edge shards."""
 
     def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
@@ -186,10 +180,6 @@ class QdrantEdgeIndex(EdgeRebuilds):
         """``time.monotonic()`` of the last write or search."""
         return max(self._last_write, self._last_read)
 
-    def pending_writes(self) -> tuple[int, float]:
-        """(points written since the last optimize, ``time.monotonic()`` of the last write)."""
-        return self._unoptimized, self._last_write
-
     def close(self) -> None:
         """Flush and close both shards (the index can be re-opened with ensure()); a
         running build is stopped and its copy discarded."""
@@ -204,6 +194,15 @@ class QdrantEdgeIndex(EdgeRebuilds):
             self._shards.clear()
 
     # --- writes --------------------------------------------------------------------
+    def _new_point(self, pid: str, vector: dict[str, Any], payload: dict[str, Any]) -> qe.Point:
+        return qe.Point(pid, vector, payload)
+
+    def _sparse_vector(self, vector: SparseVector) -> qe.SparseVector:
+        return _sparse(vector)
+
+    def _upsert(self, name: str, points: list[Any]) -> None:
+        self._write(name, qe.UpdateOperation.upsert_points(points))
+
     def _write(self, name: str, operation: qe.UpdateOperation) -> None:
         with self._gate, self._lock:
             shard = self._shard(name)
@@ -215,31 +214,6 @@ class QdrantEdgeIndex(EdgeRebuilds):
             first = self._dirty.setdefault(name, now)
             if self._flush_interval <= 0 or now - first >= self._max_unflushed:
                 self._flush_shard(name)
-
-    def _point(self, pid: str, dense: Sequence[float] | None, sparse: SparseVector,
-               payload: dict[str, Any]) -> qe.Point:
-        vector: dict[str, Any] = {SPARSE: _sparse(sparse)}
-        if dense is not None:  # a chunk may have no dense vector (ports.upsert_chunks)
-            check_dim(dense, self._dim)
-            vector[DENSE] = list(dense)
-        return qe.Point(pid, vector, payload)
-
-    def upsert_memories(
-        self,
-        observations: Sequence[Observation],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> None:
-        """Insert or replace memory points (id = observation id)."""
-        check_batch("memories", observations, dense, sparse)
-        if not observations:
-            return
-        points = [
-            self._point(o.id, d, s, memory_payload(o))
-            for o, d, s in zip(observations, dense, sparse, strict=True)
-        ]
-        self._write(MEMORIES, qe.UpdateOperation.upsert_points(points))
-        self._wrote(len(points))
 
     def upsert_chunks(
         self,
@@ -258,13 +232,8 @@ class QdrantEdgeIndex(EdgeRebuilds):
                 self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
                 for c, d, s in zip(chunks, dense, sparse, strict=True)
             ]
-            self._write(CHUNKS, qe.UpdateOperation.upsert_points(points))
+            self._upsert(CHUNKS, points)
             self._wrote(len(points))
-
-    def _wrote(self, points: int) -> None:
-        with self._lock:
-            self._unoptimized += points
-            self._last_write = time.monotonic()
 
     def _memory_payloads(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
         records = self._shard(MEMORIES).retrieve(list(memory_ids), True, False)
@@ -331,12 +300,10 @@ class QdrantEdgeIndex(EdgeRebuilds):
         """The shard request of one search (a lexical one on the tenant filter alone as an
         unfiltered :class:`~breadcrumb.stores.vectors.edge_postfilter.Attempt`); ``None`` when it
         can match nothing."""
-        check_query(dense, sparse)
-        conditions = filter_conditions(flt, name)
-        if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
+        conditions = search_conditions(name, flt, dense, sparse, self._dim)
+        if conditions is None:
             return None
         if dense is not None:
-            check_dim(dense, self._dim)
             query = qe.Query.Nearest(list(dense), using=DENSE)
         else:
             assert sparse is not None
@@ -391,9 +358,6 @@ class QdrantEdgeIndex(EdgeRebuilds):
             out[pos] = hits
         return out
 
-    def _built(self, name: str, req: SearchRequest) -> qe.QueryRequest | Attempt | None:
-        return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
-
     def _query_batch(self, name: str, requests: list[qe.QueryRequest | Attempt]
                      ) -> list[list[Hit]]:
         def run(batch: list[qe.QueryRequest]) -> list[Any]:
@@ -402,22 +366,8 @@ class QdrantEdgeIndex(EdgeRebuilds):
 
         answers = self._postfilter.run(requests, run)
         self._last_read = time.monotonic()
-        return [_hits(points) if payload else [Hit(str(p.id), float(p.score)) for p in points]
+        return [to_hits(points) if payload else [Hit(str(p.id), float(p.score)) for p in points]
                 for points, payload in answers]
-
-    def search_memories(
-        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-    ) -> list[Hit]:
-        """Top-``k`` memories by one channel (exactly one of dense / sparse)."""
-        return self._search(MEMORIES, flt, k, dense, sparse)
-
-    def search_chunks(
-        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-    ) -> list[Hit]:
-        """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
-        return self._search(CHUNKS, flt, k, dense, sparse)
 
     def count(self, exact: bool = True) -> dict[str, int]:
         """``{"memories": n, "chunks": n}``; ``exact=False`` sums the segments' counts

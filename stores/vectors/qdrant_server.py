@@ -35,19 +35,17 @@ from breadcrumb.stores.vectors.qdrant_common import (
     SPARSE,
     TENANT_FIELD,
     Condition,
+    QdrantIndexBase,
     check_batch,
-    check_dim,
-    check_query,
     chunk_payload,
-    filter_conditions,
     forget_conditions,
-    matches_nothing,
-    memory_payload,
     missing_memory,
+    search_conditions,
     status_of,
+    to_hits,
 )
 from breadcrumb.stores.vectors.search_batch import SearchRequest, batched
-from breadcrumb.topics.records import Chunk, Observation
+from breadcrumb.topics.records import Chunk
 
 
 def wal_commits(client: QdrantClient) -> int:
@@ -79,15 +77,11 @@ def _client_filter(conditions: Sequence[Condition]) -> models.Filter:
     return models.Filter(must=must)
 
 
-def _hits(points: Sequence[Any]) -> list[Hit]:
-    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
-
-
 def _sparse(vector: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(vector.indices), values=list(vector.values))
 
 
-class QdrantServerIndex:
+class QdrantServerIndex(QdrantIndexBase):
     """Dense + sparse tenant-filtered search over two qdrant-client collections."""
 
     def __init__(self, client_factory: Callable[[], QdrantClient], prefix: str, dim: int) -> None:
@@ -165,15 +159,6 @@ class QdrantServerIndex:
             self._unoptimized = 0
         return False
 
-    def pending_writes(self) -> tuple[int, float]:
-        """(points written since the last optimize, ``time.monotonic()`` of the last write)."""
-        return self._unoptimized, self._last_write
-
-    def _wrote(self, points: int) -> None:
-        with self._lock:
-            self._unoptimized += points
-            self._last_write = time.monotonic()
-
     def close(self) -> None:
         """Close the client (the index can be used again; a new client is built). A sibling
         leaves the shared client to its owner."""
@@ -201,31 +186,20 @@ class QdrantServerIndex:
                     client.delete_collection(self.collection(name))
 
     # --- writes --------------------------------------------------------------------
-    def _point(self, pid: str, dense: Sequence[float] | None, sparse: SparseVector,
-               payload: dict[str, Any]) -> models.PointStruct:
-        vector: dict[str, Any] = {SPARSE: _sparse(sparse)}
-        if dense is not None:  # a chunk may have no dense vector (ports.upsert_chunks)
-            check_dim(dense, self._dim)
-            vector[DENSE] = list(dense)
+    def _new_point(self, pid: str, vector: dict[str, Any], payload: dict[str, Any]
+                   ) -> models.PointStruct:
         return models.PointStruct(id=pid, vector=vector, payload=payload)
 
-    def upsert_memories(
-        self,
-        observations: Sequence[Observation],
-        dense: Sequence[Sequence[float]],
-        sparse: Sequence[SparseVector],
-    ) -> None:
-        """Insert or replace memory points (id = observation id); waits for the write."""
-        check_batch("memories", observations, dense, sparse)
-        if not observations:
-            return
-        points = [
-            self._point(o.id, d, s, memory_payload(o))
-            for o, d, s in zip(observations, dense, sparse, strict=True)
-        ]
+    def _sparse_vector(self, vector: SparseVector) -> models.SparseVector:
+        return _sparse(vector)
+
+    def _upsert(self, name: str, points: list[Any]) -> None:
+        """Waits for the write."""
         with self._serial() as client:
-            client.upsert(self.collection(MEMORIES), points=points, wait=True)
-        self._wrote(len(points))
+            self._upsert_with(client, name, points)
+
+    def _upsert_with(self, client: QdrantClient, name: str, points: list[Any]) -> None:
+        client.upsert(self.collection(name), points=points, wait=True)
 
     def upsert_chunks(
         self,
@@ -244,7 +218,7 @@ class QdrantServerIndex:
                 self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
                 for c, d, s in zip(chunks, dense, sparse, strict=True)
             ]
-            client.upsert(self.collection(CHUNKS), points=points, wait=True)
+            self._upsert_with(client, CHUNKS, points)
         self._wrote(len(points))
 
     def delete_where(self, user_id: str, thread_id: str | None = None,
@@ -293,13 +267,11 @@ class QdrantServerIndex:
         with_payload: bool = True,
     ) -> models.QueryRequest | None:
         """The query of one search; ``None`` when it can match nothing."""
-        check_query(dense, sparse)
-        conditions = filter_conditions(flt, name)
-        if matches_nothing(conditions) or (sparse is not None and not sparse.indices):
+        conditions = search_conditions(name, flt, dense, sparse, self._dim)
+        if conditions is None:
             return None
         query: Any
         if dense is not None:
-            check_dim(dense, self._dim)
             query, using = list(dense), DENSE
         else:
             assert sparse is not None
@@ -319,33 +291,16 @@ class QdrantServerIndex:
                 self.collection(name), query=request.query, using=request.using,
                 query_filter=request.filter, limit=k, with_payload=True,
             )
-        return _hits(response.points)
+        return to_hits(response.points)
 
     def search_batch(self, requests: Sequence[SearchRequest]) -> list[list[Hit]]:
         """Several searches, one ``query_batch_points`` per collection; hits in order."""
         return batched(requests, self._built, self._query_batch)
 
-    def _built(self, name: str, req: SearchRequest) -> models.QueryRequest | None:
-        return self._request(name, req.flt, req.k, req.dense, req.sparse, req.with_payload)
-
     def _query_batch(self, name: str, requests: list[models.QueryRequest]) -> list[list[Hit]]:
         with self._serial() as client:
             responses = client.query_batch_points(self.collection(name), requests=requests)
-        return [_hits(response.points) for response in responses]
-
-    def search_memories(
-        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-    ) -> list[Hit]:
-        """Top-``k`` memories by one channel (exactly one of dense / sparse)."""
-        return self._search(MEMORIES, flt, k, dense, sparse)
-
-    def search_chunks(
-        self, flt: SearchFilter, k: int, dense: Sequence[float] | None = None,
-        sparse: SparseVector | None = None,
-    ) -> list[Hit]:
-        """Top-``k`` source chunks; ``flt.memory_ids`` restricts to those memories."""
-        return self._search(CHUNKS, flt, k, dense, sparse)
+        return [to_hits(response.points) for response in responses]
 
     def count(self, exact: bool = True) -> dict[str, int]:
         """``{"memories": n, "chunks": n}``; ``exact=False``: Qdrant's estimate."""
