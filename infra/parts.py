@@ -101,7 +101,7 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
     from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver
-    from breadcrumb.stores.sql.facts import LifecycleTables
+    from breadcrumb.stores.sql.lifecycle import LifecycleTables
     from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
 
     tables = LifecycleTables(store)

@@ -23,8 +23,8 @@ from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.cold.archive import Archiver
 from breadcrumb.stores.ports import BatchedPayloads
-from breadcrumb.stores.sql.facts import LifecycleTables
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
     ChangelogPublisher,

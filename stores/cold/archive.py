@@ -21,7 +21,7 @@ import orjson
 
 from breadcrumb.stores.cold.storage import archive_key, pack_events, unpack_events
 from breadcrumb.stores.ports import ColdStore
-from breadcrumb.stores.sql.facts import LifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Chunk, Event, Observation
 
 

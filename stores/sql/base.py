@@ -5,7 +5,7 @@ One class per aggregate, all on the one connection of :class:`~stores.sql.core.S
 raw events (:mod:`stores.sql.events`), memories and chunks (:mod:`stores.sql.memories`),
 the audit trail (:mod:`stores.sql.audit`), dead letters (:mod:`stores.sql.dead_letters`),
 thread state, the embedded event log and counters (:mod:`stores.sql.states`). The lifecycle
-tables (facts, lives, archived ranges) are :class:`~stores.sql.facts.LifecycleTables`.
+tables (facts, lives, archived ranges) are :class:`~stores.sql.lifecycle.LifecycleTables`.
 """
 
 from __future__ import annotations

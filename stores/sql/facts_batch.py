@@ -1,6 +1,6 @@
 """Issue 14: the lifecycle-table writes of one derivation batch in a few statements.
 
-:class:`BatchedLifecycleTables` stands in for :class:`~stores.sql.facts.LifecycleTables`
+:class:`BatchedLifecycleTables` stands in for :class:`~stores.sql.lifecycle.LifecycleTables`
 during one batch (one thread, one SQL transaction). Writes that the batch reads back only
 through it are kept and written at its end (:meth:`BatchedLifecycleTables.flush`):
 

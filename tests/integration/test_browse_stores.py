@@ -15,7 +15,7 @@ import pytest
 
 from breadcrumb.stores.sql import browse as sql_browse
 from breadcrumb.stores.sql import forget, tombstones
-from breadcrumb.stores.sql.facts import LifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import DeadLetter

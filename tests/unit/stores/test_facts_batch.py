@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from breadcrumb.stores.sql.facts import LifecycleTables
 from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Observation, SourceRange
 
