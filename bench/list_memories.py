@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson  # noqa: E402
 
-from breadcrumb.stores import sql_schema as s  # noqa: E402
+from breadcrumb.stores.sql import schema as s  # noqa: E402
 
 USER = "bench-user"
 WORDS = ("deploy database port token regex cache migration auth email backup cron image "
@@ -85,7 +85,7 @@ def bare_sql(store: Any, params: dict[str, Any]) -> None:
     """The first page of the same query, read and fetched, not decoded."""
     from dataclasses import replace
 
-    from breadcrumb.stores.sql_browse import SORTS, TEXT_WINDOW, MemoryFilter, _where
+    from breadcrumb.stores.sql.browse import SORTS, TEXT_WINDOW, MemoryFilter, _where
 
     flt = MemoryFilter(USER, params.get("project"), params.get("thread"), params.get("status"),
                        params.get("tier"), params.get("tag"), params.get("text"))
@@ -118,7 +118,7 @@ def main() -> None:
     from breadcrumb.infra.settings import Settings
     from breadcrumb.query_api.app import create_app
     from breadcrumb.query_api.routes_browse import list_view
-    from breadcrumb.stores.embedders import HashEmbedder
+    from breadcrumb.stores.embedders.models import HashEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-list-"))
     runtime = build_runtime(Settings(data_dir=tmp / "data", embedder="hash"),

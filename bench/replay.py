@@ -31,7 +31,7 @@ import orjson
 
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 
 
 def out(line: str = "") -> None:

@@ -17,9 +17,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from breadcrumb.stores import sql_schema as s  # noqa: E402
-from breadcrumb.stores.cold import LocalColdStore  # noqa: E402
-from breadcrumb.stores.sqlite_store import SqliteStore  # noqa: E402
+from breadcrumb.stores.cold.storage import LocalColdStore  # noqa: E402
+from breadcrumb.stores.sql import schema as s  # noqa: E402
+from breadcrumb.stores.sql.sqlite_store import SqliteStore  # noqa: E402
 
 
 class _NoIndex:

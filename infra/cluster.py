@@ -28,7 +28,7 @@ def build_cluster_runtime(
     """The query service in cluster mode: publishes to Kafka, reads the MySQL database and
     Qdrant collections of the generation the alias names (and follows the alias)."""
     from breadcrumb.infra.cluster_generations import ClusterGenerations
-    from breadcrumb.stores.cluster_generations import generation_settings
+    from breadcrumb.stores.generations.cluster import generation_settings
     from breadcrumb.streams.kafka_gateway import KafkaGateway
     from breadcrumb.streams.lifecycle_runners import KafkaChangelog
     from breadcrumb.topics.names import MEMORY_STATUS
@@ -81,7 +81,7 @@ def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:
     """With ``VECTOR_STORE=topic`` the query service owns the vector store: the one sink
     of the ``vectors`` topic writes it (a Qdrant server at QDRANT_URL, else local mode)."""
     from breadcrumb.infra.cluster_stores import build_qdrant_index
-    from breadcrumb.streams.vector_topic import SinkThread, TopicVectorIndex, VectorSink
+    from breadcrumb.stores.vectors.topic_sink import SinkThread, TopicVectorIndex, VectorSink
 
     if settings.vector_store != "topic" or not (index is None
                                                 or isinstance(index, TopicVectorIndex)):

@@ -24,7 +24,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now
-from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed
 from breadcrumb.streams.replay import Progress
 

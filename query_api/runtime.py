@@ -19,7 +19,7 @@ from breadcrumb.stores.ports import (
     RawEventStore,
     VectorIndex,
 )
-from breadcrumb.stores.sql_base import SqlStore
+from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.streams.gateway import Gateway, MeasuresFreshness, TwoSpeeds
 from breadcrumb.streams.lifecycle import LifecycleService
 from breadcrumb.streams.replay import Progress

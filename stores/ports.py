@@ -173,7 +173,7 @@ class ColdStore(Protocol):
 @runtime_checkable
 class BatchedEventReads(Protocol):
     """A raw-event store that reads many events of a user in one statement (a batch's
-    lookups: ``stores.raw_batch.BatchedRawEvents``)."""
+    lookups: ``stores.sql.raw_batch.BatchedRawEvents``)."""
 
     def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]: ...
 

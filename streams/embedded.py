@@ -3,7 +3,7 @@
 ``submit`` appends accepted events to the log in one transaction (durable before the
 HTTP 202). The processing thread applies the log in micro-batches (up to ``batch_entries``
 entries, closing a batch once ``batch_max_ms`` of work is spent) to the current
-*generation* of derived stores (see ``stores.generations``): one transaction per batch that
+*generation* of derived stores (see ``stores.generations.embedded``): one transaction per batch that
 also writes that generation's marks into the log, one embedding call for the texts of every
 range the batch closes (across threads) and one vector upsert. A batch's entries are picked
 fairly (``streams.fair_schedule``): round-robin by tenant, a bounded share per tenant and
@@ -29,7 +29,7 @@ import orjson
 
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from breadcrumb.stores.tombstones import erased_positions, is_erased
+from breadcrumb.stores.sql.tombstones import erased_positions, is_erased
 from breadcrumb.streams.gateway import Checked
 from breadcrumb.topics.records import Event
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from breadcrumb.stores.raw_batch import BatchedRawEvents
+from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.ingest_core import Item, PositionedLetters, Retrying, UnitOfWork, UnitResult
 from breadcrumb.streams.messages import Message, decode, poison_reason  # noqa: F401 (re-export)

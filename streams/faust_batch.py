@@ -5,7 +5,7 @@ waiting (``stream.noack_take``) and hands them to :class:`BatchIngest`, which ap
 in arrival order (so each thread — one key, one partition — keeps its order) with
 
 * one SQL transaction: the raw events (looked up with one statement and inserted with
-  one ``executemany``, ``stores.raw_batch``), the thread states (read from SQL inside the
+  one ``executemany``, ``stores.sql.raw_batch``), the thread states (read from SQL inside the
   transaction with one statement and written with one, not once per event), the counters
   (one statement for all, each message counted once by its Kafka position), the memories
   and chunks;

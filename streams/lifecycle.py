@@ -21,11 +21,11 @@ from typing import Any
 
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
-from breadcrumb.stores.archive import Archiver
-from breadcrumb.stores.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
-from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.cold.archive import Archiver
 from breadcrumb.stores.ports import BatchedPayloads
-from breadcrumb.stores.qdrant_common import PointNotFoundError
+from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
 from breadcrumb.streams.lifecycle_changelog import (
     ChangelogPublisher,
     CollectingChangelog,
@@ -127,7 +127,7 @@ class LifecycleService:
             reads.update(user_id, mid, values)
 
     def _tables(self) -> Any:
-        """The lifecycle tables, through this thread's batch (``stores.facts_batch``)."""
+        """The lifecycle tables, through this thread's batch (``stores.sql.facts_batch``)."""
         return getattr(self._local, "tables", None) or self.tables
 
     def _audit(self, *row: Any) -> None:

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from breadcrumb.processors import lifecycle as lc
-from breadcrumb.stores.facts_sql import LifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 
 ConfigFor = Callable[[str | None], lc.LifecycleConfig]
 

@@ -3,7 +3,7 @@
 :class:`BatchReads` lives for one :meth:`LifecycleService.batch
 <streams.lifecycle.LifecycleService.batch>` (one thread, one SQL transaction):
 
-* a new memory's events come from the batch's own raw events (``stores.raw_batch``: held in
+* a new memory's events come from the batch's own raw events (``stores.sql.raw_batch``: held in
   memory when the batch saw the whole range) for a user with no archived range — the
   archive-aware read is then the hot read — else through the archive;
 * a memory's held fact keys (what ``replace_facts`` diffs against) are read with the rows,

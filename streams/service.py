@@ -33,7 +33,7 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
-from breadcrumb.stores.raw_batch import BatchedRawEvents
+from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
 from breadcrumb.streams.erased import erased
 from breadcrumb.streams.state import WriteBackStates
 from breadcrumb.topics.records import (
@@ -56,7 +56,7 @@ ObserveFn = Callable[[Sequence[Event], ClosedRange], Observation]
 @dataclass(slots=True)
 class HandleResult:
     """What one entry did: ``outcome`` is processed | duplicate | rejected | flushed |
-    erased (an event of a forgotten scope: dropped, see ``stores.forget``)."""
+    erased (an event of a forgotten scope: dropped, see ``stores.sql.forget``)."""
 
     outcome: str
     observations: list[Observation] = field(default_factory=list)

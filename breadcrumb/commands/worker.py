@@ -101,7 +101,7 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
         split_store_reason,
         store_client_id,
     )
-    from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+    from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
     from breadcrumb.streams.cluster_replay import fail_abandoned
     from breadcrumb.streams.faust_app import create_app
 

@@ -3,7 +3,7 @@
 A recall's chunk searches (the direct passage search, the followed ranges') return up to
 ~130 hits. Qdrant Edge reads and converts each hit's payload (text, event, offsets):
 about 25 us a hit, some 2.5 ms of a source recall at 100k points. Where the store keeps the
-rows it read (the embedded SQLite store, ``stores.sqlite_memories``), the searches ask for
+rows it read (the embedded SQLite store, ``stores.sql.sqlite_memories``), the searches ask for
 ids and scores only and the texts come from the store: the same rows the index's payloads
 were written from. A search with a hit whose chunk the store does not hold (an archived
 memory's chunks leave the hot table, their points stay) is run again with payloads, so
@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from breadcrumb.stores.ports import Hit, KeptChunkRows, VectorIndex
-from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.stores.vectors.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Chunk
 
 ChunkRows = Callable[[str, Sequence[str]], dict[str, Chunk]]

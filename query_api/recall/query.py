@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from breadcrumb.processors.lexical import query_terms
+from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import Embedder
-from breadcrumb.stores.query_cache import query_vector
 
 #: Words of a question -> the kinds of exact value (processors.hints kinds) it asks for.
 _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(

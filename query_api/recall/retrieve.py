@@ -23,7 +23,7 @@ from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, rank_candi
 from breadcrumb.query_api.recall.sources import Sources
 from breadcrumb.query_api.recall.stages import Retrieved
 from breadcrumb.stores.ports import Hit, MemoryStore, SearchFilter
-from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Observation
 
 #: memories -> the memories as they stood at a time (recall in time), order kept

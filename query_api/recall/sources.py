@@ -31,7 +31,7 @@ from breadcrumb.stores.ports import (
     SearchFilter,
     VectorIndex,
 )
-from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Event
 
 _CONJUNCTION = re.compile(r"(?i)\b(and|both|as well as|plus)\b|と|および|、")

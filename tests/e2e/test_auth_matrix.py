@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.keys import new_key, sqlite_key_store, utc_now_iso
+from breadcrumb.stores.keys.store import new_key, sqlite_key_store, utc_now_iso
 from tests.conftest import example_events, wait_until
 
 TENANT, OTHER = "t1", "t2"

@@ -136,7 +136,7 @@ def test_dashboard_with_a_key_shows_only_its_tenant(server: str, chromium: Any, 
                                                     tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    from breadcrumb.stores.keys import new_key, sqlite_key_store
+    from breadcrumb.stores.keys.store import new_key, sqlite_key_store
     from tests.conftest import wait_until
 
     store = sqlite_key_store(tmp_path / "data")  # the data dir the server fixture serves

@@ -13,7 +13,7 @@ from breadcrumb.commands.fleet import SimulatedAgent
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.observer import ObserverConfig, observe
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.topics.records import ClosedRange, Event, Observation
 
 THREADS = 12

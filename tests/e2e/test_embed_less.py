@@ -20,7 +20,7 @@ from breadcrumb.processors.embed_select import (
 )
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
 
 

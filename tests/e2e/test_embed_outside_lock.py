@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.streams.service import SLOW_EMBED_SECONDS_PER_TEXT
 from tests.e2e.test_derive_batches import _derive, _events, _runtime, _snapshot, _users
 

@@ -17,7 +17,7 @@ import pytest
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from tests.conftest import wait_until
 
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import httpx
 
 from bench.recall import USER, populate
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.index_build import unindexed
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.vectors.index_build import unindexed
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from tests.support.serve import serving
 
 N = 12_000  # memories (and as many chunks): 24,000 points

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from breadcrumb.stores.keys import new_key, sqlite_key_store
+from breadcrumb.stores.keys.store import new_key, sqlite_key_store
 from tests.conftest import ROOT, wait_until
 from tests.e2e.test_mcp import REGEX, _ingest
 from tests.support.serve import free_port

@@ -199,7 +199,7 @@ def test_dead_letters_listed_scoped_and_redriven(http: TestClient) -> None:
 
 def test_text_pages_through_a_bounded_window(http: TestClient,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from breadcrumb.stores import sql_browse
+    from breadcrumb.stores.sql import browse as sql_browse
 
     h = _h(http, "u1", "reader")
     every = {m["id"] for m in _all_pages(http, h, text="rename the HELPER")}

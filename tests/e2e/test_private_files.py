@@ -58,7 +58,7 @@ def test_ingest_leaves_only_private_files(tmp_path: Path) -> None:
 
 def test_an_old_world_readable_data_dir_is_tightened(tmp_path: Path) -> None:
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.stores.embedders import HashEmbedder
+    from breadcrumb.stores.embedders.models import HashEmbedder
 
     data = tmp_path / "data"
     (data / "cold" / "archive").mkdir(parents=True)

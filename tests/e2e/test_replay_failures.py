@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.generations import GenerationCatalog
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.generations.embedded import GenerationCatalog
 from breadcrumb.streams.replay import abandoned_builds
 from tests.conftest import example_events, wait_until
 from tests.support.clients import drain

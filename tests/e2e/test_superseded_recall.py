@@ -8,7 +8,7 @@ from typing import Any
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 
 
 def _ev(i: int, thread: str, day: int, kind: str, content: str, **attrs: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from breadcrumb.eval.corpus import big_pytest_log
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 
 
 class Recording(HashEmbedder):

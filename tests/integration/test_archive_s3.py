@@ -9,9 +9,9 @@ import pytest
 
 from breadcrumb.infra.bootstrap import build_lifecycle
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.cold import S3ColdStore, archive_key, pack_events
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.cold.storage import S3ColdStore, archive_key, pack_events
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.stores import forget, sql_browse, tombstones
-from breadcrumb.stores.facts_sql import LifecycleTables
-from breadcrumb.stores.mysql_store import MySqlStore
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql import browse as sql_browse
+from breadcrumb.stores.sql import forget, tombstones
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import DeadLetter
 from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import ev, obs

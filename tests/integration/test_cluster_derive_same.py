@@ -1,5 +1,5 @@
 """Issue 14 on the real MariaDB: the batch's deferred status changes and kept
-``memory_facts`` (``stores.facts_batch``, ``stores.facts_model``) leave every table and
+``memory_facts`` (``stores.sql.facts_batch``, ``stores.sql.facts_model``) leave every table and
 every published record as the statement-per-change path does, on the golden corpus
 (several copies: duplicates, supersessions, verifications), in batches and one at a time."""
 
@@ -19,8 +19,8 @@ import pytest
 from bench.cluster_derive import NullIndex, drive, messages_for
 from bench.replay import copies
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores import facts_batch
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.sql import facts_batch
 from tests.integration.conftest import drop_database, fresh_database
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import pymysql
 import pytest
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.cluster_generations import ClusterCatalog, generation_settings
+from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import (
     cluster_settings,

@@ -16,8 +16,8 @@ import pytest
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
-from breadcrumb.stores.facts_sql import LifecycleTables
-from breadcrumb.stores.mysql_store import MySqlStore
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.mysql_store import MySqlStore
 from tests.integration.conftest import drop_database, fresh_database
 
 pytestmark = pytest.mark.integration

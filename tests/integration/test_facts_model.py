@@ -12,9 +12,9 @@ import pytest
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
-from breadcrumb.stores.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
-from breadcrumb.stores.facts_sql import LifecycleTables
-from breadcrumb.stores.mysql_store import MySqlStore
+from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.topics.records import MemoryStatusChange, Observation, SourceRange
 from tests.integration.conftest import drop_database, fresh_database
 
@@ -68,7 +68,7 @@ def test_a_batch_reads_and_writes_facts_as_the_statements_do(
     rows = {m: batched.store.get_memory_row("u", m) for m in MEMORIES}
     with batched.store.transaction():
         batch = BatchedLifecycleTables(batched, defer_rows=True, kept_row=lambda _u, m: rows[m])
-        assert batch.facts is not None  # MySQL: the facts are kept (stores.facts_model)
+        assert batch.facts is not None  # MySQL: the facts are kept (stores.sql.facts_model)
         for _step in range(40):
             _step_both(direct, batch, rng, held, rows)
             keys = rng.sample(KEYS, 3)

@@ -15,8 +15,8 @@ import pytest
 
 from breadcrumb.infra.cluster_stores import build_cold_store
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.cluster_generations import generation_settings
-from breadcrumb.stores.cold import escape_key_part
+from breadcrumb.stores.cold.storage import escape_key_part
+from breadcrumb.stores.generations.cluster import generation_settings
 from tests.conftest import wait_until
 from tests.integration.conftest import (
     cluster_settings,

@@ -15,9 +15,9 @@ from typing import Any
 import pymysql
 import pytest
 
-from breadcrumb.stores.mysql_store import MySqlStore
-from breadcrumb.stores.sql_base import SqlStore
-from breadcrumb.stores.sql_schema import TABLE_NAMES
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.schema import TABLE_NAMES
 from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import StoreContract, ev
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from breadcrumb.stores.cluster_generations import generation_settings
+from breadcrumb.stores.generations.cluster import generation_settings
 from tests.conftest import wait_until
 from tests.e2e.test_recall_as_of import check_in_time, history
 from tests.integration.conftest import (

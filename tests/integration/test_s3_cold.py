@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from breadcrumb.stores.cold import (
+from breadcrumb.stores.cold.storage import (
     LocalColdStore,
     S3ColdStore,
     archive_key,

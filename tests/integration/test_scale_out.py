@@ -21,9 +21,9 @@ from qdrant_client import QdrantClient
 
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.qdrant_server_index import QdrantServerIndex
-from breadcrumb.streams.vector_topic import VectorSink
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
+from breadcrumb.stores.vectors.topic_sink import VectorSink
 from breadcrumb.topics.names import VECTORS
 from tests.conftest import wait_until
 from tests.integration.conftest import (

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from tests.conftest import wait_until
 
 

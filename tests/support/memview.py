@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.stores.keys import new_key, sqlite_key_store
+from breadcrumb.stores.keys.store import new_key, sqlite_key_store
 
 
 def event(user: str, thread: str, i: int, kind: str, content: str, day: int = 2,

@@ -21,7 +21,7 @@ from breadcrumb.query_api.auth import (
     principal_of,
 )
 from breadcrumb.query_api.errors import install_error_handlers
-from breadcrumb.stores.keys import (
+from breadcrumb.stores.keys.store import (
     SqlKeyStore,
     new_key,
     parse_key,

@@ -12,9 +12,9 @@ import pytest
 from breadcrumb.processors.lexical import sparse_vector, weighted_query
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of, payload, search
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.search_batch import SearchRequest, search_many
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Chunk
 
 DIM = 8

@@ -9,7 +9,7 @@ from typing import Any
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.query_api.recall.stages import STAGES
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
 from breadcrumb.topics.records import Event, Observation, SourceRange
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from breadcrumb.stores.embed_cache import CachedEmbedder
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.cache import CachedEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import Embedder
 
 

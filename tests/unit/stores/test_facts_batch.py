@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from breadcrumb.stores.facts_batch import BatchedLifecycleTables
-from breadcrumb.stores.facts_sql import LifecycleTables
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Observation, SourceRange
 
 
@@ -113,7 +113,7 @@ def test_status_changes_land_at_the_end_and_are_seen_before(tmp_path: Path) -> N
     """A deferred ``apply_status_change`` is what ``current_facts`` filters on and what
     ``get_life`` gives before it is written; the end writes each memory's last values."""
     from breadcrumb.processors.supersession import FactRow
-    from breadcrumb.stores.facts_batch import STATUS_COLUMNS
+    from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS
     from breadcrumb.topics.records import MemoryStatusChange
 
     direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")

@@ -8,10 +8,10 @@ import sqlite3
 
 import pytest
 
-from breadcrumb.stores.archive import ArchiveAwareRawEvents, ArchiveError
-from breadcrumb.stores.cold import pack_events
+from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, ArchiveError
+from breadcrumb.stores.cold.storage import pack_events
 from breadcrumb.stores.ports import ForgetsCached
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from tests.unit.stores.test_sqlite_events import event
 from tests.unit.stores.test_sqlite_readers import memory
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from breadcrumb.stores.generations import MAIN, GenerationCatalog
+from breadcrumb.stores.generations.embedded import MAIN, GenerationCatalog
 
 
 def test_default_is_main_and_switch_is_persisted(tmp_path: Path) -> None:

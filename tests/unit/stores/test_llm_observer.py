@@ -16,8 +16,8 @@ from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.infra.bootstrap import build_observer
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.observer import ObserverConfig, observe
-from breadcrumb.stores.llm import ChatClient, LLMError
-from breadcrumb.stores.llm_observer import LLMObserver, build_llm_observer
+from breadcrumb.stores.llm.chat import ChatClient, LLMError
+from breadcrumb.stores.llm.observer import LLMObserver, build_llm_observer
 from breadcrumb.topics.records import ClosedRange, Event, SourceRange
 from tests.conftest import example_events
 
@@ -244,7 +244,7 @@ def test_stats_report_the_llm_observers_fallbacks(stub: Stub, tmp_path: Any) -> 
     """An unreachable model answer becomes a counted fallback, visible in /v1/stats."""
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.app import stats
-    from breadcrumb.stores.embedders import HashEmbedder
+    from breadcrumb.stores.embedders.models import HashEmbedder
 
     stub.replies = [Reply(500, body={"error": {"message": "down"}})] * 4
     settings = Settings(data_dir=tmp_path, embedder="hash", llm_model="stub-model",

@@ -10,9 +10,9 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.recall.extract.cut import extract_lines
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.llm import ChatClient
-from breadcrumb.stores.llm_recall import LlmClassifier, LlmQuoter
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.llm.chat import ChatClient
+from breadcrumb.stores.llm.recall import LlmClassifier, LlmQuoter
 from breadcrumb.topics.records import Event
 from tests.conftest import example_events
 from tests.unit.stores.test_llm_observer import Reply, Stub, stub  # noqa: F401 (fixture)

@@ -17,7 +17,7 @@ import pytest
 
 from breadcrumb.infra.bootstrap import build_embedder
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.embedders import EmbeddingError, OpenAIEmbedder
+from breadcrumb.stores.embedders.models import EmbeddingError, OpenAIEmbedder
 
 
 class Stub:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.processors.lexical import sparse_vector
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.index_maintenance import OptimizeJob
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Chunk, Observation, SourceRange
 from tests.conftest import wait_until
 

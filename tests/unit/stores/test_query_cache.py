@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from breadcrumb.stores.embedders import HashEmbedder
-from breadcrumb.stores.query_cache import QueryVectorCache, cache_for, query_vector
+from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.embedders.query_cache import QueryVectorCache, cache_for, query_vector
 
 
 class Counting(HashEmbedder):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from breadcrumb.stores.ports import Hit, SearchFilter
-from breadcrumb.stores.search_batch import SearchRequest, search_many
+from breadcrumb.stores.vectors.search_batch import SearchRequest, search_many
 from tests.unit.stores import test_qdrant_indexes as base
 from tests.unit.stores.test_qdrant_indexes import (
     CORPUS,

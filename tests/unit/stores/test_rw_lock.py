@@ -1,4 +1,4 @@
-"""stores/rw_lock.py, and concurrent searches of the Qdrant Edge index that now share it:
+"""stores/vectors/rw_lock.py, and concurrent searches of the Qdrant Edge index that now share it:
 readers at once, a writer alone, a waiting writer not starved; four threads searching
 the same shards get exactly the hits one thread gets."""
 
@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from breadcrumb.processors.lexical import sparse_vector
-from breadcrumb.stores.embedders import HashEmbedder
+from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.qdrant_edge_index import QdrantEdgeIndex
-from breadcrumb.stores.rw_lock import ReadWriteLock
-from breadcrumb.stores.search_batch import SearchRequest
+from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.rw_lock import ReadWriteLock
+from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Chunk, Observation, SourceRange
 
 WAIT = 10.0

@@ -1,11 +1,11 @@
-"""SqliteStore's inserted raw events served to range reads (stores/sqlite_events.py): the
+"""SqliteStore's inserted raw events served to range reads (stores/sql/sqlite_events.py): the
 same events a SQL read returns, never one the table no longer holds."""
 
 from __future__ import annotations
 
 import pytest
 
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import Event
 
 

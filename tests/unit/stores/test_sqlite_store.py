@@ -16,14 +16,10 @@ from typing import Any, cast
 
 import pytest
 
-from breadcrumb.stores.mysql_store import MySqlStore
-from breadcrumb.stores.sql_base import (
-    IndexConflictError,
-    SqlStore,
-    StoreClosedError,
-    TenantMismatchError,
-)
-from breadcrumb.stores.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.core import IndexConflictError, StoreClosedError, TenantMismatchError
+from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import (
     Chunk,
     DeadLetter,
@@ -123,7 +119,7 @@ class StoreContract:
     def test_an_old_schema_gets_escaped_thread_keys(self, store: SqlStore,
                                                      make_store: StoreFactory) -> None:
         """Issue 12: schema 1 keyed threads ``{user}/{thread}``; opening upgrades to 2."""
-        from breadcrumb.stores.sql_migrate import SCHEMA_VERSION, stored_version
+        from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
 
         assert stored_version(store) == SCHEMA_VERSION == 2
         state = {"user_id": "acme/x", "thread_id": "y", "pending": [1]}
@@ -404,8 +400,9 @@ class TestSqliteStore(StoreContract):
     def test_committed_write_survives_a_killed_process(self, tmp_path: Path) -> None:
         path = tmp_path / "crash.sqlite3"
         code = (
-            "import os, sys; from pathlib import Path; from breadcrumb.stores.sqlite_store import "
-            "SqliteStore\ns = SqliteStore(Path(sys.argv[1])); s.open()\n"
+            "import os, sys; from pathlib import Path\n"
+            "from breadcrumb.stores.sql.sqlite_store import SqliteStore\n"
+            "s = SqliteStore(Path(sys.argv[1])); s.open()\n"
             "s.append_log([('alice', 'e1', 'alice/t1', 'payload')])\nos._exit(0)\n"
         )
         subprocess.run([sys.executable, "-c", code, str(path)], check=True, timeout=30,

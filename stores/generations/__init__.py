@@ -1,0 +1,1 @@
+"""Versioned generations of the derived stores (embedded and cluster) and their alias."""

@@ -1,0 +1,1 @@
+"""The chat port and the LLM adapters (observer, recall's Decide and quoter)."""

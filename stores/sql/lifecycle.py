@@ -1,0 +1,52 @@
+"""The lifecycle's SQL tables, on the same connection as a :class:`~stores.sql.base.SqlStore`.
+
+* ``memory_facts`` — (user_id, fact_key) → memory_id, value, ts, state: finds the older
+  memories of a user that hold the same fact key (``state`` = current | superseded).
+* ``memory_lifecycle`` — per memory: ``tier_since`` and the sweeper's hit window.
+* ``memory_changelog`` — the embedded stand-in for the compacted ``memory-status`` topic
+  (``payload`` NULL = tombstone); replayed in ``seq`` order.
+* ``archived_ranges`` — source ranges whose events live in cold storage.
+
+Dialect-agnostic and TiDB-compatible like ``stores.sql.schema`` (which renders the DDL).
+"""
+
+from __future__ import annotations
+
+from breadcrumb.stores.sql import schema as s
+from breadcrumb.stores.sql.archived import ArchivedTables
+from breadcrumb.stores.sql.facts import FactsTables
+from breadcrumb.stores.sql.lives import ChangelogTables, LivesTables
+
+TABLES: tuple[s.Table, ...] = (
+    s._t("memory_facts",
+         "memory_id:uid! fact_key:uid! user_id:uid! value:text! ts:ts! state:short!",
+         "memory_id fact_key", indexes=(("user_id", "fact_key"),)),
+    s._t("memory_lifecycle",
+         "memory_id:uid! user_id:uid! tier_since:ts! hits_base:int!=0 window_start:ts",
+         "memory_id"),
+    s._t("memory_changelog",
+         "seq:serial! memory_id:uid! user_id:uid! payload:text at:ts!",
+         "seq", mysql_options=s._TIDB_MONOTONIC),
+    s._t("archived_ranges",
+         "user_id:uid! thread_id:tid! start_idx:int! end_idx:int! object_key:text!",
+         "user_id thread_id start_idx"),
+)
+
+
+class LifecycleTables(FactsTables, LivesTables, ChangelogTables, ArchivedTables):
+    """Reads and writes of the lifecycle tables through a SqlStore's connection and lock:
+    facts (:mod:`stores.sql.facts`), lifecycle rows and the changelog
+    (:mod:`stores.sql.lives`), archived ranges (:mod:`stores.sql.archived`)."""
+
+    def open(self) -> None:
+        """Create the tables (idempotent)."""
+        with self.store.transaction():
+            for table in TABLES:
+                for stmt in self.store.dialect.create_table(table):
+                    self.store._execute(stmt)
+
+    def drop(self) -> None:
+        """Drop the lifecycle tables (tests)."""
+        with self.store.transaction():
+            for table in TABLES:
+                self.store._execute(f"DROP TABLE IF EXISTS {table.name}")

@@ -1,0 +1,111 @@
+"""Raw events the embedded store wrote, kept by thread and index for the range reads.
+
+A memory is built from its range's raw events (``get_range``: the observer, the chunker,
+the lifecycle). The fair runner applies a thread's events one or two per batch, so a
+range's events were written over many batches and every range was read back from SQL
+(``SELECT`` + a row decoded per event: ~3.5 % of a ``bench.derive`` drain). Here the
+events this store inserted are kept (the same objects the batch's own read-back already
+served, ``stores.sql.raw_batch``) and a range that is complete in memory is served from it.
+
+Exactness: an event enters the cache when the transaction that inserted it commits (a
+rollback forgets it); a statement that changes ``raw_events`` other than by inserting
+(the archive's ``DELETE``) empties the cache, so a range read never returns an event the
+table no longer holds. Events read from SQL are not cached; a range not complete in memory
+is read from SQL as before. At most :data:`EVENT_CACHE_MAX` events are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.topics.records import Event
+
+ThreadEvents = dict[tuple[str, str], dict[int, Event]]  # (user_id, thread_id) -> idx -> event
+#: Events kept at most (cleared, not evicted one by one, when reached; a miss only costs
+#: the read it used to).
+EVENT_CACHE_MAX = 50_000
+
+
+class CachedRangesMixin(SqlStore):
+    """``put_event(s)`` / ``get_range`` of :class:`~stores.sql.base.SqlStore` with the
+    inserted events kept in memory (mixed in before it)."""
+
+    def _init_event_cache(self) -> None:
+        self._held: ThreadEvents = {}  # committed
+        self._held_count = 0
+        self._held_tx: ThreadEvents = {}  # inserted in the open transaction
+
+    def put_event(self, event: Event) -> bool:
+        inserted = super().put_event(event)
+        if inserted:
+            self._stage_events([event])
+        return inserted
+
+    def put_events(self, events: Sequence[Event]) -> None:
+        super().put_events(events)
+        self._stage_events(events)
+
+    def _stage_events(self, events: Sequence[Event]) -> None:
+        for event in events:
+            assert event.index is not None  # put_event(s) refuse events without one
+            self._held_tx.setdefault((event.user_id, event.thread_id), {})[event.index] = event
+
+    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        # a thread outside the writer's lock sees committed events only (sqlite_readers):
+        # the open transaction's inserts are not read, and the writer is not waited for
+        found = self._held_range((user_id, thread_id), start, end, self._writer_owned())
+        if found is not None:
+            return found
+        return super().get_range(user_id, thread_id, start, end)
+
+    def _held_range(self, key: tuple[str, str], start: int, end: int,
+                    own: bool = True) -> list[Event] | None:
+        """The range from memory when every index of it is held (with ``own``, this
+        transaction's inserts first), else None. An event enters ``_held`` only after its
+        COMMIT, so a reader that misses part of a range reads SQL, which has it."""
+        tx = self._held_tx.get(key, {}) if own else {}
+        held = self._held.get(key, {})
+        if end < start or not (tx or held):
+            return None
+        out: list[Event] = []
+        for index in range(start, end + 1):
+            event = tx.get(index)
+            if event is None:
+                event = held.get(index)
+                if event is None:
+                    return None
+            out.append(event)
+        return out
+
+    def _events_committed(self) -> None:
+        """The transaction committed: its inserted events are now in the table."""
+        staged, self._held_tx = self._held_tx, {}
+        count = sum(len(v) for v in staged.values())
+        if self._held_count + count > EVENT_CACHE_MAX:
+            self._held, self._held_count = {}, 0
+        for key, events in staged.items():
+            mine = self._held.setdefault(key, {})
+            self._held_count += len(events) - len(mine.keys() & events.keys())
+            mine.update(events)
+
+    def _events_discarded(self) -> None:
+        self._held_tx = {}
+
+    def _forget_events(self) -> None:
+        self._held, self._held_count, self._held_tx = {}, 0, {}
+
+    def _watch(self, sql: str) -> None:
+        """Empty the cache before a statement that changes ``raw_events`` otherwise than by
+        an insert (the archive's ``DELETE`` of an archived range)."""
+        if "raw_events" in sql and sql.lstrip()[:6].upper() not in ("SELECT", "INSERT"):
+            self._forget_events()
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        self._watch(sql)
+        return super()._execute(sql, params)
+
+    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._watch(sql)
+        super()._execute_many(sql, rows)
