@@ -351,9 +351,9 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
         print(format_answer(answer))
     if not answer.get("memories") and not answer.get("evidence"):
         who = f"user '{user}'" if user else "this key's tenant"
+        default = "the key's own tenant" if keyed else f"'{settings.user_id}'"
         sys.stderr.write(f"breadcrumb: {who} holds no memory that matches; a new or misspelled "
-                         "tenant holds nothing (check --user; the default is "
-                         f"'{settings.user_id}')\n")
+                         f"tenant holds nothing (check --user; the default is {default})\n")
     return 0
 
 
