@@ -72,15 +72,18 @@ def key_tenant(url: str) -> str | None:
     return str(key["tenant"]) if key.get("tenant") else None
 
 
-def default_user(settings: Settings, backend: Any, given: str | None) -> str:
-    """The tenant a command acts for: ``--user`` when given; through a service with a key,
-    the key's own tenant; else ``$BREADCRUMB_USER_ID`` (default ``local``). One rule for
-    every command (issue 24)."""
+def default_user(settings: Settings, given: str | None, service: str | None = None) -> str:
+    """The tenant a command acts for: ``--user`` when given; through the service at
+    ``service`` (a URL) with a key, the key's own tenant; else ``$BREADCRUMB_USER_ID``
+    (default ``local``). The one rule of every command (issue 24)."""
     if given:
         return given
-    if isinstance(backend, HttpBackend):
-        return key_tenant(str(backend.http.base_url).rstrip("/")) or settings.user_id
-    return settings.user_id
+    return (key_tenant(service) if service else None) or settings.user_id
+
+
+def service_url(backend: Any) -> str | None:
+    """The URL a backend talks to (None in-process)."""
+    return backend.url if isinstance(backend, HttpBackend) else None
 
 
 def unreachable(url: str, exc: Exception) -> ClientError:
@@ -93,7 +96,7 @@ def unreachable(url: str, exc: Exception) -> ClientError:
 
 __all__ = ["Backend", "ClientError", "HttpBackend", "LocalBackend", "api_key_headers",
            "connect", "default_user", "key_refusal", "key_tenant", "locate", "running_server",
-           "unreachable", "use_api_key", "write_server_marker"]
+           "service_url", "unreachable", "use_api_key", "write_server_marker"]
 
 
 class ClientError(RuntimeError):

@@ -33,12 +33,10 @@ USER_HELP = ("tenant (user_id) (default: the API key's tenant, else BREADCRUMB_U
 def resolve_user(settings: Settings, args: argparse.Namespace) -> str:
     """``--user``, or the tenant of the key sent to the service that owns the data dir
     (or ``--url``), or ``BREADCRUMB_USER_ID``: the one rule of every command (issue 24)."""
-    from breadcrumb.client import key_tenant, running_server
+    from breadcrumb.client import default_user, running_server
 
-    if args.user:
-        return str(args.user)
-    url = args.url or running_server(settings)
-    args.user = (key_tenant(url) if url else None) or settings.user_id
+    if not args.user:
+        args.user = default_user(settings, None, args.url or running_server(settings))
     return str(args.user)
 
 

@@ -68,7 +68,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     backend = local_client.connect(settings, args.url)
     try:
-        user = local_client.default_user(settings, backend, args.user)
+        user = local_client.default_user(settings, args.user, local_client.service_url(backend))
         converted, unreadable = _convert_all(args, user, folder)
         if not folder and unreadable:
             sys.stderr.write(f"breadcrumb import: {unreadable[0]['error']}\n")

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     url = args.url or local_client.running_server(settings) or (
         None if args.kafka else f"http://{settings.host}:{settings.port}")
     state = args.state or settings.data_dir / "watch-state.json"
-    user = args.user or (local_client.key_tenant(url) if url else None) or settings.user_id
+    user = local_client.default_user(settings, args.user, url)
     try:
         with Breadcrumb(url=url, kafka=args.kafka, topic_prefix=args.topic_prefix,
                         user_id=user, api_key=args.api_key) as bc:
