@@ -1,16 +1,23 @@
-"""Helpers to run a real Faust worker process against the services from infra/."""
+"""Helpers to run a real Faust worker process against the services from infra/, and a
+private MariaDB a fault test may stop (``private_db``)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from breadcrumb.infra.settings import Settings
+from tests.integration.faults import PrivateMariaDb
 
 
 def free_port() -> int:
@@ -94,3 +101,15 @@ def wait_api(worker: subprocess.Popen[bytes], log: Path, url: str, timeout: floa
         except httpx.HTTPError:
             return False
     wait_until(up, timeout=timeout, interval=0.5)
+
+
+@pytest.fixture()
+def private_db() -> Iterator[PrivateMariaDb]:
+    infra = Path(tempfile.mkdtemp(prefix="bc-mariadb-"))
+    db = PrivateMariaDb(infra, free_port())
+    db.up()
+    try:
+        yield db
+    finally:
+        db.down()
+        shutil.rmtree(infra, ignore_errors=True)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.integration.conftest import stop_worker as stop  # noqa: F401 - one stop for every process
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,16 +37,6 @@ def isolated_env(tag: str, database: str, port: int, **extra: str) -> dict[str, 
 def start(args: list[str], env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([*breadcrumb_command(), *args], env=env, cwd=cwd,
                             stdout=log.open("ab"), stderr=subprocess.STDOUT)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def _socket_inodes(pid: int) -> set[str]:

@@ -164,16 +164,6 @@ def test_stats_answer_while_kafka_is_unreachable_at_the_first_call(
     assert gateway.unprocessed() == 3 and gateway.lag_error is None  # no worker runs
 
 
-@pytest.fixture()
-def private_db() -> Iterator[PrivateMariaDb]:
-    infra = Path(tempfile.mkdtemp(prefix="bc-faults-"))
-    db = PrivateMariaDb(infra, free_port())
-    db.up()
-    try:
-        yield db
-    finally:
-        db.down()
-        shutil.rmtree(infra, ignore_errors=True)
 
 
 def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,

@@ -9,14 +9,11 @@ MariaDB is never touched (infra/mariadb.sh on another port and infra dir)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +31,6 @@ AGENTS = 4
 OUTAGE_S = 15.0
 
 
-@pytest.fixture()
-def private_db() -> Iterator[PrivateMariaDb]:
-    infra = Path(tempfile.mkdtemp(prefix="bc-intake-"))
-    db = PrivateMariaDb(infra, free_port())
-    db.up()
-    try:
-        yield db
-    finally:
-        db.down()
-        shutil.rmtree(infra, ignore_errors=True)
 
 
 def _stored(db: PrivateMariaDb, database: str) -> list[str]:
