@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_getattr import ROOT, product_files  # noqa: E402 - the sibling script's file list
+from check_getattr import ROOT, product_files, report  # noqa: E402 - the sibling's list
 
 LIMIT = 15  # more methods than this need the reason
 MARKER = "Why so many methods:"
@@ -67,10 +67,7 @@ def findings(root: Path = ROOT) -> list[str]:
 
 
 def main() -> int:
-    found = findings()
-    for line in found:
-        print(line)  # noqa: T201 - a lint tool's report
-    return 1 if found else 0
+    return report(findings())
 
 
 if __name__ == "__main__":
