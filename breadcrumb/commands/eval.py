@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="at most N questions of each type (abstentions one type), 0 = all")
     p.add_argument("--longmemeval-questions", type=int, default=0,
                    help="at most N questions in all (taken round-robin over types), 0 = all")
+    p.add_argument("--longmemeval-resume", action="store_true",
+                   help="keep the questions already in the report (--out, same --k, "
+                        "--max-tokens and embedder) and ask only the others: the dev set "
+                        "runs in slices")
     p.add_argument("--thresholds", type=Path, default=None,
                    help="JSON file {threshold name: limit}; flags below override it")
     for name in THRESHOLDS:
@@ -106,6 +112,7 @@ def _config(args: argparse.Namespace) -> Any:
         raise ValueError(f"LoCoMo data {directory}: {why} (--locomo-dir or "
                          "BREADCRUMB_LOCOMO_DIR)")
     return EvalConfig(
+        code_version=code_version(),
         fast=args.fast, k=args.k, max_tokens=args.max_tokens,
         golden=not (args.no_golden or lme is not None),
         locomo_dir=directory,
@@ -144,6 +151,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         # would delete it as "unused" while the evaluation runs.
         runtime = build_runtime(settings.with_overrides(data_dir=work,
                                                         lifecycle_sweep_seconds=NO_SWEEP))
+        if args.longmemeval_resume:
+            cfg = replace(cfg, longmemeval_resume=resumable_rows(
+                args.out / f"{stem}.json", cfg, runtime.embedder.name))
         results = runner.run(runtime, cfg, progress)
     except ValueError as exc:
         sys.stderr.write(f"breadcrumb eval: {exc}\n")
@@ -176,3 +186,31 @@ def _headline(results: dict[str, Any], paths: dict[str, Path]) -> str:
                      f", tokens {fmt(a['tokens_mean'])}")
     lines.append("report: " + ", ".join(str(p) for p in paths.values()))
     return "\n".join(lines)
+
+
+def code_version() -> str | None:
+    """``git describe --always --dirty`` of the checkout this package runs from, if any."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        done = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except OSError:
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
+
+
+def resumable_rows(path: Path, cfg: Any, embedder: str) -> list[dict[str, Any]]:
+    """The LongMemEval rows of an earlier report that this run may keep: asked with the
+    question date (``as_of``), the same ``k``, budget and embedder. A report made with
+    other settings is refused (:class:`ValueError`): mixing them would average unlike
+    figures. No report yet: nothing to keep."""
+    if not path.is_file():
+        return []
+    old = json.loads(path.read_text(encoding="utf-8"))
+    conf = old.get("config", {})
+    theirs = (conf.get("k"), conf.get("max_tokens"), old.get("embedder"))
+    if theirs != (cfg.k, cfg.max_tokens, embedder):
+        raise ValueError(f"--longmemeval-resume: {path} was made with k, max_tokens, "
+                         f"embedder = {theirs}, this run asks {(cfg.k, cfg.max_tokens, embedder)}")
+    rows = old.get("longmemeval", {}).get("rows", [])
+    return [r for r in rows if r.get("as_of")]

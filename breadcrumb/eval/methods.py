@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from breadcrumb.eval.metrics import Item, Span
@@ -37,6 +38,8 @@ class Query:
     k: int = 5
     max_tokens: int = 800
     mode: str = "auto"
+    #: asked as of this time, relative periods anchored to it (LongMemEval's question date)
+    as_of: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -72,7 +75,7 @@ def ask_recall(runtime: Any, q: Query, method: str) -> Answer:
     """Breadcrumb (``mode`` as asked) or Summary compact (``mode="summary"``)."""
     mode = "summary" if method == SUMMARY else q.mode
     req = RecallRequest(user_id=q.user_id, query=q.text, k=q.k, max_tokens=q.max_tokens,
-                        mode=mode)
+                        mode=mode, as_of=q.as_of, now=q.as_of)
     started = time.perf_counter()
     resp = runtime.recall.recall(req)
     latency = (time.perf_counter() - started) * 1000

@@ -160,8 +160,8 @@ def longmemeval_section(lme: dict[str, Any]) -> list[str]:
            "dense search over the raw turns packed into the same budget. Turn recall: a "
            "`has_answer` turn among the returned lines; session recall-all: every answer "
            "session has a returned line; current value (knowledge-update): a `has_answer` turn "
-           "of the latest answer session among the lines. Questions asked without their "
-           "`question_date` (no `as_of`/`now` in the recall API yet).", ""]
+           "of the latest answer session among the lines. " + _asked_when(rows)
+           + _code_line(lme), ""]
     head = "| type | method | n | " + " | ".join(c[1] for c in LME_COLUMNS) + " |"
     out += [head, "|" + "---|" * (len(LME_COLUMNS) + 3)]
     groups = ["all", *[g for g in next(iter(summary.values()), {}) if g != "all"]]
@@ -265,3 +265,22 @@ def write(results: dict[str, Any], out_dir: Path, stem: str = "eval") -> dict[st
     chart(results, paths["png"])
     paths["md"].write_text(markdown(results, paths["png"].name), "utf-8")
     return paths
+
+
+def _asked_when(rows: list[dict[str, Any]]) -> str:
+    """How the questions were dated: with ``as_of``/``now`` = ``question_date`` or not."""
+    dated = sum(1 for r in rows if r.get("as_of"))
+    if dated == len(rows):
+        return ("Each question asked as of its `question_date` (`as_of` and `now`: relative "
+                "periods anchored to it).")
+    return (f"{dated} of {len(rows)} questions asked as of their `question_date`; the others "
+            "without it (runs before recall knew `as_of`).")
+
+
+def _code_line(lme: dict[str, Any]) -> str:
+    """Which code asked (a resumed run can mix commits), and how many rows were kept."""
+    versions = lme.get("code_versions") or []
+    kept = lme.get("resumed", 0)
+    line = f" Code: {', '.join(f'`{v}`' for v in versions)}." if versions else ""
+    return line + (f" {kept} rows kept from an earlier run (`--longmemeval-resume`)."
+                   if kept else "")

@@ -32,6 +32,10 @@ class EvalConfig:
     longmemeval_dir: Path | None = None
     longmemeval_per_type: int = 0
     longmemeval_questions: int = 0
+    #: rows of an earlier run (same k, budget and embedder) kept instead of asked again
+    longmemeval_resume: list[dict[str, Any]] = field(default_factory=list)
+    #: the code that asked (``git describe`` of the checkout, when there is one)
+    code_version: str | None = None
 
 
 def _bar(total: int, desc: str) -> Any:
@@ -107,7 +111,8 @@ def longmemeval_methods(runtime: Any, cfg: EvalConfig
     raw = RawSearch(runtime, lexical=False)
 
     def query(q: longmemeval.LmeQuestion, mode: str = "auto") -> Query:
-        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode)
+        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode,
+                     as_of=longmemeval.parse_date(q.question_date))
 
     return {RAW: lambda q: raw(query(q)),
             BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB),
@@ -123,19 +128,31 @@ def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
     questions = longmemeval.load(cfg.longmemeval_dir, cfg.longmemeval_per_type,
                                  cfg.longmemeval_questions)
     methods = longmemeval_methods(runtime, cfg)
-    section: dict[str, Any] = {"selected": len(questions), "rows": []}
+    wanted = {q.question_id for q in questions}
+    kept = [r for r in cfg.longmemeval_resume if r.get("question_id") in wanted]
+    done = {r["question_id"] for r in kept}
+    section: dict[str, Any] = {"selected": len(questions), "rows": kept, "resumed": len(kept)}
     out["longmemeval"] = section
     for q in questions:
+        if q.question_id in done:
+            continue
         took = ingest(runtime, list(q.events))
         section["rows"].append({
             "question_id": q.question_id, "type": q.question_type, "group": q.group,
             "question": q.question, "question_date": q.question_date, "answer": q.answer,
+            "as_of": True, "code": cfg.code_version,
             "ingest": took, "methods": longmemeval.ask_all(q, methods)})
-        section["summary"] = {name: longmemeval.summarize(section["rows"], name)
-                              for name in methods}
-        section["ingest_seconds"] = [r["ingest"]["seconds"] for r in section["rows"]]
+        _summarize_longmemeval(section, methods)
         if progress is not None:
             progress(out)
+    _summarize_longmemeval(section, methods)
+
+
+def _summarize_longmemeval(section: dict[str, Any], methods: dict[str, Any]) -> None:
+    rows = section["rows"]
+    section["summary"] = {name: longmemeval.summarize(rows, name) for name in methods}
+    section["ingest_seconds"] = [r["ingest"]["seconds"] for r in rows]
+    section["code_versions"] = sorted({str(r.get("code") or "unrecorded") for r in rows})
 
 
 def run(runtime: Any, cfg: EvalConfig,

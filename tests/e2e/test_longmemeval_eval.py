@@ -100,3 +100,36 @@ def test_a_missing_directory_is_a_one_line_error(tmp_path: Path) -> None:
     done = run_cli(tmp_path, "--longmemeval", str(tmp_path / "nope"))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no such directory" in done.stderr
+
+
+def test_each_question_is_asked_as_of_its_date_and_the_report_says_so(
+        results: dict[str, Any], tmp_path: Path) -> None:
+    assert all(r["as_of"] is True for r in results["longmemeval"]["rows"])
+    md = report.write(results, tmp_path, "lme")["md"].read_text("utf-8")
+    assert "Each question asked as of its `question_date`" in md
+
+
+def test_resume_asks_only_the_questions_not_yet_in_the_report(tmp_path: Path) -> None:
+    first = run_cli(tmp_path, "--longmemeval", str(SLICE), "--longmemeval-questions", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    path = tmp_path / "reports" / "eval-longmemeval.json"
+    before = {r["question_id"]: r for r in json.loads(path.read_text("utf-8"))
+              ["longmemeval"]["rows"]}
+    again = run_cli(tmp_path, "--longmemeval", str(SLICE), "--longmemeval-resume")
+    assert again.returncode == 0, again.stderr[-3000:]
+    data = json.loads(path.read_text("utf-8"))["longmemeval"]
+    rows = {r["question_id"]: r for r in data["rows"]}
+    assert set(rows) == {"lme_ssu_1", "lme_ms_1", "lme_ku_1", "lme_ssu_2_abs"}
+    assert data["resumed"] == 2
+    for qid, row in before.items():  # kept as they were, not asked again
+        assert rows[qid]["ingest"] == row["ingest"]
+    assert data["summary"]["breadcrumb"]["all"]["questions"] == 3
+
+
+def test_resume_refuses_a_report_made_with_another_budget(tmp_path: Path) -> None:
+    first = run_cli(tmp_path, "--longmemeval", str(SLICE), "--longmemeval-questions", "1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    done = run_cli(tmp_path, "--longmemeval", str(SLICE), "--longmemeval-resume",
+                   "--max-tokens", "400")
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "--longmemeval-resume" in done.stderr
