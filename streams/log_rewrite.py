@@ -5,10 +5,9 @@
 rewrite, partition by partition, of those that hold an erased record (the tombstones'
 predicate, ``processors.log_rewrite_plan.record_scopes``):
 
-1. the topic's ``segment.ms`` is lowered to 1 ms (AlterConfigs), a *fence* record is
-   appended, and the topic's configs are put back: the fence's fresh timestamp makes the
-   broker roll a new segment, so the fence opens it and every older record sits in
-   closed segments;
+1. the topic's ``segment.ms`` is lowered to 1 ms (AlterConfigs; put back right after)
+   and a *fence* record is appended: its fresh timestamp makes the broker roll a new
+   segment, so the fence opens it and every older record sits in closed segments;
 2. every record below the fence is read (from the log start), and each survivor is
    appended again — same key, value, headers and timestamp, same partition, in order,
    with an idempotent ``acks=all`` producer;
@@ -164,27 +163,27 @@ class _Fence:
     topic: str
     partition: int
     dead_letter: bool
-    saved: dict[str, str]  # the topic's overrides, put back right after the fence
+    saved: dict[str, str]  # the topic's overrides, put back after the copies
 
     async def append(self) -> int:
-        """``segment.ms=1`` until the broker reports it, the fence (its fresh timestamp
-        rolls a new segment), the topic's own configs again (a live record appended
-        meanwhile rolls a small segment of its own); the fence's offset."""
+        """``segment.ms=1`` until the broker reports it, then the fence (its fresh
+        timestamp rolls a new segment); its offset. :meth:`restore` puts the topic's own
+        configs back."""
         await _alter(self.admin, self.topic, {**self.saved, "segment.ms": "1"})
-        try:
-            for _ in range(100):
-                if (await _topic_overrides(self.admin, self.topic)).get("segment.ms") == "1":
-                    break
-                await asyncio.sleep(0.1)
-            else:
-                raise LogRewriteError(f"topic {self.topic}: segment.ms=1 not applied in 10 s")
-            await asyncio.sleep(0.5)  # the log manager applies the config after the cache
-            key, value = fence_value(self.dead_letter)
-            sent = await self.producer.send_and_wait(self.topic, value, key=key,
-                                                     partition=self.partition)
-            return int(sent.offset)
-        finally:
-            await _alter(self.admin, self.topic, self.saved)
+        for _ in range(100):
+            if (await _topic_overrides(self.admin, self.topic)).get("segment.ms") == "1":
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise LogRewriteError(f"topic {self.topic}: segment.ms=1 not applied in 10 s")
+        await asyncio.sleep(0.5)  # the log manager applies the config after the cache
+        key, value = fence_value(self.dead_letter)
+        sent = await self.producer.send_and_wait(self.topic, value, key=key,
+                                                 partition=self.partition)
+        return int(sent.offset)
+
+    async def restore(self) -> None:
+        await _alter(self.admin, self.topic, self.saved)
 
 
 async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionReport,
@@ -199,12 +198,22 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
     scanned = (records[-1].offset + 1) if records else 0
     for round_ in range(1, max_rounds + 1):
         report.rounds = round_
-        fence = await fence_at.append()
-        late = await _read(consumer, topic, partition, scanned, fence)  # arrived meanwhile
-        late_gone = erased(late)
-        report.erased += len(late_gone)
-        pending += [r for i, r in enumerate(late) if i not in late_gone]
-        copies = await _append(fence_at.producer, topic, partition, pending)
+        try:
+            fence = await fence_at.append()
+        except BaseException:
+            await fence_at.restore()
+            raise
+        # the topic's configs go back while the copies are appended (every live record
+        # meanwhile rolls a small segment; the copies' old timestamps roll none)
+        restored = asyncio.ensure_future(fence_at.restore())
+        try:
+            late = await _read(consumer, topic, partition, scanned, fence)  # arrived meanwhile
+            late_gone = erased(late)
+            report.erased += len(late_gone)
+            pending += [r for i, r in enumerate(late) if i not in late_gone]
+            copies = await _append(fence_at.producer, topic, partition, pending)
+        finally:
+            await restored
         end = (max(copies) + 1) if copies else fence + 1
         tail = await _read(consumer, topic, partition, fence + 1, end)
         bad = order_violations(tail, set(copies))

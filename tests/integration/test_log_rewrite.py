@@ -1,7 +1,8 @@
 """The log rewrite against the real Kafka (issue 26): erased records leave the topic —
 for consumers at once, from the broker's disk at its next retention check — while every
 survivor is read exactly once, in its key's order, with its headers and timestamp, even
-with a producer appending to the same partitions during the rewrite."""
+with producers appending to the same partitions during the rewrite (a busy thread every
+20 ms per partition, and the copied threads every 200 ms)."""
 
 from __future__ import annotations
 
@@ -126,14 +127,19 @@ async def _scenario(topic: str, secret: bytes) -> tuple[list[Any], dict[str, lis
 
         live_done = asyncio.Event()
 
-        async def live() -> None:  # a producer writing during the rewrite, same partitions
-            seq = 1000
+        async def live() -> None:  # producers writing during the rewrite: a busy thread
+            seq = 1000  # on each partition (new keys) and a slower one on the copied keys
             while not live_done.is_set():
-                for p, thread in ((0, "keep-a"), (1, "keep-b")):
-                    await producer.send_and_wait(
-                        topic, _event("u1", thread, seq, "live"), key=f"u1/{thread}".encode(),
-                        partition=p)
-                    sent[thread].append(seq)
+                for p, thread in ((0, "busy-a"), (1, "busy-b")):
+                    await producer.send_and_wait(topic, _event("u1", thread, seq, "live"),
+                                                 key=f"u1/{thread}".encode(), partition=p)
+                    sent.setdefault(thread, []).append(seq)
+                if seq % 10 == 0:
+                    for p, thread in ((0, "keep-a"), (1, "keep-b")):
+                        await producer.send_and_wait(
+                            topic, _event("u1", thread, seq, "live"),
+                            key=f"u1/{thread}".encode(), partition=p)
+                        sent[thread].append(seq)
                 seq += 1
                 await asyncio.sleep(0.02)
 
@@ -180,7 +186,7 @@ def test_rewrite_removes_erased_records_and_keeps_every_survivor_in_order() -> N
                 assert r.headers == (("origin", f"{entry['thread_id']}:{entry['seq']}"
                                       .encode()),)
                 assert r.timestamp == 1_700_000_000_000 + entry["seq"]
-        assert set(by_thread) == {"keep-a", "keep-b"}
+        assert set(by_thread) == {"keep-a", "keep-b", "busy-a", "busy-b"}
         for thread, seqs in by_thread.items():  # exactly once each, in the key's order
             assert seqs == sent[thread], thread
         took = wait_removed(BOOTSTRAP, topic, secret, DELETE_DELAY_MS)
