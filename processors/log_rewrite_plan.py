@@ -24,6 +24,9 @@ from breadcrumb.topics.records import BASE64_PREFIX, split_thread_key
 
 #: What the tombstones are asked about: (user_id, thread_id, event_id, ts).
 Scope = tuple[str, str, str, str]
+#: What a topic holds: events (``agent-events``), dead letters (``agent-events-dlq``) or
+#: memories published downstream (``observations``, keyed by memory id).
+EVENTS, DEAD_LETTERS, OBSERVATIONS = "events", "dead_letters", "observations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,17 +78,25 @@ def _letter_entry(letter: dict[str, Any]) -> Any:
     return _json(payload)
 
 
-def record_scopes(record: LogRecord, dead_letter: bool = False) -> list[Scope]:
+def record_scopes(record: LogRecord, kind: str = EVENTS) -> list[Scope]:
     """Every scope ``record`` belongs to; the record is erased when any one is.
 
     ``agent-events``: the value's event or flush marker, and the key's thread
     (``{user_id}/{thread_id}``, dated by the record's timestamp), so a value that is not
     JSON under an erased thread's key is erased too. ``agent-events-dlq``: the event in
-    the dead letter's payload, and the letter's own user / event id."""
+    the dead letter's payload, and the letter's own user / event id. ``observations``: the
+    memory's tenant and source thread, dated by the record (a forgotten memory's own
+    record is not found this way: tombstones keep event ids, not memory ids)."""
     when = _iso(record.timestamp_ms)
     out: list[Scope] = []
     value = _json(record.value)
-    if dead_letter:
+    if kind == OBSERVATIONS:
+        source = value.get("source_range") if isinstance(value, dict) else None
+        if isinstance(value, dict) and isinstance(value.get("user_id"), str):
+            thread = source.get("thread_id") if isinstance(source, dict) else None
+            out.append((value["user_id"], thread if isinstance(thread, str) else "", "", when))
+        return out
+    if kind == DEAD_LETTERS:
         if isinstance(value, dict):
             found = _entry_scope(_letter_entry(value), str(value.get("received_at") or when))
             if found is not None:

@@ -105,7 +105,7 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
 
 
 def _rewrite_log(runtime: Runtime, store: Any) -> dict[str, Any]:
-    """Cluster: the erased events' bytes leave ``agent-events`` and its DLQ (a rewrite in
+    """Cluster: the erased bytes leave ``agent-events``, its DLQ and ``observations`` (in
     place, ``streams.log_rewrite``). The erasure itself is done and audited; a rewrite
     that fails is reported (``error``) and is run again with ``breadcrumb log rewrite``."""
     try:

@@ -1,9 +1,10 @@
 """Erasure reaches the Kafka log (issue 26, cluster mode): rewrite a partition in place.
 
 ``agent-events`` keeps events forever and its format is the contract (plain JSON, key
-``{user_id}/{thread_id}``), so a forgotten thread's events are removed from it by a
-rewrite, partition by partition, of those that hold an erased record (the tombstones'
-predicate, ``processors.log_rewrite_plan.record_scopes``):
+``{user_id}/{thread_id}``), so a forgotten thread's events are removed from it (and from
+``agent-events-dlq`` and ``observations``, which hold the same texts) by a rewrite,
+partition by partition, of those that hold an erased record (the tombstones' predicate,
+``processors.log_rewrite_plan.record_scopes``):
 
 1. the topic's ``segment.ms`` is lowered to 1 ms (AlterConfigs; put back right after)
    and a *fence* record is appended: its fresh timestamp makes the broker roll a new
@@ -24,8 +25,8 @@ A consumer whose position is below the new log start gets ``OFFSET_OUT_OF_RANGE`
 resets to the earliest offset (the workers' ``auto_offset_reset="earliest"``): it reads
 the copies, and the events it had applied already are duplicates by event id. The fence
 is a flush marker of a thread no tenant has (``__breadcrumb/log-rewrite``) on
-``agent-events`` and a dead letter without payload on the DLQ: a worker reading during
-the rewrite flushes nothing with it.
+``agent-events``, a dead letter without payload on the DLQ and a ``_control`` record on
+``observations``: a worker reading during the rewrite flushes nothing with it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from typing import Any
 import orjson
 
 from breadcrumb.processors.log_rewrite_plan import (
+    DEAD_LETTERS,
+    EVENTS,
+    OBSERVATIONS,
     LogRecord,
     arrivals,
     erased_indexes,
@@ -48,7 +52,9 @@ from breadcrumb.processors.log_rewrite_plan import (
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.sql.tombstones import erased_positions
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
-from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
+from breadcrumb.topics.names import AGENT_EVENTS
+from breadcrumb.topics.names import DEAD_LETTERS as DEAD_LETTERS_TOPIC
+from breadcrumb.topics.names import OBSERVATIONS as OBSERVATIONS_TOPIC
 from breadcrumb.topics.records import FlushMarker, thread_key
 
 log = logging.getLogger(__name__)
@@ -94,11 +100,11 @@ class Kafka:
     security: dict[str, Any] = field(default_factory=dict)
 
 
-def tombstone_predicate(store: Any, dead_letter: bool = False) -> Predicate:
+def tombstone_predicate(store: Any, kind: str = EVENTS) -> Predicate:
     """The processors' own check (``stores.sql.tombstones``) over a partition's records."""
 
     def erased(records: Sequence[LogRecord]) -> set[int]:
-        scopes = [record_scopes(r, dead_letter) for r in records]
+        scopes = [record_scopes(r, kind) for r in records]
         flat = [s for own in scopes for s in own]
         hit: set[int] = set()
         for at in range(0, len(flat), _CHUNK):
@@ -108,18 +114,21 @@ def tombstone_predicate(store: Any, dead_letter: bool = False) -> Predicate:
     return erased
 
 
-def fence_value(dead_letter: bool) -> tuple[bytes | None, bytes]:
+def fence_value(kind: str = EVENTS) -> tuple[bytes | None, bytes]:
     """The fence's key and value: nothing of any tenant."""
-    if dead_letter:
+    if kind == DEAD_LETTERS:
         return None, orjson.dumps({"reason": "log rewrite fence (carries no event)",
                                    "payload": "", "received_at": utc_now_iso(),
                                    "source": "cli"})
+    key = thread_key(FENCE_USER, FENCE_THREAD).encode()
+    if kind == OBSERVATIONS:
+        return key, orjson.dumps({"_control": "log-rewrite-fence", "at": utc_now_iso()})
     marker = FlushMarker(FENCE_USER, FENCE_THREAD, utc_now_iso(), "log-rewrite")
-    return thread_key(FENCE_USER, FENCE_THREAD).encode(), orjson.dumps(marker.to_dict())
+    return key, orjson.dumps(marker.to_dict())
 
 
 async def rewrite_topic(kafka: Kafka, topic: str, erased: Predicate,
-                        dead_letter: bool = False,
+                        kind: str = EVENTS,
                         max_rounds: int = MAX_ROUNDS) -> list[PartitionReport]:
     """Rewrite every partition of ``topic`` that holds a record ``erased`` names."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -144,7 +153,7 @@ async def rewrite_topic(kafka: Kafka, topic: str, erased: Predicate,
             report.read = len(records)
             gone = erased(records)
             if gone:
-                fence = _Fence(admin, producer, topic, partition, dead_letter, saved)
+                fence = _Fence(admin, producer, topic, partition, kind, saved)
                 await _rewrite_partition(fence, consumer, report, records, gone, erased,
                                          max_rounds)
         return reports
@@ -162,7 +171,7 @@ class _Fence:
     producer: Any
     topic: str
     partition: int
-    dead_letter: bool
+    kind: str
     saved: dict[str, str]  # the topic's overrides, put back after the copies
 
     async def append(self) -> int:
@@ -177,7 +186,7 @@ class _Fence:
         else:
             raise LogRewriteError(f"topic {self.topic}: segment.ms=1 not applied in 10 s")
         await asyncio.sleep(0.5)  # the log manager applies the config after the cache
-        key, value = fence_value(self.dead_letter)
+        key, value = fence_value(self.kind)
         sent = await self.producer.send_and_wait(self.topic, value, key=key,
                                                  partition=self.partition)
         return int(sent.offset)
@@ -319,12 +328,12 @@ def report_dict(reports: Sequence[PartitionReport]) -> dict[str, Any]:
 
 
 async def rewrite_log(settings: Any, store: Any) -> dict[str, Any]:
-    """Rewrite ``agent-events`` and ``agent-events-dlq`` of ``settings`` against the
-    tombstones ``store`` reads (the control database in cluster mode)."""
+    """Rewrite ``agent-events``, ``agent-events-dlq`` and ``observations`` of ``settings``
+    against the tombstones ``store`` reads (the control database in cluster mode)."""
     kafka = Kafka(settings.kafka_bootstrap, aiokafka_kwargs(settings))
-    reports = await rewrite_topic(kafka, settings.topic(AGENT_EVENTS),
-                                  tombstone_predicate(store))
-    reports += await rewrite_topic(kafka, settings.topic(DEAD_LETTERS),
-                                   tombstone_predicate(store, dead_letter=True),
-                                   dead_letter=True)
+    reports: list[PartitionReport] = []
+    for name, kind in ((AGENT_EVENTS, EVENTS), (DEAD_LETTERS_TOPIC, DEAD_LETTERS),
+                       (OBSERVATIONS_TOPIC, OBSERVATIONS)):
+        reports += await rewrite_topic(kafka, settings.topic(name),
+                                       tombstone_predicate(store, kind), kind)
     return report_dict(reports)

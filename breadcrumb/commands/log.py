@@ -2,9 +2,9 @@
 
 A forget in cluster mode runs this itself (``query_api.routes_forget``); the command runs
 it again, e.g. after a rewrite that found live producers writing the same threads, or
-for erasures made before this existed. It reads every partition of ``agent-events`` and
-``agent-events-dlq``, and rewrites in place those that hold a record the tombstones
-cover (``streams.log_rewrite``); it prints what it did as JSON. Embedded mode has no
+for erasures made before this existed. It reads every partition of ``agent-events``,
+``agent-events-dlq`` and ``observations``, and rewrites in place those that hold a record
+the tombstones cover (``streams.log_rewrite``); it prints what it did as JSON. Embedded mode has no
 Kafka log: a forget already deletes the ``event_log`` rows there.
 """
 
@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
     log = sub.add_parser("log", help="administer the cluster's event log (Kafka)")
     actions = log.add_subparsers(dest="log_action", required=True)
     rewrite = actions.add_parser(
-        "rewrite", help="rewrite agent-events and its DLQ without the forgotten events")
+        "rewrite", help="rewrite agent-events, its DLQ and observations without the "
+        "forgotten records")
     rewrite.add_argument("--mode", choices=["embedded", "cluster"], default=None,
                          help="cluster only ($BREADCRUMB_MODE)")
     rewrite.set_defaults(handler=run)

@@ -190,7 +190,9 @@ def test_rewrite_removes_erased_records_and_keeps_every_survivor_in_order() -> N
         for thread, seqs in by_thread.items():  # exactly once each, in the key's order
             assert seqs == sent[thread], thread
         took = wait_removed(BOOTSTRAP, topic, secret, DELETE_DELAY_MS)
-        print(f"erased bytes gone from the broker's files {took:.0f} s after the rewrite")
+        print(f"rounds per partition {[r.rounds for r in reports]}, log starts "
+              f"{[r.log_start for r in reports]}; erased bytes gone from the broker's files "
+              f"{took:.0f} s after the rewrite")
         assert all(f.stat().st_size == 0 or secret not in f.read_bytes()
                    for d in topic_dirs(BOOTSTRAP, topic) for f in d.iterdir() if f.is_file())
     finally:

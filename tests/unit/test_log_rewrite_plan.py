@@ -9,6 +9,9 @@ from typing import Any
 import orjson
 
 from breadcrumb.processors.log_rewrite_plan import (
+    DEAD_LETTERS,
+    EVENTS,
+    OBSERVATIONS,
     LogRecord,
     arrivals,
     erased_indexes,
@@ -48,12 +51,20 @@ def test_a_dead_letter_is_asked_by_the_event_it_keeps_and_by_its_own_ids() -> No
     event = _event("u2", "t9", "e7")
     letter = {"reason": "bad", "payload": orjson.dumps(event).decode(),
               "received_at": "2026-12-02T00:00:00Z", "user_id": "u2", "event_id": "e7"}
-    assert record_scopes(_rec(0, None, letter), dead_letter=True) == [
+    assert record_scopes(_rec(0, None, letter), kind=DEAD_LETTERS) == [
         ("u2", "t9", "e7", "2026-12-01T10:00:00Z"), ("u2", "", "e7", "2026-12-02T00:00:00Z")]
     wrapped = {**letter, "payload": "base64:" + base64.b64encode(orjson.dumps(event)).decode(),
                "user_id": None}
-    assert record_scopes(_rec(0, None, wrapped), dead_letter=True) == [
+    assert record_scopes(_rec(0, None, wrapped), kind=DEAD_LETTERS) == [
         ("u2", "t9", "e7", "2026-12-01T10:00:00Z")]
+
+
+def test_a_memory_record_is_asked_by_its_tenant_and_source_thread() -> None:
+    memory = {"id": "m1", "user_id": "u3", "summary": "s",
+              "source_range": {"thread_id": "t4", "start_index": 0, "end_index": 2}}
+    assert record_scopes(_rec(0, "m1", memory, ts_ms=0), kind=OBSERVATIONS) == [
+        ("u3", "t4", "", "1970-01-01T00:00:00Z")]
+    assert record_scopes(_rec(0, "m1", b"[]"), kind=OBSERVATIONS) == []
 
 
 def test_erased_indexes_maps_scope_positions_back_to_records() -> None:
@@ -78,7 +89,7 @@ def test_the_tombstone_predicate_is_the_processors_check(tmp_path: Any) -> None:
     assert tombstone_predicate(store)(records) == {1, 2, 4}  # u2's thread of that name stays
     letter = {"reason": "bad", "payload": orjson.dumps(_event("u1", "secret-thread", "e5"))
               .decode(), "received_at": "2026-12-02T00:00:00Z"}
-    assert tombstone_predicate(store, dead_letter=True)([_rec(0, None, letter)]) == {0}
+    assert tombstone_predicate(store, kind=DEAD_LETTERS)([_rec(0, None, letter)]) == {0}
 
 
 def test_no_violation_when_every_arrival_follows_its_keys_copies() -> None:
@@ -101,10 +112,18 @@ def test_records_without_a_key_have_no_order_to_keep() -> None:
 
 
 def test_the_fence_names_no_tenant() -> None:
-    key, value = fence_value(dead_letter=False)
+    key, value = fence_value(EVENTS)
     entry = orjson.loads(value)
     assert FlushMarker.is_flush(entry) and key == thread_key(entry["user_id"],
                                                               entry["thread_id"]).encode()
     assert entry["user_id"] == "__breadcrumb"
-    key, value = fence_value(dead_letter=True)
+    key, value = fence_value(DEAD_LETTERS)
     assert key is None and orjson.loads(value)["payload"] == ""
+
+
+def test_log_rewrite_refuses_embedded_mode_in_one_line(capsys: Any) -> None:
+    from breadcrumb.cli import main
+
+    assert main(["log", "rewrite", "--mode", "embedded"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cluster mode only" in err
