@@ -9,9 +9,10 @@ partition by partition, of those that hold an erased record (the tombstones' pre
 1. the topic's ``segment.ms`` is lowered to 1 ms (AlterConfigs; put back right after)
    and a *fence* record is appended: its fresh timestamp makes the broker roll a new
    segment, so the fence opens it and every older record sits in closed segments;
-2. every record below the fence is read (from the log start), and each survivor is
-   appended again — same key, value, headers and timestamp, same partition, in order,
-   with an idempotent ``acks=all`` producer;
+2. every survivor below the fence (read from the log start; first those the scan found,
+   then those that arrived between the scan and the fence) is appended again — same key,
+   value, headers and timestamp, same partition, in order, with an idempotent
+   ``acks=all`` producer;
 3. the records after the fence are read back: when a live producer's record of a key
    landed before one of that key's copies, the thread would be read out of order, so a
    new round (new fence) copies the survivors again followed by what arrived
@@ -216,11 +217,15 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
         # meanwhile rolls a small segment; the copies' old timestamps roll none)
         restored = asyncio.ensure_future(fence_at.restore())
         try:
-            late = await _read(consumer, topic, partition, scanned, fence)  # arrived meanwhile
+            # the known survivors at once (a key's copies follow the fence within one
+            # round trip), then what arrived between the scan and the fence
+            copies = await _append(fence_at.producer, topic, partition, pending)
+            late = await _read(consumer, topic, partition, scanned, fence)
             late_gone = erased(late)
             report.erased += len(late_gone)
-            pending += [r for i, r in enumerate(late) if i not in late_gone]
-            copies = await _append(fence_at.producer, topic, partition, pending)
+            kept = [r for i, r in enumerate(late) if i not in late_gone]
+            copies += await _append(fence_at.producer, topic, partition, kept)
+            pending += kept
         finally:
             await restored
         end = (max(copies) + 1) if copies else fence + 1

@@ -1,8 +1,8 @@
 """The log rewrite against the real Kafka (issue 26): erased records leave the topic —
 for consumers at once, from the broker's disk at its next retention check — while every
 survivor is read exactly once, in its key's order, with its headers and timestamp, even
-with producers appending to the same partitions during the rewrite (a busy thread every
-20 ms per partition, and the copied threads every 200 ms)."""
+with producers appending to the same partitions during the rewrite (a chatty thread every
+100 ms per partition, and the copied threads every 500 ms)."""
 
 from __future__ import annotations
 
@@ -134,14 +134,14 @@ async def _scenario(topic: str, secret: bytes) -> tuple[list[Any], dict[str, lis
                     await producer.send_and_wait(topic, _event("u1", thread, seq, "live"),
                                                  key=f"u1/{thread}".encode(), partition=p)
                     sent.setdefault(thread, []).append(seq)
-                if seq % 10 == 0:
+                if seq % 5 == 0:
                     for p, thread in ((0, "keep-a"), (1, "keep-b")):
                         await producer.send_and_wait(
                             topic, _event("u1", thread, seq, "live"),
                             key=f"u1/{thread}".encode(), partition=p)
                         sent[thread].append(seq)
                 seq += 1
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.1)
 
         writer = asyncio.create_task(live())
         try:
