@@ -9,9 +9,10 @@ partition by partition, of those that hold an erased record (the tombstones' pre
 1. the topic's ``segment.ms`` is lowered to 1 ms (AlterConfigs; put back right after)
    and a *fence* record is appended: its fresh timestamp makes the broker roll a new
    segment, so the fence opens it and every older record sits in closed segments;
-2. every survivor below the fence (read from the log start; first those the scan found,
-   then those that arrived between the scan and the fence) is appended again — same key,
-   value, headers and timestamp, same partition, in order, with an idempotent
+2. every survivor below the fence (read from the log start; first those read before the
+   fence — the scan, caught up just before it — right after the fence's acknowledgement,
+   then the few that landed between that read and the fence) is appended again — same
+   key, value, headers and timestamp, same partition, in order, with an idempotent
    ``acks=all`` producer;
 3. the records after the fence are read back: when a live producer's record of a key
    landed before one of that key's copies, the thread would be read out of order, so a
@@ -175,10 +176,9 @@ class _Fence:
     kind: str
     saved: dict[str, str]  # the topic's overrides, put back after the copies
 
-    async def append(self) -> int:
-        """``segment.ms=1`` until the broker reports it, then the fence (its fresh
-        timestamp rolls a new segment); its offset. :meth:`restore` puts the topic's own
-        configs back."""
+    async def lower(self) -> None:
+        """``segment.ms=1`` until the broker reports it (:meth:`restore` puts the topic's
+        own configs back)."""
         await _alter(self.admin, self.topic, {**self.saved, "segment.ms": "1"})
         for _ in range(100):
             if (await _topic_overrides(self.admin, self.topic)).get("segment.ms") == "1":
@@ -187,6 +187,9 @@ class _Fence:
         else:
             raise LogRewriteError(f"topic {self.topic}: segment.ms=1 not applied in 10 s")
         await asyncio.sleep(0.5)  # the log manager applies the config after the cache
+
+    async def put(self) -> int:
+        """The fence (its fresh timestamp rolls a new segment); its offset."""
         key, value = fence_value(self.kind)
         sent = await self.producer.send_and_wait(self.topic, value, key=key,
                                                  partition=self.partition)
@@ -209,7 +212,16 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
     for round_ in range(1, max_rounds + 1):
         report.rounds = round_
         try:
-            fence = await fence_at.append()
+            await fence_at.lower()
+            # catch up with what arrived since the scan, just before the fence: fewer
+            # records land between the scan and the fence (read after the copies)
+            now = await _end(consumer, topic, partition)
+            caught = await _read(consumer, topic, partition, scanned, now)
+            caught_gone = erased(caught)
+            report.erased += len(caught_gone)
+            pending += [r for i, r in enumerate(caught) if i not in caught_gone]
+            scanned = max(scanned, now)
+            fence = await fence_at.put()
         except BaseException:
             await fence_at.restore()
             raise
@@ -291,6 +303,13 @@ async def _read(consumer: Any, topic: str, partition: int, start: int | None,
     return out
 
 
+async def _end(consumer: Any, topic: str, partition: int) -> int:
+    from aiokafka.structs import TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    return int((await consumer.end_offsets([tp]))[tp])
+
+
 async def _partitions(admin: Any, topic: str) -> list[int]:
     described = await admin.describe_topics([topic])
     for d in described:
@@ -332,7 +351,8 @@ def report_dict(reports: Sequence[PartitionReport]) -> dict[str, Any]:
             "arrived_erased": sum(r.arrived_erased for r in reports), "rewritten": rewritten}
 
 
-async def rewrite_log(settings: Any, store: Any) -> dict[str, Any]:
+async def rewrite_log(settings: Any, store: Any,
+                      max_rounds: int = MAX_ROUNDS) -> dict[str, Any]:
     """Rewrite ``agent-events``, ``agent-events-dlq`` and ``observations`` of ``settings``
     against the tombstones ``store`` reads (the control database in cluster mode)."""
     kafka = Kafka(settings.kafka_bootstrap, aiokafka_kwargs(settings))
@@ -340,5 +360,5 @@ async def rewrite_log(settings: Any, store: Any) -> dict[str, Any]:
     for name, kind in ((AGENT_EVENTS, EVENTS), (DEAD_LETTERS_TOPIC, DEAD_LETTERS),
                        (OBSERVATIONS_TOPIC, OBSERVATIONS)):
         reports += await rewrite_topic(kafka, settings.topic(name),
-                                       tombstone_predicate(store, kind), kind)
+                                       tombstone_predicate(store, kind), kind, max_rounds)
     return report_dict(reports)

@@ -29,6 +29,9 @@ def register(sub: Any) -> None:
         "forgotten records")
     rewrite.add_argument("--mode", choices=["embedded", "cluster"], default=None,
                          help="cluster only ($BREADCRUMB_MODE)")
+    rewrite.add_argument("--rounds", type=int, default=None, metavar="N",
+                         help="rounds per partition when live records land among the "
+                              "copies (default 5)")
     rewrite.set_defaults(handler=run)
 
 
@@ -38,11 +41,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                          "deletes the event_log rows itself)\n")
         return 2
     from breadcrumb.infra.cluster_stores import build_sql_store
-    from breadcrumb.streams.log_rewrite import LogRewriteError, rewrite_log
+    from breadcrumb.streams.log_rewrite import MAX_ROUNDS, LogRewriteError, rewrite_log
 
+    rounds = MAX_ROUNDS if args.rounds is None else args.rounds
+    if rounds < 1:
+        sys.stderr.write("breadcrumb log rewrite: --rounds must be at least 1\n")
+        return 2
     store = build_sql_store(settings)
     try:
-        report = asyncio.run(rewrite_log(settings, store))
+        report = asyncio.run(rewrite_log(settings, store, rounds))
     except LogRewriteError as exc:
         sys.stderr.write(f"breadcrumb log rewrite: {exc}\n")
         return 1

@@ -127,3 +127,18 @@ def test_log_rewrite_refuses_embedded_mode_in_one_line(capsys: Any) -> None:
     assert main(["log", "rewrite", "--mode", "embedded"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cluster mode only" in err
+
+
+def test_a_worker_takes_the_fence_for_a_flush_of_a_thread_nobody_has() -> None:
+    from breadcrumb.streams.messages import Message, decode
+
+    key, value = fence_value(EVENTS)
+    item = decode(Message(key, value, "agent-events/0/7"))
+    assert item.poison is None and item.key == "__breadcrumb/log-rewrite"
+
+
+def test_log_rewrite_refuses_zero_rounds_in_one_line(capsys: Any) -> None:
+    from breadcrumb.cli import main
+
+    assert main(["log", "rewrite", "--mode", "cluster", "--rounds", "0"]) == 2
+    assert capsys.readouterr().err == "breadcrumb log rewrite: --rounds must be at least 1\n"
