@@ -92,6 +92,20 @@ def test_the_tombstone_predicate_is_the_processors_check(tmp_path: Any) -> None:
     assert tombstone_predicate(store, kind=DEAD_LETTERS)([_rec(0, None, letter)]) == {0}
 
 
+def test_tenant_and_memory_tombstones_are_asked_the_same_way(tmp_path: Any) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite3")
+    store.open()
+    write_tombstone(store, Plan(scope=Scope("tenant", "u1")), "2026-12-02T00:00:00Z", "t")
+    write_tombstone(store, Plan(scope=Scope("memory", "u2", None, "m1"), event_ids=["e9"]),
+                    "2026-12-02T00:00:00Z", "t")
+    later = {**_event("u1", "t1", "e2"), "ts": "2026-12-03T00:00:00Z"}
+    records = [_rec(0, "u1/t1", _event("u1", "t1", "e1")),  # before the tenant's erasure
+               _rec(1, "u1/t1", later),  # after it: the tenant starts afresh
+               _rec(2, "u2/t2", _event("u2", "t2", "e9")),  # the forgotten memory's event
+               _rec(3, "u2/t2", _event("u2", "t2", "e8"))]
+    assert tombstone_predicate(store)(records) == {0, 2}
+
+
 def test_no_violation_when_every_arrival_follows_its_keys_copies() -> None:
     tail = [_rec(10, "k1", {}), _rec(11, "k2", {}), _rec(12, "k1", {}), _rec(13, "k2", {})]
     assert order_violations(tail, copies={10, 11}) == []
