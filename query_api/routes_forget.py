@@ -11,10 +11,13 @@ memories, chunks, facts, audit, thread state, dead letters), the vector points g
 (tenant / thread / memory filter on both collections), the cold archives go, and the
 in-process caches that could still hold a forgotten text are emptied. The erasure audit
 keeps who, when, which kind and how many rows. ``GET /v1/erasures`` lists those rows.
+In cluster mode the Kafka log is then rewritten without the erased events
+(``streams.log_rewrite``; the response's ``log_rewrite`` says what it did).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import sys
@@ -35,6 +38,7 @@ from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
 from breadcrumb.stores.sql import forget, tombstones
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.forget import Plan, Scope
+from breadcrumb.streams.log_rewrite import rewrite_log
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -93,8 +97,22 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
     if runtime.runner() is None:
         _settle(runtime, stores, p)
     forget.write_audit(stores[0], scope, at, actor, counts)
-    return {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
-            "counts": counts}
+    out = {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
+           "counts": counts}
+    if runtime.settings.mode == "cluster":
+        out["log_rewrite"] = _rewrite_log(runtime, stores[0])
+    return out
+
+
+def _rewrite_log(runtime: Runtime, store: Any) -> dict[str, Any]:
+    """Cluster: the erased bytes leave ``agent-events``, its DLQ and ``observations`` (in
+    place, ``streams.log_rewrite``). The erasure itself is done and audited; a rewrite
+    that fails is reported (``error``) and is run again with ``breadcrumb log rewrite``."""
+    try:
+        return asyncio.run(rewrite_log(runtime.settings, store))
+    except Exception as exc:  # Kafka down, live writes among the copies: say so, retry later
+        log.warning("forget: the log rewrite failed (%s); run `breadcrumb log rewrite`", exc)
+        return {"error": f"{type(exc).__name__}: {exc}", "retry": "breadcrumb log rewrite"}
 
 
 def _settle(runtime: Runtime, stores: list[Any], p: Plan) -> None:
