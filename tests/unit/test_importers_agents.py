@@ -308,6 +308,19 @@ def test_transcripts_in_finds_every_agent_and_skips_the_rest(tmp_path: Path) -> 
     assert list(transcripts_in(tmp_path)) == [store]
 
 
+def test_claude_subagent_meta_files_are_side_files(tmp_path: Path) -> None:
+    # Claude Code 2.1 writes subagents/agent-<id>.meta.json beside each subagent transcript
+    sub = tmp_path / "s1" / "subagents"
+    sub.mkdir(parents=True)
+    meta = sub / "agent-a0c7.meta.json"
+    meta.write_text('{"agentType":"Explore","description":"Codebase exploration"}', "utf-8")
+    with pytest.raises(ImportFormatError):
+        _only(meta)  # not a transcript: a folder walk must not hand it to an importer
+    agent = sub / "agent-a0c7.jsonl"
+    agent.write_bytes(CLAUDE_SUB.read_bytes())
+    assert list(transcripts_in(tmp_path)) == [agent]
+
+
 def test_documents_that_are_no_transcript_fail_clearly(tmp_path: Path) -> None:
     odd = tmp_path / "settings.json"
     odd.write_text('{"theme": "dark"}', "utf-8")
