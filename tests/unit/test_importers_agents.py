@@ -266,6 +266,26 @@ def test_cline_threads_come_from_the_task_not_the_file_name(tmp_path: Path) -> N
     assert first["content"].startswith("<task>\nThe health check returns 500")
 
 
+def test_cline_native_edits_name_their_file(tmp_path: Path) -> None:
+    # Cline 3.x native tool_use: write_to_file / replace_in_file name the file absolutePath
+    diff = "------- SEARCH\nconst a = 1;\n=======\nconst a = 2;\n+++++++ REPLACE"
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>fix a</task>"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "replace_in_file",
+             "input": {"absolutePath": "c:\\app\\src\\a.ts", "diff": diff,
+                       "task_progress": "- [x] fix"}},
+            {"type": "tool_use", "id": "t2", "name": "write_to_file",
+             "input": {"absolutePath": "c:\\app\\src\\b.ts", "content": "export const b = 3;\n"}}]},
+    ]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history), "utf-8")
+    edits = [e for e in _only(path).events if e["kind"] == "file_edit"]
+    assert [e["attrs"]["path"] for e in edits] == ["c:\\app\\src\\a.ts", "c:\\app\\src\\b.ts"]
+    assert "const a = 2;" in edits[0]["content"].splitlines()
+    assert "export const b = 3;" in edits[1]["content"]
+
+
 def test_cursor_prompts_keep_their_time_and_calls_follow_it() -> None:
     events = _only(CURSOR).events
     assert [e["ts"] for e in events[:3]] == [
