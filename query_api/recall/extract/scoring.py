@@ -85,10 +85,16 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     terms = query_terms(query)
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:
+        edit = _EditLines(passage, terms) if passage.kind == "file_edit" else None
         for start, end, text in split_lines(passage):
+            if edit is not None and edit.marker(start, text):
+                continue
             if _DIFF_HEADER.match(text):
                 continue
-            base = _line_score(text, passage, terms, intent, w)
+            base = _line_score(text, passage, terms, intent, w,
+                               edit.side(start) if edit is not None else "")
+            if base > 0 and edit is not None and not edit.is_header(start):
+                base += edit.context(text)
             if base > 0:
                 found.append((passage, start, end, text, base))
     shapes = Counter(_shape(text) for _p, _s, _e, text, _b in found)
@@ -100,20 +106,71 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
 
 
 def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
-                w: LineWeights) -> float:
+                w: LineWeights, side: str = "") -> float:
     line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
     score = sum(v for t, v in terms.items() if t in line_terms)
     if intent.failure and FAILURE.search(text):
         score += w.failure
     if score <= 0:
         return 0.0
-    if passage.kind == "file_edit" and text.startswith("+"):
+    if side == "new" or passage.kind == "file_edit" and not side and text.startswith("+"):
         score += w.added_line
-    elif passage.kind == "file_edit" and text.startswith("-"):
+    elif side == "old" or passage.kind == "file_edit" and not side and text.startswith("-"):
         score -= w.removed_line
     if _DECISION.search(text[:MAX_LINE_CHARS]):
         score += w.decision
     return max(score, 0.0)
+
+
+class _EditLines:
+    """Where a line of a ``file_edit`` stands: the header naming the file (``Edit path``,
+    ``apply_patch`` …), the ``--- old`` / ``+++ new`` markers of an importer's rendered
+    edit, and the side of each line (``old``, ``new``: a ``+++ new`` section, a write's
+    content, a diff's ``+`` line; ``""``: let the ``+`` / ``-`` prefix tell). A line of
+    the edit is about the file its header names: the question terms the header holds
+    (the file the user names) count for the line too, so an added ``resolver = "3"`` is
+    not outranked by its own ``Edit …/Cargo.toml`` header."""
+
+    def __init__(self, passage: Passage, terms: dict[str, float]) -> None:
+        self.header_end = -1
+        self.new_from = self.old_from = -1
+        self.marked = False
+        self.header_terms: dict[str, float] = {}
+        if passage.offset == 0:  # the passage starts at the event: its first line is the header
+            first = passage.text.split("\n", 1)[0]
+            self.header_end = len(first)
+            head = set(lexical_terms(first[:MAX_LINE_CHARS]))
+            self.header_terms = {t: v for t, v in terms.items() if t in head}
+        self.unified = _DIFF.search(passage.text) is not None
+
+    def marker(self, start: int, text: str) -> bool:
+        """Whether this is the ``--- old`` / ``+++ new`` marker line (and note the side)."""
+        if text == "--- old":
+            self.old_from, self.marked = start, True
+            return True
+        if text == "+++ new" and self.marked:
+            self.new_from = start
+            return True
+        return False
+
+    def is_header(self, start: int) -> bool:
+        return start == 0 and self.header_end >= 0
+
+    def side(self, start: int) -> str:
+        if self.new_from >= 0 and start > self.new_from:
+            return "new"
+        if self.old_from >= 0 and start > self.old_from:
+            return "old"
+        if not self.marked and not self.unified and self.header_end >= 0 \
+                and start > self.header_end:
+            return "new"  # a write: its content is what the file now holds
+        return ""
+
+    def context(self, text: str) -> float:
+        if not self.header_terms:
+            return 0.0
+        own = set(lexical_terms(text[:MAX_LINE_CHARS]))
+        return sum(v for t, v in self.header_terms.items() if t not in own)
 
 
 def _damped(score: float, repeats: int) -> float:
