@@ -149,7 +149,7 @@ def test_the_shipped_question_set_covers_eight_agents() -> None:
 
 
 def test_cli_rejects_a_missing_folder(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "breadcrumb", "eval", "--no-golden",
+    proc = subprocess.run([sys.executable, "-m", "breadcrumb.cli", "eval", "--no-golden",
                            "--real-sessions", str(tmp_path / "nope"), "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2

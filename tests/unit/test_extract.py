@@ -95,3 +95,16 @@ def test_a_written_file_offers_the_line_asked_about() -> None:
     cut = extract_lines("What EMBEDDING_MODEL did we put in backend/.env.example?", [write], 800,
                         estimate_tokens)
     assert "EMBEDDING_MODEL=BAAI/bge-base-en-v1.5" in cut.text.splitlines()
+
+
+def test_search_replace_blocks_rank_the_new_side_and_drop_their_markers() -> None:
+    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.passages import Passage as P
+
+    text = ("edit settings.py\n<<<<<<< SEARCH\nTIMEOUT_SECONDS = 30\n=======\n"
+            "TIMEOUT_SECONDS = 47\n>>>>>>> REPLACE")
+    # a chunk passage carries no kind: the blocks themselves say it is an edit
+    scored = {ln.text: ln.score for ln in score_exact(
+        "What client timeout did we set in settings.py?", [P("e1", 1, 0, text)])}
+    assert scored["TIMEOUT_SECONDS = 47"] > scored["TIMEOUT_SECONDS = 30"]
+    assert not {"<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"} & set(scored)

@@ -31,6 +31,7 @@ from functools import lru_cache, partial
 from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, query_terms
+from breadcrumb.query_api.recall.extract.edits import EDIT_MARKERS, EditLines, is_edit
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
 from breadcrumb.query_api.recall.query import Query, QueryIntent, analyze_query
@@ -77,6 +78,7 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
+
 # ---------------------------------------------------------------- word-exact
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
                 w: LineWeights = EXACT) -> list[Line]:
@@ -85,7 +87,7 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     terms = query_terms(query)
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:
-        edit = _EditLines(passage, terms) if passage.kind == "file_edit" else None
+        edit = EditLines(passage, terms) if is_edit(passage) else None
         for start, end, text in split_lines(passage):
             if edit is not None and edit.marker(start, text):
                 continue
@@ -120,57 +122,6 @@ def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: Qu
     if _DECISION.search(text[:MAX_LINE_CHARS]):
         score += w.decision
     return max(score, 0.0)
-
-
-class _EditLines:
-    """Where a line of a ``file_edit`` stands: the header naming the file (``Edit path``,
-    ``apply_patch`` …), the ``--- old`` / ``+++ new`` markers of an importer's rendered
-    edit, and the side of each line (``old``, ``new``: a ``+++ new`` section, a write's
-    content, a diff's ``+`` line; ``""``: let the ``+`` / ``-`` prefix tell). A line of
-    the edit is about the file its header names: the question terms the header holds
-    (the file the user names) count for the line too, so an added ``resolver = "3"`` is
-    not outranked by its own ``Edit …/Cargo.toml`` header."""
-
-    def __init__(self, passage: Passage, terms: dict[str, float]) -> None:
-        self.header_end = -1
-        self.new_from = self.old_from = -1
-        self.marked = False
-        self.header_terms: dict[str, float] = {}
-        if passage.offset == 0:  # the passage starts at the event: its first line is the header
-            first = passage.text.split("\n", 1)[0]
-            self.header_end = len(first)
-            head = set(lexical_terms(first[:MAX_LINE_CHARS]))
-            self.header_terms = {t: v for t, v in terms.items() if t in head}
-        self.unified = _DIFF.search(passage.text) is not None
-
-    def marker(self, start: int, text: str) -> bool:
-        """Whether this is the ``--- old`` / ``+++ new`` marker line (and note the side)."""
-        if text == "--- old":
-            self.old_from, self.marked = start, True
-            return True
-        if text == "+++ new" and self.marked:
-            self.new_from = start
-            return True
-        return False
-
-    def is_header(self, start: int) -> bool:
-        return start == 0 and self.header_end >= 0
-
-    def side(self, start: int) -> str:
-        if self.new_from >= 0 and start > self.new_from:
-            return "new"
-        if self.old_from >= 0 and start > self.old_from:
-            return "old"
-        if not self.marked and not self.unified and self.header_end >= 0 \
-                and start > self.header_end:
-            return "new"  # a write: its content is what the file now holds
-        return ""
-
-    def context(self, text: str) -> float:
-        if not self.header_terms:
-            return 0.0
-        own = set(lexical_terms(text[:MAX_LINE_CHARS]))
-        return sum(v for t, v in self.header_terms.items() if t not in own)
 
 
 def _damped(score: float, repeats: int) -> float:
@@ -285,8 +236,11 @@ def _fused(groups: list[_Group], weights: dict[str, float],
         rng = w.range * range_score.get(f.memory_id, 0.0)
         role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
         date = f.passage.event_id in dated
+        header = _edit_header(f.passage, lines, keys)
         for line in lines:
             common = line[3] & keys
+            if common and header and line[0] != f.passage.offset:
+                common = common | header  # a line of an edit is about the file it names
             if not common:
                 lexical = 0.0
             elif len(common) == 1:
@@ -301,6 +255,14 @@ def _fused(groups: list[_Group], weights: dict[str, float],
                 score += w.date
             out.append(score)
     return out
+
+
+def _edit_header(passage: Passage, lines: list[_Line], keys: frozenset[str]) -> frozenset[str]:
+    """The question terms an edit's header line (``Edit path``) holds, for its other lines."""
+    if not is_edit(passage) or not lines or lines[0][0] != passage.offset \
+            or passage.offset != 0:
+        return frozenset()
+    return lines[0][3] & keys
 
 
 def score_semantic(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
@@ -333,7 +295,7 @@ def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     diff = not keep_removed and _DIFF.search(text) is not None
     return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
-                 if not (diff and _removed(line)))
+                 if not (diff and _removed(line)) and line not in EDIT_MARKERS)
 
 
 def _removed(line: str) -> bool:
