@@ -361,3 +361,24 @@ def test_unknown_records_keep_their_text(tmp_path: Path) -> None:
     assert note["content"].startswith("session.teleport: {") and '"target":"cloud"' in (
         note["content"])
     assert note["attrs"]["record_type"] == "session.teleport"
+
+
+def test_tool_output_colour_escapes_are_dropped(tmp_path: Path) -> None:
+    # terraform's coloured error box, as a Cline execute_command result carried it
+    coloured = ("\x1b[31m│\x1b[0m \x1b[0m\x1b[1m\x1b[31mError: \x1b[0m\x1b[0m\x1b[1m"
+                "No configuration files\x1b[0m")
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>plan</task>"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                           "name": "execute_command",
+                                           "input": {"command": "terraform plan"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": coloured}]}]},
+    ]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history), "utf-8")
+    events = _only(path).events
+    result = next(e for e in events if e["kind"] in ("tool_result", "test_result"))
+    assert result["content"] == "│ Error: No configuration files"
+    call = next(e for e in events if e["kind"] == "tool_call")
+    assert call["content"] == "terraform plan"
