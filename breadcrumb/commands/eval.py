@@ -135,9 +135,10 @@ def _config(args: argparse.Namespace) -> Any:
 
 def _command(args: argparse.Namespace) -> str:
     """The ``breadcrumb eval`` line that reproduces a real-sessions run (for the report)."""
-    parts = ["breadcrumb eval", f"--real-sessions {args.real_sessions}"]
+    # folder names only: the report is shareable, the user's paths stay on the machine
+    parts = ["breadcrumb eval", f"--real-sessions {args.real_sessions.name}"]
     if args.real_questions is not None:
-        parts.append(f"--real-questions {args.real_questions}")
+        parts.append(f"--real-questions {args.real_questions.name}")
     if args.embedder:
         parts.append(f"--embedder {args.embedder}")
     parts += [f"--k {args.k}", f"--max-tokens {args.max_tokens}"]
