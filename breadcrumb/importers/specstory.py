@@ -39,6 +39,8 @@ _FENCE_RE = re.compile(r"```([\w+-]*)\n(.*?)\n```", re.DOTALL)
 _INLINE_RE = re.compile(r"^\s*`([^`\n]+)`\s*$", re.MULTILINE)
 #: v2's model reasoning: ``<think><details><summary>Thought Process</summary>…</details></think>``
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL)
+_WROTE_RE = re.compile(r"(?:The file (\S+) has been (?:updated|created)|"
+                       r"File created successfully at: (\S+))")
 _SHELL_LANGS = frozenset({"bash", "sh", "shell", "zsh", "console", "powershell"})
 
 
@@ -121,6 +123,9 @@ def _tool(position: str, tool: re.Match[str], ts: str | None,
         call.tool = name
     elif kind in ("write", "edit") or any(lang == "diff" for lang, _ in fences):
         path = inline.group(1) if inline else tool.group(4).strip()
+        if not path and (named := _WROTE_RE.search(inner)) is not None:
+            # v2 keeps only the tool's reply: "The file … has been updated."
+            path = named.group(1) or named.group(2)
         diff = next((b for lang, b in fences if lang not in ("text",)), inner.strip())
         call = Draft(position, "assistant", "file_edit", f"{name} {path}\n{diff}", ts, name,
                      {"path": path, "paths": [path]})
