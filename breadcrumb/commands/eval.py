@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep the questions already in the report (--out, same --k, "
                         "--max-tokens and embedder) and ask only the others: the dev set "
                         "runs in slices")
+    p.add_argument("--real-sessions", type=Path, default=None, metavar="DIR",
+                   help="real agent sessions laid out as DIR/<agent>/... (prepared from the "
+                        "sources the question set lists; not shipped): import them, ask the "
+                        "real-session questions, report hits overall and per agent")
+    p.add_argument("--real-questions", type=Path, default=None, metavar="FILE",
+                   help="question set for --real-sessions (default "
+                        "eval/agents/real_questions.jsonl of the repository)")
     p.add_argument("--thresholds", type=Path, default=None,
                    help="JSON file {threshold name: limit}; flags below override it")
     for name in THRESHOLDS:
@@ -84,7 +91,7 @@ def _thresholds(args: argparse.Namespace) -> dict[str, float]:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from breadcrumb.eval import locomo
+    from breadcrumb.eval import locomo, realsessions
     from breadcrumb.eval.runner import THRESHOLDS, EvalConfig
 
     def pick(value: Any, full: Any, fast: Any) -> Any:
@@ -93,6 +100,11 @@ def _config(args: argparse.Namespace) -> Any:
     lme = args.longmemeval
     if lme is not None and not lme.is_dir():
         raise ValueError(f"--longmemeval: no such directory: {lme}")
+    real = args.real_sessions
+    if real is not None and not real.is_dir():
+        raise ValueError(f"--real-sessions: no such directory: {real}")
+    if args.real_questions is not None and real is None:
+        raise ValueError("--real-questions needs --real-sessions DIR")
     if min(args.longmemeval_per_type, args.longmemeval_questions) < 0:
         raise ValueError("--longmemeval-per-type and --longmemeval-questions must be >= 0")
     conversations = pick(args.locomo_conversations, 0 if lme else 5, 0 if lme else 1)
@@ -122,7 +134,24 @@ def _config(args: argparse.Namespace) -> Any:
         thresholds=thresholds, longmemeval_dir=lme,
         longmemeval_per_type=args.longmemeval_per_type,
         longmemeval_questions=args.longmemeval_questions,
+        real_sessions_dir=real,
+        real_questions=args.real_questions or realsessions.DEFAULT_QUESTIONS,
+        command=_command(args) if real is not None else "",
     )
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The ``breadcrumb eval`` line that reproduces a real-sessions run (for the report)."""
+    # folder names only: the report is shareable, the user's paths stay on the machine
+    parts = ["breadcrumb eval", f"--real-sessions {args.real_sessions.name}"]
+    if args.real_questions is not None:
+        parts.append(f"--real-questions {args.real_questions.name}")
+    if args.embedder:
+        parts.append(f"--embedder {args.embedder}")
+    parts += [f"--k {args.k}", f"--max-tokens {args.max_tokens}"]
+    if args.no_golden:
+        parts.append("--no-golden")
+    return " ".join(parts)
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
@@ -179,6 +208,10 @@ def _headline(results: dict[str, Any], paths: dict[str, Path]) -> str:
         for method, s in results.get(section, {}).get("summary", {}).items():
             cells = ", ".join(f"{k} {fmt(s.get(k))}" for k in keys)
             lines.append(f"{section:7s} {method:16s} n={s['questions']}: {cells}")
+    for method, s in results.get("real_sessions", {}).get("summary", {}).items():
+        a = s["all"]
+        lines.append(f"real    {method:16s} n={a['questions']}: value in evidence "
+                     f"{a['hits']}/{a['questions']} ({fmt(a['hit_rate'])})")
     for method, s in results.get("longmemeval", {}).get("summary", {}).items():
         a = s["all"]
         lines.append(f"longmemeval {method:16s} n={a['questions']}: turn_recall "

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from breadcrumb.eval import realsessions
 from breadcrumb.eval.methods import BREADCRUMB, LABELS, METHODS
 
 GOLDEN_COLUMNS = (
@@ -59,6 +60,8 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         out += _locomo_section(results["locomo"], results.get("locomo_skipped", {}))
     if "longmemeval" in results:
         out += longmemeval_section(results["longmemeval"])
+    if "real_sessions" in results:
+        out += realsessions.section(results["real_sessions"])
     out += ["## Thresholds", ""]
     verdicts = results.get("thresholds", [])
     out += [f"- {'PASS' if v['passed'] else 'FAIL'} `{v['name']}`: {v['metric']} = "
@@ -237,6 +240,10 @@ def chart(results: dict[str, Any], path: Path) -> None:
                        {k: v["all"] for k, v in results["longmemeval"]["summary"].items()},
                        [("turn_recall", "Turn"), ("session_recall_all", "Sess.-all"),
                         ("current_value", "Current")]))
+    if results.get("real_sessions", {}).get("summary"):
+        panels.append(("Real agent sessions",
+                       {k: v["all"] for k, v in results["real_sessions"]["summary"].items()},
+                       [("hit_rate", "Value in evidence")]))
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(6 * max(1, len(panels)), 4))
     axes = axes if len(panels) > 1 else [axes]
     for ax, (title, summary, metrics) in zip(axes, panels, strict=False):

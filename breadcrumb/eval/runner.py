@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.eval import golden, locomo, longmemeval
+from breadcrumb.eval import golden, locomo, longmemeval, realsessions
 from breadcrumb.eval.methods import BREADCRUMB, RAW, SUMMARY, Answer, Query, RawSearch, ask_recall
 
 #: LongMemEval's extra method: Breadcrumb with ``mode="auto"`` (Decide chooses).
@@ -36,6 +36,10 @@ class EvalConfig:
     longmemeval_resume: list[dict[str, Any]] = field(default_factory=list)
     #: the code that asked (``git describe`` of the checkout, when there is one)
     code_version: str | None = None
+    real_sessions_dir: Path | None = None
+    real_questions: Path = realsessions.DEFAULT_QUESTIONS
+    #: the command line, for the report (``breadcrumb eval --real-sessions …``)
+    command: str = ""
 
 
 def _bar(total: int, desc: str) -> Any:
@@ -155,6 +159,32 @@ def _summarize_longmemeval(section: dict[str, Any], methods: dict[str, Any]) -> 
     section["code_versions"] = sorted({str(r.get("code") or "unrecorded") for r in rows})
 
 
+def run_real_sessions(runtime: Any, cfg: EvalConfig, out: dict[str, Any]) -> None:
+    """Import ``DIR/<agent>/`` for the agents of the question set, ask every question
+    (Breadcrumb ``mode=source`` and the raw-chunk baseline), score hits per agent."""
+    assert cfg.real_sessions_dir is not None
+    questions = realsessions.load_questions(cfg.real_questions)
+    sessions = realsessions.load_sessions(cfg.real_sessions_dir, (q.agent for q in questions))
+    if not sessions.events:
+        raise ValueError(f"--real-sessions {cfg.real_sessions_dir}: no sessions of "
+                         f"{', '.join(sorted({q.agent for q in questions}))} found")
+    took = ingest(runtime, sessions.events)
+    raw = RawSearch(runtime, lexical=True)
+    methods: dict[str, Callable[[Query], Answer]] = {
+        BREADCRUMB: lambda q: ask_recall(runtime, q, BREADCRUMB), RAW: raw}
+    asked = [q for q in questions if q.agent in sessions.agents]
+    with _bar(len(asked) * len(methods), "real sessions") as bar:
+        rows = realsessions.ask_all(questions, methods, cfg.k, cfg.max_tokens,
+                                    set(sessions.agents), bar.update)
+    out["real_sessions"] = {
+        "directory": cfg.real_sessions_dir.name, "question_set": cfg.real_questions.name,
+        "command": cfg.command, "questions": len(questions), "k": cfg.k,
+        "max_tokens": cfg.max_tokens, "events": len(sessions.events), "ingest": took,
+        "agents": sessions.agents, "missing": sessions.missing, "failed": sessions.failed,
+        "ignored": sessions.ignored, "rows": rows,
+        "summary": {name: realsessions.summarize(rows, name) for name in methods}}
+
+
 def run(runtime: Any, cfg: EvalConfig,
         progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The whole evaluation; returns the JSON-ready results."""
@@ -190,6 +220,8 @@ def run(runtime: Any, cfg: EvalConfig,
             }
         if cfg.longmemeval_dir is not None:
             run_longmemeval(runtime, cfg, out, progress)
+        if cfg.real_sessions_dir is not None:
+            run_real_sessions(runtime, cfg, out)
     out["thresholds"] = check_thresholds(out, cfg.thresholds)
     return out
 
@@ -200,7 +232,8 @@ def _config_view(cfg: EvalConfig) -> dict[str, Any]:
             "locomo_sessions": cfg.locomo_sessions, "locomo_questions": cfg.locomo_questions,
             "longmemeval_dir": cfg.longmemeval_dir.name if cfg.longmemeval_dir else None,
             "longmemeval_per_type": cfg.longmemeval_per_type,
-            "longmemeval_questions": cfg.longmemeval_questions}
+            "longmemeval_questions": cfg.longmemeval_questions,
+            "real_sessions": cfg.real_sessions_dir.name if cfg.real_sessions_dir else None}
 
 
 #: Threshold names → (section, method, metric, direction).
@@ -212,6 +245,7 @@ THRESHOLDS: dict[str, tuple[str, str, str, str]] = {
     "min_decide": ("golden", BREADCRUMB, "decide_accuracy", "min"),
     "min_locomo_source_hit5": ("locomo", BREADCRUMB, "source_hit5", "min"),
     "min_locomo_evidence": ("locomo", BREADCRUMB, "evidence_any", "min"),
+    "min_real_sessions_hit": ("real_sessions", BREADCRUMB, "hit_rate", "min"),
 }
 
 
@@ -223,7 +257,9 @@ def check_thresholds(results: dict[str, Any], thresholds: dict[str, float]
         if name not in THRESHOLDS:
             raise ValueError(f"unknown threshold {name!r}; known: {', '.join(THRESHOLDS)}")
         section, method, metric, direction = THRESHOLDS[name]
-        value = results.get(section, {}).get("summary", {}).get(method, {}).get(metric)
+        found = results.get(section, {}).get("summary", {}).get(method, {})
+        value = found.get("all", {}).get(metric) if section == "real_sessions" else \
+            found.get(metric)
         ok = value is not None and (value >= limit if direction == "min" else value <= limit)
         verdicts.append({"name": name, "metric": f"{section}.{method}.{metric}",
                          "limit": limit, "value": value, "passed": ok})

@@ -232,7 +232,8 @@ def transcripts_in(folder: Path) -> Iterator[Path]:
     """Transcript files under ``folder``, in path order: ``*.jsonl`` / ``*.json``, aider
     histories and SpecStory exports (``*.md``), OpenCode stores (``opencode.db``). A Cline
     ``ui_messages.json`` is left out when its task's ``api_conversation_history.json`` is
-    beside it (the same task, the model's view)."""
+    beside it (the same task, the model's view); side files (Claude Code's
+    ``subagents/agent-<id>.meta.json``, Roo's ``history_item.json`` …) are no transcripts."""
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or path.suffix not in SUFFIXES:
             continue
@@ -245,8 +246,8 @@ def transcripts_in(folder: Path) -> Iterator[Path]:
         if path.name == "ui_messages.json" and path.with_name(
                 "api_conversation_history.json").is_file():
             continue
-        if path.name in _SIDE_FILES:
-            continue
+        if path.name in _SIDE_FILES or path.name.endswith(".meta.json"):
+            continue  # .meta.json: Claude Code's subagents/agent-<id>.meta.json (type, task)
         yield path
 
 

@@ -275,9 +275,21 @@ def _ident(fmt: str, options: ImportOptions, thread: str, position: str) -> str:
     return str(uuid.uuid5(IMPORT_NAMESPACE, name))
 
 
+#: terminal colour / cursor escapes (CSI, OSC, charset) a shell's output carries
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z])")
+_OUTPUT_KINDS = frozenset({"tool_result", "test_result"})
+
+
+def plain_output(text: str) -> str:
+    """A tool's output as the terminal showed it: colour and cursor escapes removed (a
+    coloured ``Error: No configuration files`` is that text, findable verbatim)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 def _event(draft: Draft, ts: str, base: dict[str, Any], event_id: str) -> dict[str, Any]:
+    content = plain_output(draft.content) if draft.kind in _OUTPUT_KINDS else draft.content
     event: dict[str, Any] = {"event_id": event_id, **base, "ts": ts, "role": draft.role,
-                             "kind": draft.kind, "content": draft.content}
+                             "kind": draft.kind, "content": content}
     if draft.tool:
         event["tool"] = draft.tool[:128]
     if draft.attrs:

@@ -37,6 +37,10 @@ _TOOL_RE = re.compile(
     r"(?:\s*</tool-use>)?", re.DOTALL)
 _FENCE_RE = re.compile(r"```([\w+-]*)\n(.*?)\n```", re.DOTALL)
 _INLINE_RE = re.compile(r"^\s*`([^`\n]+)`\s*$", re.MULTILINE)
+#: v2's model reasoning: ``<think><details><summary>Thought Process</summary>…</details></think>``
+_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL)
+_WROTE_RE = re.compile(r"(?:The file (\S+) has been (?:updated|created)|"
+                       r"File created successfully at: (\S+))")
 _SHELL_LANGS = frozenset({"bash", "sh", "shell", "zsh", "console", "powershell"})
 
 
@@ -67,6 +71,9 @@ def parse_text(text: str) -> Parsed:
         end = turns[number + 1].start() if number + 1 < len(turns) else len(text)
         body = text[turn.end(): end].strip()
         body = body[:-3].rstrip() if body.endswith("---") else body
+        body, thoughts = _THINK_RE.subn("", body)  # reasoning, as every importer skips it
+        if thoughts:
+            parsed.skipped["thinking block"] += thoughts
         role = "user" if turn.group(1) == "User" else "assistant"
         ts = _time(turn.group(2) or "") or (start_ts if number == 0 else None)
         parsed.drafts.extend(_turn(str(number), role, body, ts, calls))
@@ -116,6 +123,9 @@ def _tool(position: str, tool: re.Match[str], ts: str | None,
         call.tool = name
     elif kind in ("write", "edit") or any(lang == "diff" for lang, _ in fences):
         path = inline.group(1) if inline else tool.group(4).strip()
+        if not path and (named := _WROTE_RE.search(inner)) is not None:
+            # v2 keeps only the tool's reply: "The file … has been updated."
+            path = named.group(1) or named.group(2)
         diff = next((b for lang, b in fences if lang not in ("text",)), inner.strip())
         call = Draft(position, "assistant", "file_edit", f"{name} {path}\n{diff}", ts, name,
                      {"path": path, "paths": [path]})

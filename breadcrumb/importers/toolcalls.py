@@ -31,8 +31,8 @@ from breadcrumb.importers.common import (
 SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command", "execute_command",
                          "run_terminal_cmd", "run_in_terminal", "powershell", "terminal",
                          "run_command", "exec_command", "command"})
-_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "target_file", "filename",
-              "notebook_path")
+_PATH_KEYS = ("file_path", "filePath", "path", "absolute_path", "absolutePath", "target_file",
+              "filename", "notebook_path")  # absolutePath: Cline 3.x native tool_use
 _OLD_KEYS = ("old_string", "oldString", "old_str", "search")
 _NEW_KEYS = ("new_string", "newString", "new_str", "replace")
 _WRITTEN_KEYS = ("content", "contents", "file_text", "code_edit", "new_source")

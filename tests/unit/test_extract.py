@@ -69,3 +69,42 @@ def test_quotes_must_be_verbatim() -> None:
     event = _event(5, "alpha\nRATE_LIMIT_RPS=20\nomega")
     lines = quoted_lines(["RATE_LIMIT_RPS=20", "RATE_LIMIT_RPS=25"], [event])
     assert [ln.text for ln in lines] == ["RATE_LIMIT_RPS=20"]
+
+
+def _edit(index: int, content: str) -> Event:
+    return Event(event_id=f"e{index}", user_id="u", thread_id="t", ts="2026-11-01T00:00:00Z",
+                 role="assistant", kind="file_edit", content=content, index=index)
+
+
+def test_an_edit_answers_with_its_added_line_not_only_its_header() -> None:
+    # as the importers render a Claude Code Edit: header, --- old / +++ new sections
+    edit = _edit(1, 'Edit /home/dev/ledger/Cargo.toml\n--- old\n[workspace]\n'
+                    '+++ new\n[workspace]\nresolver = "3"')
+    asked = _event(0, "set the workspace resolver to 3")
+    cut = extract_lines("What resolver line did we add to the ledger workspace Cargo.toml?",
+                        [asked, edit], 800, estimate_tokens)
+    lines = cut.text.splitlines()
+    assert 'resolver = "3"' in lines  # the header's path terms count for its lines
+    assert "--- old" not in lines and "+++ new" not in lines  # markers are no evidence
+
+
+def test_a_written_file_offers_the_line_asked_about() -> None:
+    body = "\n".join(f"# setting {i}" for i in range(40))
+    write = _edit(2, f"Write /srv/app/backend/.env.example\n{body}\n"
+                     "EMBEDDING_MODEL=BAAI/bge-base-en-v1.5\nCHAT_MODEL=deepseek-chat")
+    cut = extract_lines("What EMBEDDING_MODEL did we put in backend/.env.example?", [write], 800,
+                        estimate_tokens)
+    assert "EMBEDDING_MODEL=BAAI/bge-base-en-v1.5" in cut.text.splitlines()
+
+
+def test_search_replace_blocks_rank_the_new_side_and_drop_their_markers() -> None:
+    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.passages import Passage as P
+
+    text = ("edit settings.py\n<<<<<<< SEARCH\nTIMEOUT_SECONDS = 30\n=======\n"
+            "TIMEOUT_SECONDS = 47\n>>>>>>> REPLACE")
+    # a chunk passage carries no kind: the blocks themselves say it is an edit
+    scored = {ln.text: ln.score for ln in score_exact(
+        "What client timeout did we set in settings.py?", [P("e1", 1, 0, text)])}
+    assert scored["TIMEOUT_SECONDS = 47"] > scored["TIMEOUT_SECONDS = 30"]
+    assert not {"<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE"} & set(scored)

@@ -31,6 +31,7 @@ from functools import lru_cache, partial
 from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, query_terms
+from breadcrumb.query_api.recall.extract.edits import EDIT_MARKERS, EditLines, is_edit
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
 from breadcrumb.query_api.recall.query import Query, QueryIntent, analyze_query
@@ -77,6 +78,7 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
+
 # ---------------------------------------------------------------- word-exact
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
                 w: LineWeights = EXACT) -> list[Line]:
@@ -85,10 +87,16 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     terms = query_terms(query)
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:
+        edit = EditLines(passage, terms) if is_edit(passage) else None
         for start, end, text in split_lines(passage):
+            if edit is not None and edit.marker(start, text):
+                continue
             if _DIFF_HEADER.match(text):
                 continue
-            base = _line_score(text, passage, terms, intent, w)
+            base = _line_score(text, passage, terms, intent, w,
+                               edit.side(start) if edit is not None else "")
+            if base > 0 and edit is not None and not edit.is_header(start):
+                base += edit.context(text)
             if base > 0:
                 found.append((passage, start, end, text, base))
     shapes = Counter(_shape(text) for _p, _s, _e, text, _b in found)
@@ -100,16 +108,16 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
 
 
 def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
-                w: LineWeights) -> float:
+                w: LineWeights, side: str = "") -> float:
     line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
     score = sum(v for t, v in terms.items() if t in line_terms)
     if intent.failure and FAILURE.search(text):
         score += w.failure
     if score <= 0:
         return 0.0
-    if passage.kind == "file_edit" and text.startswith("+"):
+    if side == "new" or passage.kind == "file_edit" and not side and text.startswith("+"):
         score += w.added_line
-    elif passage.kind == "file_edit" and text.startswith("-"):
+    elif side == "old" or passage.kind == "file_edit" and not side and text.startswith("-"):
         score -= w.removed_line
     if _DECISION.search(text[:MAX_LINE_CHARS]):
         score += w.decision
@@ -228,8 +236,11 @@ def _fused(groups: list[_Group], weights: dict[str, float],
         rng = w.range * range_score.get(f.memory_id, 0.0)
         role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
         date = f.passage.event_id in dated
+        header = _edit_header(f.passage, lines, keys)
         for line in lines:
             common = line[3] & keys
+            if common and header and line[0] != f.passage.offset:
+                common = common | header  # a line of an edit is about the file it names
             if not common:
                 lexical = 0.0
             elif len(common) == 1:
@@ -244,6 +255,14 @@ def _fused(groups: list[_Group], weights: dict[str, float],
                 score += w.date
             out.append(score)
     return out
+
+
+def _edit_header(passage: Passage, lines: list[_Line], keys: frozenset[str]) -> frozenset[str]:
+    """The question terms an edit's header line (``Edit path``) holds, for its other lines."""
+    if not is_edit(passage) or not lines or lines[0][0] != passage.offset \
+            or passage.offset != 0:
+        return frozenset()
+    return lines[0][3] & keys
 
 
 def score_semantic(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
@@ -276,7 +295,7 @@ def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     diff = not keep_removed and _DIFF.search(text) is not None
     return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
-                 if not (diff and _removed(line)))
+                 if not (diff and _removed(line)) and line not in EDIT_MARKERS)
 
 
 def _removed(line: str) -> bool:

@@ -1,0 +1,89 @@
+"""Where a line of a file edit stands: header, old side, new side, markers.
+
+The importers render an edit as ``<Tool> <path>`` then ``--- old`` / ``+++ new`` sections
+(``importers.common.render_edit``), a write as ``<Tool> <path>`` then the content, and
+keep aider / Cline SEARCH / REPLACE blocks and unified diffs as written. Extract's
+scorers (:mod:`.scoring`) ask :class:`EditLines` which side a line is on, leave the
+markers out and let the edit's header (the file the user names) count for its lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from breadcrumb.processors.lexical import lexical_terms
+from breadcrumb.query_api.recall.passages import Passage
+
+MAX_LINE_CHARS = 4000
+_DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
+#: the markers of an importer's rendered edit (``common.render_edit``) and of SEARCH /
+#: REPLACE blocks: no evidence
+EDIT_MARKERS = frozenset({"--- old", "+++ new", "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE",
+                           "------- SEARCH", "+++++++ REPLACE"})
+RENDERED_EDIT = re.compile(r"^--- old$(?s:.*)^\+\+\+ new$|^(<<<<<<<|-------) SEARCH$", re.M)
+#: SEARCH / REPLACE blocks (aider, Cline): the old side, the divider, the end
+_SEARCH, _DIVIDER, _REPLACE = ("<<<<<<< SEARCH", "------- SEARCH"), "=======", \
+    (">>>>>>> REPLACE", "+++++++ REPLACE")
+
+
+def is_edit(passage: Passage) -> bool:
+    """A file edit: by its kind, or (a chunk passage has none) by an importer's rendered
+    ``--- old`` / ``+++ new`` sections."""
+    return passage.kind == "file_edit" or RENDERED_EDIT.search(passage.text) is not None
+
+
+class EditLines:
+    """Where a line of a ``file_edit`` stands: the header naming the file (``Edit path``,
+    ``apply_patch`` …), the ``--- old`` / ``+++ new`` markers of an importer's rendered
+    edit, and the side of each line (``old``, ``new``: a ``+++ new`` section, a write's
+    content, a diff's ``+`` line; ``""``: let the ``+`` / ``-`` prefix tell). A line of
+    the edit is about the file its header names: the question terms the header holds
+    (the file the user names) count for the line too, so an added ``resolver = "3"`` is
+    not outranked by its own ``Edit …/Cargo.toml`` header."""
+
+    def __init__(self, passage: Passage, terms: dict[str, float]) -> None:
+        self.header_end = -1
+        self.new_from = self.old_from = -1
+        self.marked = False
+        self.header_terms: dict[str, float] = {}
+        if passage.offset == 0:  # the passage starts at the event: its first line is the header
+            first = passage.text.split("\n", 1)[0]
+            self.header_end = len(first)
+            head = set(lexical_terms(first[:MAX_LINE_CHARS]))
+            self.header_terms = {t: v for t, v in terms.items() if t in head}
+        self.unified = _DIFF.search(passage.text) is not None
+
+    def marker(self, start: int, text: str) -> bool:
+        """Whether this is a marker line (``--- old`` / ``+++ new``, a SEARCH / REPLACE
+        block's) and note the side the lines after it are on."""
+        if text == "--- old" or text in _SEARCH:
+            self.old_from, self.new_from, self.marked = start, -1, True
+            return True
+        if (text == "+++ new" or text == _DIVIDER) and self.marked:
+            self.new_from = start
+            return True
+        if text in _REPLACE and self.marked:
+            self.old_from = self.new_from = -1
+            return True
+        return False
+
+    def is_header(self, start: int) -> bool:
+        return start == 0 and self.header_end >= 0
+
+    def side(self, start: int) -> str:
+        if self.new_from >= 0 and start > self.new_from:
+            return "new"
+        if self.old_from >= 0 and start > self.old_from:
+            return "old"
+        if self.marked:
+            return ""  # between blocks: the +/- prefix tells, if any
+        if not self.marked and not self.unified and self.header_end >= 0 \
+                and start > self.header_end:
+            return "new"  # a write: its content is what the file now holds
+        return ""
+
+    def context(self, text: str) -> float:
+        if not self.header_terms:
+            return 0.0
+        own = set(lexical_terms(text[:MAX_LINE_CHARS]))
+        return sum(v for t, v in self.header_terms.items() if t not in own)
