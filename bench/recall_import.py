@@ -13,8 +13,10 @@ were). Prints p50 / p95 / max idle and during the import, the ratios (same run),
 
 Without ``--sessions`` the sessions are generated: real-session-shaped Claude Code work
 (user asks, tool calls, file bodies of 2-20 KB, test logs, diffs; ~188 events each). With
-``--sessions DIR`` the transcripts in DIR are imported with ``breadcrumb import --url``
-instead (any format it reads; never committed here).
+``--sessions DIR`` the transcripts in DIR are imported once with ``breadcrumb import --url``
+instead (any format it reads; never committed here): the recalls during it may then be
+fewer than ``--recalls``. ``--spy PY_SPY`` dumps the server's stacks during every recall
+still running after ``--spy-after`` seconds (where a stall waits).
 """
 
 from __future__ import annotations
@@ -239,7 +241,7 @@ def run(args: argparse.Namespace) -> tuple[list[float], list[float], float, int]
                         with httpx.Client(base_url=url, timeout=60) as mine:
                             while pending(mine) > 0 and not done.is_set():
                                 time.sleep(0.2)
-                        if args.once:
+                        if args.once or args.sessions:  # a re-import is all duplicates
                             break
 
                 worker = threading.Thread(target=importer, daemon=True)

