@@ -198,6 +198,12 @@ def connect(settings: Settings, url: str | None = None) -> Backend:
     return LocalBackend(settings, lock)
 
 
+def _all_keyed(items: list[Any]) -> bool:
+    """Whether every item names its tenant and thread (else the key's tenant fills one in)."""
+    return all(isinstance(item, dict) and isinstance(item.get("user_id"), str)
+               and isinstance(item.get("thread_id"), str) for item in items)
+
+
 def _thread_keys(items: list[Any]) -> list[tuple[str, str]]:
     keys: dict[tuple[str, str], None] = {}
     for item in items:
@@ -269,11 +275,35 @@ class HttpBackend:
                bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         totals = _submit_batches(self.submit, items, batch)
+        keys = _thread_keys(items)
         if flush:
-            for user_id, thread_id in _thread_keys(items):
+            for user_id, thread_id in keys:
                 self._call("POST", "/v1/flush", json={"user_id": user_id, "thread_id": thread_id})
-        self.wait_processed(timeout, "pending" if flush else "unprocessed")
+        counter = "pending" if flush else "unprocessed"
+        if not _all_keyed(items) or not self._wait_threads(keys, timeout, counter):
+            self.wait_processed(timeout, counter)
         return _report(totals, bad_lines, started)
+
+    def _wait_threads(self, keys: list[tuple[str, str]], timeout: float, counter: str) -> bool:
+        """Poll ``GET /v1/threads/{id}/pending`` until each of these threads' ``counter``
+        is 0: an import waits for its own events, not for another import's (issue 29: a
+        7-line import waited 226 s behind a large one). False when the service does not
+        count a thread's backlog (cluster mode, an older server): wait on /v1/stats then."""
+        deadline = time.monotonic() + timeout
+        for user_id, thread_id in keys:
+            path = f"/v1/threads/{quote(thread_id, safe='')}/pending"
+            while True:
+                response = self._send("GET", path, params={"user_id": user_id})
+                if response.status_code == 404:
+                    return False
+                if response.status_code >= 400:
+                    raise ClientError(f"GET {path}: {response.status_code} {response.text}")
+                if int(response.json()[counter]) <= 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise ClientError(f"events still pending after {timeout} s")
+                time.sleep(0.1)
+        return True
 
     def wait_processed(self, timeout: float, counter: str = "pending") -> None:
         """Poll /v1/stats until ``counter`` reaches 0."""

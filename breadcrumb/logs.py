@@ -89,7 +89,9 @@ class PollingFilter(logging.Filter):
         if not isinstance(args, tuple) or len(args) < 5:
             return True
         path, status = str(args[2]).partition("?")[0], args[4]
-        return not (path in POLLED_PATHS and isinstance(status, int) and status < 400)
+        polled = path in POLLED_PATHS or (path.startswith("/v1/threads/")  # an import's wait
+                                          and path.endswith("/pending"))
+        return not (polled and isinstance(status, int) and status < 400)
 
 
 def uvicorn_log_config(settings: Settings, quiet_polling: bool = True) -> dict[str, Any] | None:

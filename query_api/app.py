@@ -29,6 +29,7 @@ from breadcrumb.query_api.routes_health import refuse_when_disk_low
 from breadcrumb.query_api.runtime import Runtime, stats
 from breadcrumb.query_api.telemetry import telemetry_of
 from breadcrumb.stores.data_dir import identity
+from breadcrumb.streams.gateway import PendingByThread
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,19 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
     @app.get("/v1/stats")
     async def get_stats() -> dict[str, Any]:
         return await run_in_threadpool(stats, runtime)
+
+    @app.get("/v1/threads/{thread_id:path}/pending")
+    async def get_thread_pending(
+        thread_id: str = Path(min_length=1, max_length=256),
+        user_id: str = Query(min_length=1, max_length=128),
+    ) -> dict[str, Any]:
+        """One thread's backlog (``breadcrumb import`` waits for its own threads only)."""
+        gateway = runtime.gateway
+        if not isinstance(gateway, PendingByThread):
+            raise ApiError(404, "not_tracked", "this service does not count a thread's "
+                           "backlog (cluster mode); wait on GET /v1/stats")
+        counts = await run_in_threadpool(gateway.thread_pending, user_id, thread_id)
+        return {"user_id": user_id, "thread_id": thread_id, **counts}
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:

@@ -66,6 +66,8 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("POST", re.compile(r"^/v1/flush$"), Rule(_PUBLISH, "body")),
     ("POST", re.compile(r"^/v1/recall(_source)?$"), Rule(_RECALL, "body")),
     ("GET", re.compile(r"^/v1/threads/.+/events$"), Rule(_READ, "query")),
+    # issue 29: an import (a publisher's key) waits for its own threads' backlog
+    ("GET", re.compile(r"^/v1/threads/.+/pending$"), Rule(ALL_ROLES, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+(/audit)?$"), Rule(_READ, "query")),
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
     # issue 26 (routes_browse, routes_forget): browse within the tenant; dead letters

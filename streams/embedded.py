@@ -142,6 +142,20 @@ class EmbeddedRunner:
         scanned = sched.scanned  # read before ``pending``: a concurrent scan only adds
         return sched.pending + int(self.store.count_log_after(scanned)) + self.passages_pending()
 
+    def thread_pending(self, user_id: str, thread_id: str) -> dict[str, int]:
+        """One thread's backlog: ``unprocessed`` log entries (events and flush markers) not
+        applied yet, and ``pending`` = those plus its events waiting in an open window
+        (``GET /v1/threads/{id}/pending``: what ``breadcrumb import`` waits for)."""
+        key = thread_key(user_id, thread_id)
+        sched = self._sched
+        scanned = sched.scanned  # read before the queue: a concurrent scan only adds
+        queue = sched.queues.get(key)
+        queued = len(queue) if queue is not None else 0
+        unprocessed = queued + int(self.store.count_log_after(scanned, key))
+        state = self.derived.get_state(key) or {}
+        return {"unprocessed": unprocessed,
+                "pending": unprocessed + len(state.get("pending") or ())}
+
     def passages_pending(self) -> int:
         """Memories written whose chunks' vectors are not yet (``/v1/stats``)."""
         lane = self._lane

@@ -58,6 +58,14 @@ class MeasuresFreshness(Protocol):
 
 
 @runtime_checkable
+class PendingByThread(Protocol):
+    """A gateway that tells one thread's backlog (``GET /v1/threads/{id}/pending``): an
+    import waits for its own events, not for every other import's (issue 29)."""
+
+    def thread_pending(self, user_id: str, thread_id: str) -> dict[str, int]: ...
+
+
+@runtime_checkable
 class TwoSpeeds(Protocol):
     """A gateway whose memories' passage vectors may follow later (two speeds)."""
 

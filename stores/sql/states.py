@@ -186,9 +186,13 @@ class LogStateMixin(SqlCore):
         """The newest log position flagged processed (0 when none)."""
         return self._scalar("SELECT MAX(seq) FROM event_log WHERE processed = 1")
 
-    def count_log_after(self, seq: int) -> int:
-        """Log entries after position ``seq`` (what a generation has not applied yet)."""
-        return self._scalar("SELECT COUNT(*) FROM event_log WHERE seq > ?", (seq,))
+    def count_log_after(self, seq: int, thread_key: str | None = None) -> int:
+        """Log entries after position ``seq`` (what a generation has not applied yet), of
+        one thread when ``thread_key`` is given."""
+        if thread_key is None:
+            return self._scalar("SELECT COUNT(*) FROM event_log WHERE seq > ?", (seq,))
+        return self._scalar("SELECT COUNT(*) FROM event_log WHERE seq > ? AND thread_key = ?",
+                            (seq, thread_key))
 
     def get_counters(self) -> dict[str, int]:
         """Every counter by name."""
