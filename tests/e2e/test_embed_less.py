@@ -1,5 +1,5 @@
 """Embed less (issues 14, 29): a 2,000-line tool output is embedded as ONE digest (its head,
-tail and informative lines) on its first chunk, while every line stays stored and
+tail and informative lines) on the chunk of its FAILED line, while every line stays stored and
 lexically searchable (real embedded runtime: SQLite + Qdrant Edge, hash embedder;
 one-speed and two-speed derivation)."""
 
@@ -72,7 +72,8 @@ def test_long_log_embeds_few_chunks_and_keeps_every_line(tmp_path: Path,
         flt = SearchFilter("u1", statuses=None)
         by_digest = runtime.index.search_chunks(flt, 1, dense=embedder.embed_passages(
             [summary])[0])
-        assert [h.id for h in by_digest] == [own[0].id]  # the digest's vector: chunk 0
+        failed = next(c for c in own if FAILING_NODE in c.text)
+        assert [h.id for h in by_digest] == [failed.id]  # the digest's vector: its error
 
         middle = "tests/test_cart.py::test_cart_case_0801"  # a PASSED line in the middle
         holder = next(c for c in own if middle in c.text)

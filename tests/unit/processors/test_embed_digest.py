@@ -105,8 +105,10 @@ def test_dense_texts_by_kind() -> None:
     assert texts[0] == "Please fix the failing test."  # a message: as it is
     assert texts[1] == 'Bash {"command": "make test"}'  # a short tool call: as it is
     out = texts[2:2 + len(pieces)]
-    assert out[0] == digest(log)  # a long output: one digest on its first chunk
-    assert out[1:] == [None] * (len(pieces) - 1)  # ... and no dense vector for the rest
+    failing = next(i for i, piece in enumerate(pieces) if "FAILED" in piece)
+    assert failing > 0
+    assert out[failing] == digest(log)  # a long output: one digest, on its error's chunk
+    assert out[:failing] + out[failing + 1:] == [None] * (len(pieces) - 1)  # none else
     assert texts[-2] == "ok\n"  # a short output: as it is
     assert texts[-1] == "no kind given"  # unknown kind: treated as a message
     assert to_embed(texts) == [t for t in texts if t is not None]
@@ -119,7 +121,8 @@ def test_long_tool_call_and_file_edit_are_digested_long_message_is_not() -> None
     pieces = [body[i:i + 1000] for i in range(0, len(body), 1000)]
     for kind in ("tool_call", "file_edit", "test_result"):
         texts = dense_texts(chunks("e", pieces), {"e": kind})
-        assert texts[0] == digest(body) and texts[1:] == [None] * (len(pieces) - 1)
+        assert texts[0] == digest(body)  # no error line: on the first chunk
+        assert texts[1:] == [None] * (len(pieces) - 1)
     said = [f"paragraph {i} of a long answer" for i in range(LONG_EVENT_CHUNKS)]
     texts = dense_texts(chunks("m", said), {"m": "message"})
     assert texts == said  # a message of up to LONG_EVENT_CHUNKS chunks: every chunk
