@@ -14,8 +14,9 @@ So, per event (its chunks, by ``event_id``):
 * **longer ones**: ONE :func:`digest` -- the head and tail lines, the error / warning /
   summary lines and the changed lines of a diff (``+`` / ``-``), in their order, bounded by
   :data:`DIGEST_MAX_CHARS` -- is embedded in place of their chunks. Its vector goes on the
-  point of the event's first chunk holding an error line, else its first chunk
-  (:func:`anchor`); the other chunks get no dense vector;
+  event's first chunk; the chunk of its first error line (:func:`anchor`), when another,
+  keeps its own vector (a search for the failure lands on it, and Extract's dense term
+  lifts its lines, not its neighbours'); the other chunks get no dense vector;
 * **a memory's** text (summary, "retrieve when", tags, hints) up to
   :data:`MEMORY_MAX_CHARS` (:func:`memory_dense_text`): the long tail of hints of a busy
   range stays in the lexical channel only.
@@ -54,7 +55,7 @@ MAX_CHANGED_LINES = 12
 _WORDS = ("error", "fail", "exception", "traceback", "panic", "fatal", "refused", "denied",
           "timeout", "timed out", "critical", "warning", "warn:", "deprecat", "assert",
           "exit code", "exit status", "not found", "no such file", "cannot", "can't")
-#: Words that make a chunk the digest's anchor (see :func:`anchor`).
+#: Words that keep a digested event's error chunk embedded (see :func:`anchor`).
 _ERROR_WORDS = ("error", "fail", "exception", "traceback", "panic", "fatal")
 _SUMMARY = re.compile(
     r"^\s*(?:={3,}.*\w.*={3,}|-{3,}.*\w.*-{3,}"
@@ -134,7 +135,10 @@ def dense_texts(chunks: Sequence[Chunk], kinds: Mapping[str, str]) -> list[str |
                 out[p] = chunks[p].text
         else:
             ordered = sorted(positions, key=lambda p: chunks[p].char_start)
-            out[anchor([chunks[p] for p in ordered], ordered)] = digest(text) or None
+            out[ordered[0]] = digest(text) or None
+            failing = anchor([chunks[p] for p in ordered], ordered)
+            if failing != ordered[0]:  # the chunk of its first error line: its own vector
+                out[failing] = chunks[failing].text
     return out
 
 
@@ -151,9 +155,8 @@ def memory_dense_text(text: str, max_chars: int | None = None) -> str:
 
 
 def anchor(own: Sequence[Chunk], positions: Sequence[int]) -> int:
-    """Which chunk of a digested event carries the digest's vector: the first one holding
-    an error word (the chunk a search for the failure should land on, whose lines the
-    dense similarity then lifts), else the first chunk. ``own`` in content order,
+    """The chunk of a digested event holding its first error word (else its first chunk):
+    it keeps its own dense vector beside the digest's. ``own`` in content order,
     ``positions`` theirs."""
     for chunk, position in zip(own, positions, strict=True):
         lowered = chunk.text.lower()

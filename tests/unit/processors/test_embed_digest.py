@@ -107,8 +107,10 @@ def test_dense_texts_by_kind() -> None:
     out = texts[2:2 + len(pieces)]
     failing = next(i for i, piece in enumerate(pieces) if "FAILED" in piece)
     assert failing > 0
-    assert out[failing] == digest(log)  # a long output: one digest, on its error's chunk
-    assert out[:failing] + out[failing + 1:] == [None] * (len(pieces) - 1)  # none else
+    assert out[0] == digest(log)  # a long output: one digest, on its first chunk
+    assert out[failing] == pieces[failing]  # the chunk of its first error: its own text
+    others = [t for i, t in enumerate(out) if i not in (0, failing)]
+    assert others == [None] * (len(pieces) - 2)  # no dense vector for the rest
     assert texts[-2] == "ok\n"  # a short output: as it is
     assert texts[-1] == "no kind given"  # unknown kind: treated as a message
     assert to_embed(texts) == [t for t in texts if t is not None]
