@@ -22,13 +22,13 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.processors.embed_select import dense_mask, place
+from breadcrumb.processors.embed_digest import dense_column, dense_texts, to_embed
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.topics.records import Chunk, Observation
 
 PENDING = "passages_pending/"
-# (user_id, memory_id, its chunks, which of them get a dense vector: embed_select)
-Deferred = tuple[str, str, list[Chunk], list[bool]]
+# (user_id, memory_id, its chunks, the text of each one's dense vector or None: embed_digest)
+Deferred = tuple[str, str, list[Chunk], list[str | None]]
 
 
 def pending_name(user_id: str, memory_id: str) -> str:
@@ -56,17 +56,30 @@ class PassageLane:
         for name in sorted(names):
             user_id, memory_id = orjson.loads(name[len(PENDING):])
             chunks = self.service.memories.get_chunks(user_id, memory_id)
-            self.queue.append((user_id, memory_id, chunks, dense_mask(chunks)))
+            self.queue.append((user_id, memory_id, chunks, dense_texts(chunks,
+                                                                       self._kinds(chunks))))
         return len(names)
 
-    def defer(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None:
-        """Take these memories' chunks (call inside the transaction writing them)."""
-        for observation, chunks in built:
+    def _kinds(self, chunks: Sequence[Chunk]) -> dict[str, str]:
+        """The kinds of the events these chunks (of one memory: one thread) are cut from."""
+        if not chunks:
+            return {}
+        first = chunks[0]
+        events = self.service.raw.get_range(first.user_id, first.thread_id,
+                                            min(c.event_index for c in chunks),
+                                            max(c.event_index for c in chunks))
+        return {e.event_id: e.kind for e in events}
+
+    def defer(self, built: Sequence[tuple[Observation, list[Chunk], list[str | None]]]
+              ) -> None:
+        """Take these memories' chunks and their dense texts (call inside the transaction
+        writing them)."""
+        for observation, chunks, dense in built:
             if chunks:
                 self.derived.set_counter(pending_name(observation.user_id, observation.id),
                                          len(chunks))
                 self._staged.append((observation.user_id, observation.id, list(chunks),
-                                     dense_mask(chunks)))
+                                     list(dense)))
 
     def committed(self) -> None:
         """The transaction that deferred them committed: they are now due."""
@@ -79,9 +92,9 @@ class PassageLane:
 
     def work(self) -> int:
         """Write the vectors of the oldest memories' chunks (dense only for the chunks
-        ``embed_select.dense_mask`` picks), at most ``texts_per_slice``
-        texts (a long tool output spans several slices) in ONE embedding call and one
-        upsert; a memory's mark is dropped with its last chunk. Returns the chunks written
+        ``embed_digest.dense_texts`` gave a text: its own, or a long output's digest), at most
+        ``texts_per_slice`` chunks (a long tool output spans several slices) in ONE embedding call
+        and one upsert; a memory's mark is dropped with its last chunk. Returns the chunks written
         plus the memories finished (0: nothing was due)."""
         plan: list[tuple[int, int]] = []  # (queue position, chunks taken from its head)
         budget = self.texts_per_slice
@@ -94,19 +107,19 @@ class PassageLane:
         if not plan:
             return 0
         chunks = [c for position, take in plan for c in self.queue[position][2][:take]]
-        mask = [m for position, take in plan for m in self.queue[position][3][:take]]
+        dense = [t for position, take in plan for t in self.queue[position][3][:take]]
         if chunks:
-            texts = [c.text for c, chosen in zip(chunks, mask, strict=True) if chosen]
+            texts = to_embed(dense)
             vectors = self.service.embedder.embed_passages(texts) if texts else []
-            self.service.index.upsert_chunks(chunks, place(mask, vectors),
+            self.service.index.upsert_chunks(chunks, dense_column(dense, vectors),
                                              [sparse_vector(c.text) for c in chunks])
         finished = [self.queue[p][:2] for p, take in plan if take == len(self.queue[p][2])]
         if finished:
             self.derived.drop_counters([pending_name(u, m) for u, m in finished])
         last, take = plan[-1]
-        user, memory, own, own_mask = self.queue[last]
+        user, memory, own, own_dense = self.queue[last]
         if take < len(own):  # only the last memory of a slice can be partly done
-            self.queue[last] = (user, memory, own[take:], own_mask[take:])
+            self.queue[last] = (user, memory, own[take:], own_dense[take:])
         for _ in range(len(finished)):
             self.queue.popleft()
         return len(chunks) + len(finished)

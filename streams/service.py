@@ -17,7 +17,12 @@ from typing import Any, Protocol
 import orjson
 
 from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
-from breadcrumb.processors.embed_select import dense_mask, place
+from breadcrumb.processors.embed_digest import (
+    dense_column,
+    dense_texts,
+    memory_dense_text,
+    to_embed,
+)
 from breadcrumb.processors.lexical import SparseVectors
 from breadcrumb.processors.observer import ObserverConfig, observe
 from breadcrumb.processors.segmenter import SegmenterConfig, ThreadState, flush
@@ -74,10 +79,15 @@ class MemoryHooks(Protocol):
               ) -> AbstractContextManager[None]: ...
 
 
+#: A built memory: its observation, its chunks and the text each chunk's dense vector is
+#: made of (``processors.embed_digest.dense_texts``; None: no dense vector).
+Built = tuple[Observation, list[Chunk], list[str | None]]
+
+
 class PassageSink(Protocol):
     """Two speeds (``streams.passage_lane``): takes the chunks whose vectors come later."""
 
-    def defer(self, built: Sequence[tuple[Observation, list[Chunk]]]) -> None: ...
+    def defer(self, built: Sequence[Built]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -155,7 +165,7 @@ class IngestService:
         self.on_observation = hooks.on_observation if hooks is not None else on_observation
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
-        self._pending: list[tuple[Observation, list[Chunk]]] | None = None  # see batched()
+        self._pending: list[Built] | None = None  # see batched()
         self._context = BatchContext()  # the block's context (batched()); empty outside one
         self.embed_seconds_per_text: float | None = None  # measured, a moving average
         self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
@@ -260,26 +270,28 @@ class IngestService:
         chunks = chunk_events(
             events, observation.id, self.config.chunker, self.embedder.count_tokens
         )
+        # embed less: what each chunk's dense vector is made of (a digest for long outputs)
+        built = (observation, chunks, dense_texts(chunks, {e.event_id: e.kind for e in events}))
         if self._pending is not None:
-            self._pending.append((observation, chunks))
+            self._pending.append(built)
         else:
-            self._write_memories([(observation, chunks)])
+            self._write_memories([built])
         return observation
 
-    def _write_memories(self, built: Sequence[tuple[Observation, list[Chunk]]],
-                        plan: tuple[list[str], list[bool]] | None = None) -> None:
-        """Embed, index and store built memories: one embedding call, one upsert each for
-        memories and chunks (of a long event's chunks only the informative ones get a
-        dense vector: ``processors.embed_select``). Vectors first: an upsert by id is
-        idempotent, so a crash before the SQL commit is repaired by re-applying the
-        entries. With a passage lane in the block's context the chunks' rows are written
-        here and their vectors handed to the lane (two speeds)."""
+    def _write_memories(self, built: Sequence[Built],
+                        plan: tuple[list[str], list[str | None]] | None = None) -> None:
+        """Embed, index and store built memories: one embedding call, one upsert each for memories
+        and chunks (a chunk's dense vector is of the text ``dense_texts`` chose: its own, a long
+        output's digest, or none: ``processors.embed_digest``). Vectors first: an upsert by id is
+        idempotent, so a crash before the SQL commit is repaired by re-applying the entries. With
+        a passage lane in the block's context the chunks' rows are written here and their vectors
+        handed to the lane (two speeds)."""
         if not built:
             return
-        observations = [obs for obs, _ in built]
+        observations = [obs for obs, _, _ in built]
         lane = self._context.lane  # two speeds: the memories now, their chunks' vectors later
-        chunks = [] if lane is not None else [c for _, cs in built for c in cs]
-        texts, mask = plan or self._plan(built)
+        chunks = [] if lane is not None else [c for _, cs, _ in built for c in cs]
+        texts, dense = plan or self._plan(built)
         vectors = self._embed(texts)
         count = len(observations)
         known: dict[str, SparseVector] = {}  # sparse vectors computed when the index reads
@@ -288,32 +300,29 @@ class IngestService:
         if lane is not None:
             lane.defer(built)
         elif chunks:
-            self.index.upsert_chunks(chunks, place(mask, vectors[count:]),
+            self.index.upsert_chunks(chunks, dense_column(dense, vectors[count:]),
                                      SparseVectors([c.text for c in chunks], known))
         many = isinstance(self.memories, BatchedMemoryWrites)
         if isinstance(self.memories, BatchedMemoryWrites):  # issue 14: two statements
             self.memories.upsert_memories(observations)
-            self.memories.put_chunks([c for _, own in built for c in own])
+            self.memories.put_chunks([c for _, own, _ in built for c in own])
         with self._hooks_batched(observations if many else None):
-            for observation, own in built:
+            for observation, own, _ in built:
                 if not many:
                     self.memories.upsert_memory(observation)
                     self.memories.put_chunks(own)
                 if self.on_observation is not None:
                     self.on_observation(observation)
 
-    def _plan(self, built: Sequence[tuple[Observation, list[Chunk]]]
-              ) -> tuple[list[str], list[bool]]:
-        """What :meth:`_write_memories` embeds: the memories' texts, then their chosen
-        chunks' (unless the passage lane embeds those later); and the chunks' dense mask
-        (every chunk of ``built`` in order; empty with a passage lane)."""
-        texts = [obs.embedding_text for obs, _ in built]
+    def _plan(self, built: Sequence[Built]) -> tuple[list[str], list[str | None]]:
+        """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
+        dense texts (unless the passage lane embeds those later); and every chunk's dense
+        text or None (every chunk of ``built`` in order; empty with a passage lane)."""
+        texts = [memory_dense_text(obs.embedding_text) for obs, _, _ in built]
         if self._context.lane is not None:
             return texts, []
-        mask = [m for _, cs in built for m in dense_mask(cs)]  # embed less: chosen chunks
-        chunks = (c for _, cs in built for c in cs)
-        texts += [c.text for c, chosen in zip(chunks, mask, strict=True) if chosen]
-        return texts, mask
+        dense = [t for _, _, own in built for t in own]  # embed less: processors.embed_digest
+        return texts + to_embed(dense), dense
 
     def embeds_slowly(self) -> bool:
         """True when a batch's embedding outweighs processing it once more (measured

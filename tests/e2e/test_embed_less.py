@@ -1,6 +1,7 @@
-"""Embed less (issue 14): a 2,000-line tool output is embedded by its head, tail and
-informative chunks, while every line stays stored and lexically searchable (real embedded
-runtime: SQLite + Qdrant Edge, hash embedder; one-speed and two-speed derivation)."""
+"""Embed less (issues 14, 29): a 2,000-line tool output is embedded as ONE digest (its head,
+tail and informative lines) on its first chunk, plus the chunk of its FAILED line, while
+every line stays stored and lexically searchable (real embedded runtime: SQLite + Qdrant
+Edge, hash embedder; one-speed and two-speed derivation)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,7 @@ import pytest
 from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.settings import Settings
-from breadcrumb.processors.embed_select import (
-    HEAD_CHUNKS,
-    MAX_INFORMATIVE_CHUNKS,
-    TAIL_CHUNKS,
-)
+from breadcrumb.processors.embed_digest import DIGEST_MAX_CHARS, digest
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.stores.embedders.models import HashEmbedder
@@ -65,15 +62,22 @@ def test_long_log_embeds_few_chunks_and_keeps_every_line(tmp_path: Path,
         assert len(own) > 64
         assert "".join(c.text for c in own) == log  # every line stored, verbatim
         assert runtime.index.count()["chunks"] == len(stored)  # every chunk indexed
-        embedded_log_chunks = [t for t in embedder.texts if t in {c.text for c in own}]
-        assert len(embedded_log_chunks) <= HEAD_CHUNKS + TAIL_CHUNKS + MAX_INFORMATIVE_CHUNKS
-        assert any(FAILING_NODE in t for t in embedded_log_chunks)  # the FAILED line
-        assert any("1 failed, 1999 passed" in t for t in embedded_log_chunks)  # the summary
+        failed = next(c for c in own if FAILING_NODE in c.text)
+        embedded_chunks = [t for t in embedder.texts if t in {c.text for c in own}]
+        assert embedded_chunks == [failed.text]  # of its chunks, only its error's
+        summary = digest(log)
+        assert embedder.texts.count(summary) == 1  # the log's one dense text: its digest
+        assert len(summary) <= DIGEST_MAX_CHARS
+        assert FAILING_NODE in summary  # the FAILED line
+        assert "1 failed, 1999 passed" in summary  # the summary line
+        assert "Run the whole test suite before the release." in embedder.texts  # a message
+        flt = SearchFilter("u1", statuses=None)
+        by_digest = runtime.index.search_chunks(flt, 1, dense=embedder.embed_passages(
+            [summary])[0])
+        assert [h.id for h in by_digest] == [own[0].id]  # the digest's vector: chunk 0
 
         middle = "tests/test_cart.py::test_cart_case_0801"  # a PASSED line in the middle
         holder = next(c for c in own if middle in c.text)
-        assert holder.text not in embedded_log_chunks
-        flt = SearchFilter("u1", statuses=None)
         lexical = runtime.index.search_chunks(flt, 5, sparse=sparse_vector(middle))
         assert holder.id in [h.id for h in lexical]  # no dense vector, lexically found
         dense = runtime.index.search_chunks(flt, 200, dense=embedder.embed_query(middle))

@@ -11,8 +11,10 @@ from typing import Any
 from breadcrumb.eval.corpus import big_pytest_log
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
 from breadcrumb.infra.settings import Settings
+from breadcrumb.processors.embed_digest import digest
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.ports import SearchFilter
 
 
 class Recording(HashEmbedder):
@@ -99,5 +101,11 @@ def test_memories_first_then_passages_even_across_a_restart(tmp_path: Path) -> N
         assert again.index.count() == want_count
         assert _chunk_ids(again) == want_chunks
         assert not [n for n in again.store.get_counters() if n.startswith("passages_pending/")]
+        # the recovered slices embed what a live run embeds: the log's digest (its kind is
+        # re-read from the raw range) on its first chunk
+        vector = HashEmbedder().embed_passages([digest(big_pytest_log())])[0]
+        top = again.index.search_chunks(SearchFilter("u1", statuses=None), 1, dense=vector)
+        assert [(h.payload["event_id"], h.payload["char_start"]) for h in top] == [("ci-1", 0)]
+        assert top[0].score > 0.999  # the very vector, not a near one
     finally:
         again.stop()
