@@ -37,9 +37,9 @@ def file_body(rng: random.Random, path: str, env: str, value: str, size: int) ->
     """A source file of about ``size`` bytes with the exact ``env`` default inside."""
     lines = [f"\"\"\"{path}\"\"\"", "import os", "import logging", "", "log = logging."
              "getLogger(__name__)", ""]
-    planted = rng.randint(20, 60)
+    planted = rng.randint(10, 40)
     n = 0
-    while sum(len(x) + 1 for x in lines) < size:
+    while sum(len(x) + 7 for x in lines) < size or n < planted:  # + the line numbers
         n += 1
         lines.append(f"{env.upper()}_DEFAULT = \"{value}\"  # the value in production"
                      if n == planted else _code_line(rng, n))

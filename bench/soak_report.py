@@ -94,7 +94,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "retention_after_mb": round(ret["after_sweep"][size] / MB, 2),
         "retention_reusable_mb": round(ret["after_sweep"]["free_bytes"] / MB, 2),
         "retention_compacted_mb": round(ret["after_vacuum"][size] / MB, 2),
-        "retention_rows": {k: (ret["before"][k], ret["after_sweep"][k])
+        "retention_rows": {k: [ret["before"][k], ret["after_sweep"][k]]
                            for k in ret["before"] if k.startswith("rows_")},
         "cold_mb": round(ret["cold_bytes"] / MB, 2),
         "load1_mean": round(sum(loads) / len(loads), 2) if loads else None,

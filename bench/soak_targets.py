@@ -174,7 +174,7 @@ class Embedded:
                 **{f"rows_{t}": n for t, n in rows.items()}}
 
     def cleanup(self) -> None:
-        return None
+        self.stop()
 
 
 class Cluster:
