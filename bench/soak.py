@@ -35,6 +35,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cluster_scale import cpu_seconds  # noqa: E402
 from bench.soak_events import SoakAgent  # noqa: E402
 from bench.soak_load import Ledger, Window, agent_loop, pct, recaller_loop  # noqa: E402
 from bench.soak_report import summarise, write_reports  # noqa: E402
@@ -74,6 +75,7 @@ class Soak:
         return {"stored": self.tgt.stored(), "unprocessed": stats.get("unprocessed"),
                 "fresh": self.tgt.freshness(stats) if stats else {},
                 "rss": {name: rss_bytes(pid) for name, pid in pids.items()},
+                "cpu_s": {name: cpu_seconds(pid) if pid else 0.0 for name, pid in pids.items()},
                 "disk": self.tgt.disk()}
 
     async def sample(self, phase: str) -> dict[str, Any]:

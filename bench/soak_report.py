@@ -41,6 +41,22 @@ def _rss(steady: list[dict[str, Any]], start: float, end: float) -> dict[str, An
     return out
 
 
+def cpu_use(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per process over ``rows`` (one phase): share of one core busy, CPU ms per stored event
+    (a process restarted inside the phase counts from its first sample)."""
+    out: dict[str, Any] = {}
+    if len(rows) < 2:
+        return out
+    seconds = rows[-1]["t"] - rows[0]["t"]
+    stored = max(rows[-1]["stored"] - rows[0]["stored"], 1)
+    for name, end in rows[-1]["cpu_s"].items():
+        start = next((r["cpu_s"][name] for r in rows if r["cpu_s"].get(name)), end)
+        used = max(end - start, 0.0)
+        out[name] = {"core_pct": round(100 * used / max(seconds, 1e-6)),
+                     "cpu_ms_per_event": round(1000 * used / stored, 1)}
+    return out
+
+
 def summarise(result: dict[str, Any]) -> dict[str, Any]:
     """The issue's figures of one run, with pass / fail against the targets."""
     samples, marks = result["samples"], result["marks"]
@@ -97,6 +113,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "retention_rows": {k: [ret["before"][k], ret["after_sweep"][k]]
                            for k in ret["before"] if k.startswith("rows_")},
         "cold_mb": round(ret["cold_bytes"] / MB, 2),
+        "cpu_steady": cpu_use(steady),
+        "cpu_drain": cpu_use([r for r in samples if r["phase"] == "drain"]),
         "load1_mean": round(sum(loads) / len(loads), 2) if loads else None,
         "load1_max": round(max(loads), 2) if loads else None,
         "checks": checks,
@@ -136,6 +154,8 @@ def table(result: dict[str, Any]) -> list[str]:
         ("drain rate (backlog / drain time), throughput while draining",
          f"{s['drain_eps']} / {s['drain_throughput_eps']} events/s = {s['drain_ratio']}× "
          "the steady ingest rate", f"≥ 3× {_ok(c['drain_ratio'])}"),
+        ("CPU steady / while draining (share of one core, ms per stored event)",
+         f"{_cpu(s.get('cpu_steady', {}))} / {_cpu(s.get('cpu_drain', {}))}", ""),
         ("retention pass (sweeper at +8 / +31 / +38 d)", _changes(s['retention_changes']), ""),
         ("store size before → after the pass → compacted",
          f"{s['retention_before_mb']} → {s['retention_after_mb']} MB (reusable inside: "
@@ -149,6 +169,10 @@ def table(result: dict[str, Any]) -> list[str]:
     return ([f"### {run['mode']} (embedder {run['embedder']})", "", f"`{run['command']}`", "",
              "| figure | value | target |", "|---|---|---|"]
             + [f"| {a} | {b} | {t} |" for a, b, t in rows] + [""])
+
+
+def _cpu(use: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v['core_pct']} % {v['cpu_ms_per_event']} ms" for k, v in use.items())
 
 
 def _r(value: float | None) -> str:
@@ -180,7 +204,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
         axes[1].plot(t, [(r["fresh_p95_ms"] or float("nan")) / 1000 for r in rows],
                      color=colour, label=mode)
         for name in rows[-1]["rss"]:
-            axes[2].plot(t, [r["rss"].get(name, 0) / MB for r in rows], color=colour,
+            axes[2].plot(t, [(r["rss"].get(name) or float("nan")) / MB for r in rows],
+                         color=colour,
                          linestyle="-" if name != "serve" or mode == "embedded" else "--",
                          label=f"{mode} {name}")
         axes[3].plot(t, [_disk(r) / MB for r in rows], color=colour, label=mode)

@@ -15,7 +15,8 @@ from bench.soak_events import SoakAgent
 ROWS = ("steady phase", "ingest (acknowledged) / stored", "bytes per event sent",
         "freshness accepted→recallable p50 / p95", "recall p50 / p95 / max", "RSS over the last",
         "disk per stored event", "acknowledged / lost / duplicated", "s: backlog, restart, drain",
-        "drain rate (backlog / drain time)", "retention pass", "store size before → after",
+        "drain rate (backlog / drain time)", "CPU steady / while draining", "retention pass",
+        "store size before → after",
         "rows before → after", "load average")
 
 
