@@ -4,7 +4,8 @@
 targets (freshness p95 ≤ 10 s at the steady rate, RSS growth ≤ 10 % over the last 5
 minutes of the steady phase — the last half when it is shorter —, 0 lost, 0 duplicated,
 backlog drained at ≥ 3× the steady ingest rate). ``write_reports`` rebuilds the markdown
-table per mode and the over-time plot from every ``soak-<mode>.json`` in the folder.
+table per mode (then ``soak-notes.md``, the runner's reading of the figures, if present)
+and the over-time plot from every ``soak-<mode>.json`` in the folder.
 """
 
 from __future__ import annotations
@@ -234,6 +235,9 @@ def write_reports(folder: Path) -> None:
              "looked up in `raw_events` at the end.", "", "![over time](soak.png)", ""]
     for result in results:
         lines += table(result)
+    notes = folder / "soak-notes.md"  # what the figures mean, written by whoever ran them
+    if notes.exists():
+        lines += ["", notes.read_text()]
     (folder / "soak.md").write_text("\n".join(lines))
     if results:
         plot(results, folder / "soak.png")
