@@ -75,6 +75,7 @@ class Soak:
         return {"stored": self.tgt.stored(), "unprocessed": stats.get("unprocessed"),
                 "fresh": self.tgt.freshness(stats) if stats else {},
                 "rss": {name: rss_bytes(pid) for name, pid in pids.items()},
+                "rss_anon": {name: rss_bytes(pid, "RssAnon") for name, pid in pids.items()},
                 "cpu_s": {name: cpu_seconds(pid) if pid else 0.0 for name, pid in pids.items()},
                 "disk": self.tgt.disk()}
 
@@ -236,7 +237,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args.argv = [a for i, a in enumerate(given)  # the command as run, without where it wrote
+                 if a != "--out" and (i == 0 or given[i - 1] != "--out")]
     result = run(args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"soak-{args.mode}.json").write_bytes(

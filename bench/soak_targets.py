@@ -40,13 +40,14 @@ SWEEP_DAYS = (8, 31, 38)
 EVENT_TABLES = ("raw_events", "source_chunks", "agent_memories", "event_log")
 
 
-def rss_bytes(pid: int | None) -> int:
-    """Resident set size of a live process (0 when it is gone)."""
+def rss_bytes(pid: int | None, field: str = "VmRSS") -> int:
+    """Resident set size of a live process (0 when it is gone); ``field="RssAnon"``: its
+    anonymous part (heap), without file-backed mappings such as mmap'ed segments."""
     if pid is None:
         return 0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
