@@ -35,13 +35,13 @@ def _rss(steady: list[dict[str, Any]], start: float, end: float) -> dict[str, An
     out: dict[str, Any] = {"window_s": round(end - mid)}
     for name, value in last["rss"].items():
         base = first["rss"].get(name) or 0
-        anon = (last.get("rss_anon") or {}).get(name, 0), (first.get("rss_anon") or {}).get(name)
+        anon = (last.get("rss_anon") or {}).get(name), (first.get("rss_anon") or {}).get(name)
         out[name] = {"start_mb": round(steady[0]["rss"].get(name, 0) / MB, 1),
                      "mid_mb": round(base / MB, 1), "end_mb": round(value / MB, 1),
                      "max_mb": round(max(r["rss"].get(name, 0) for r in steady) / MB, 1),
                      "growth_pct": round(100.0 * (value - base) / base, 1) if base else None,
-                     "anon_mid_mb": round((anon[1] or 0) / MB, 1),
-                     "anon_end_mb": round(anon[0] / MB, 1)}
+                     "anon_mid_mb": None if anon[1] is None else round(anon[1] / MB, 1),
+                     "anon_end_mb": None if anon[0] is None else round(anon[0] / MB, 1)}
     return out
 
 
@@ -133,8 +133,9 @@ def table(result: dict[str, Any]) -> list[str]:
     """The markdown table of one mode."""
     s, run = result["summary"], result["run"]
     c, r = s["checks"], s["recall_ms"]
-    rss = "; ".join(f"{k} {v['mid_mb']} → {v['end_mb']} MB ({v['growth_pct']} %; "
-                    f"anonymous {v.get('anon_mid_mb')} → {v.get('anon_end_mb')} MB)"
+    rss = "; ".join(f"{k} {v['mid_mb']} → {v['end_mb']} MB ({v['growth_pct']} %"
+                    + (f"; anonymous {v['anon_mid_mb']} → {v['anon_end_mb']} MB)"
+                       if v.get("anon_end_mb") is not None else ")")
                     for k, v in s["rss"].items() if isinstance(v, dict))
     rows = [
         ("steady phase", f"{s['steady_s']} s, {run['agents']} agents × {run['rate']} ev/s "
@@ -230,6 +231,8 @@ def write_reports(folder: Path) -> None:
     """``soak.md`` and ``soak.png`` from every ``soak-<mode>.json`` in ``folder``."""
     results = [orjson.loads((folder / f"soak-{m}.json").read_bytes()) for m in MODES
                if (folder / f"soak-{m}.json").exists()]
+    for result in results:  # figures from the samples, as this version of the bench reads them
+        result["summary"] = summarise(result)
     lines = ["# Soak bench (issue 29)", "",
              "Made by `bench/soak.py` (see its docstring and docs/operations.md#soak-bench). "
              "Freshness is the service's own accepted → recallable measure: embedded, the "
