@@ -112,15 +112,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(data_dir: Path, embedder: str = "hash", wait_s: float = 90
+                 ) -> tuple[subprocess.Popen[bytes], str]:
+    """``breadcrumb serve`` (embedded) on a free port, its log beside ``data_dir``; returns
+    once ``/healthz`` answers (else kills it and exits)."""
     port = free_port()
-    env = {**os.environ, "BREADCRUMB_MODE": "embedded", "BREADCRUMB_EMBEDDER": "hash"}
+    env = {**os.environ, "BREADCRUMB_MODE": "embedded", "BREADCRUMB_EMBEDDER": embedder}
     proc = subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "serve", "--port",
                              str(port), "--data-dir", str(data_dir)],
                             stdout=(data_dir.parent / "serve.log").open("wb"),
                             stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:

