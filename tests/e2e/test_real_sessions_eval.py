@@ -22,9 +22,9 @@ VALUE_AIDER = "TIMEOUT_SECONDS = 47"
 def _claude_session(folder: Path) -> None:
     """A Claude Code session: an Edit adding a resolver line, a pytest run with its summary."""
     sid = "5d0c2a9e-1b3f-4c6d-8e7a-9f0b1c2d3e4f"
-    common = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/ledger",
+    common = {"isSidechain": False, "userType": "external", "cwd": "/srv/ledger",
               "sessionId": sid, "version": "2.1.63", "gitBranch": "main"}
-    edit = {"file_path": "/home/dev/ledger/Cargo.toml", "old_string": "[workspace]",
+    edit = {"file_path": "/srv/ledger/Cargo.toml", "old_string": "[workspace]",
             "new_string": f"[workspace]\n{VALUE_CLAUDE}"}
     records = [
         {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-05-01T10:00:00Z",

@@ -78,7 +78,7 @@ def _edit(index: int, content: str) -> Event:
 
 def test_an_edit_answers_with_its_added_line_not_only_its_header() -> None:
     # as the importers render a Claude Code Edit: header, --- old / +++ new sections
-    edit = _edit(1, 'Edit /home/dev/ledger/Cargo.toml\n--- old\n[workspace]\n'
+    edit = _edit(1, 'Edit /srv/ledger/Cargo.toml\n--- old\n[workspace]\n'
                     '+++ new\n[workspace]\nresolver = "3"')
     asked = _event(0, "set the workspace resolver to 3")
     cut = extract_lines("What resolver line did we add to the ledger workspace Cargo.toml?",
