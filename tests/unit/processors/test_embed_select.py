@@ -13,17 +13,7 @@ from breadcrumb.processors.embed_select import (
     informative,
     place,
 )
-from breadcrumb.topics.records import Chunk
-
-
-def chunks(event: str, texts: list[str]) -> list[Chunk]:
-    out, pos = [], 0
-    for text in texts:
-        out.append(Chunk(id=f"{event}-{pos}", memory_id="m", user_id="u", project_id=None,
-                         thread_id="t", event_id=event, event_index=0, char_start=pos,
-                         char_end=pos + len(text), text=text, tokens=len(text.split())))
-        pos += len(text)
-    return out
+from tests.support.chunks import chunks
 
 
 def test_informative_lines() -> None:
