@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+
+async def read_to_end(consumer: AIOKafkaConsumer, tps: Sequence[Any]) -> list[Any]:
+    """Every record of the assigned ``tps`` from the consumer's positions up to the end
+    offsets as they are now (``ConsumerRecord`` objects, partition by partition)."""
+    end = await consumer.end_offsets(tps)
+    out: list[Any] = []
+    while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
+        for recs in (await consumer.getmany(*tps, timeout_ms=1000)).values():
+            out += recs
+    return out
+
 
 _NAMES = ("log.dirs", "log.retention.check.interval.ms", "log.segment.delete.delay.ms")
 

@@ -35,7 +35,7 @@ from tests.integration.conftest import (
     stop_worker,
     wait_api,
 )
-from tests.integration.kafka_disk import broker_configs, holders, wait_removed
+from tests.integration.kafka_disk import broker_configs, holders, read_to_end, wait_removed
 from tests.support.memview import changed_value, secret
 
 pytestmark = pytest.mark.integration
@@ -80,12 +80,7 @@ async def _values(settings: Settings, topic: str) -> list[bytes]:
         tps = [TopicPartition(topic, p) for p in await partitions_of(settings, topic)]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
-        end = await consumer.end_offsets(tps)
-        out: list[bytes] = []
-        while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
-            for recs in (await consumer.getmany(*tps, timeout_ms=1000)).values():
-                out += [r.value or b"" for r in recs]
-        return out
+        return [r.value or b"" for r in await read_to_end(consumer, tps)]
     finally:
         await consumer.stop()
 

@@ -19,7 +19,7 @@ from aiokafka.structs import TopicPartition
 
 from breadcrumb.processors.log_rewrite_plan import LogRecord
 from breadcrumb.streams.log_rewrite import FENCE_THREAD, Kafka, rewrite_topic
-from tests.integration.kafka_disk import holders, topic_dirs, wait_removed
+from tests.integration.kafka_disk import holders, read_to_end, topic_dirs, wait_removed
 
 pytestmark = pytest.mark.integration
 BOOTSTRAP = "127.0.0.1:9092"
@@ -41,12 +41,7 @@ async def _consume_all(topic: str) -> list[Any]:
                                                         or await _ids(topic))]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
-        end = await consumer.end_offsets(tps)
-        out: list[Any] = []
-        while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
-            for recs in (await consumer.getmany(*tps, timeout_ms=1000)).values():
-                out += recs
-        return out
+        return await read_to_end(consumer, tps)
     finally:
         await consumer.stop()
 
@@ -72,12 +67,7 @@ async def _resume(topic: str, group: str) -> list[Any]:
     try:
         tps = [TopicPartition(topic, p) for p in await _ids(topic)]
         consumer.assign(tps)
-        end = await consumer.end_offsets(tps)
-        out: list[Any] = []
-        while [tp for tp in tps if await consumer.position(tp) < end[tp]]:
-            for recs in (await consumer.getmany(*tps, timeout_ms=1000)).values():
-                out += recs
-        return out
+        return await read_to_end(consumer, tps)
     finally:
         await consumer.stop()
 
