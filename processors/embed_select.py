@@ -82,13 +82,3 @@ def _by_event(chunks: Sequence[Chunk]) -> list[list[int]]:
     for position, chunk in enumerate(chunks):
         groups.setdefault(chunk.event_id, []).append(position)
     return list(groups.values())
-
-
-def place(mask: Sequence[bool], vectors: Sequence[Sequence[float]]
-          ) -> list[Sequence[float] | None]:
-    """The dense column of an upsert: ``vectors`` (one per True of ``mask``, in order) at
-    the True positions, ``None`` at the others."""
-    if sum(mask) != len(vectors):
-        raise ValueError(f"{len(vectors)} vectors for {sum(mask)} selected chunks")
-    given = iter(vectors)
-    return [next(given) if chosen else None for chosen in mask]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from breadcrumb.processors.embed_select import (
     HEAD_CHUNKS,
     LONG_EVENT_CHUNKS,
@@ -11,7 +9,6 @@ from breadcrumb.processors.embed_select import (
     TAIL_CHUNKS,
     dense_mask,
     informative,
-    place,
 )
 from tests.support.chunks import chunks
 
@@ -55,9 +52,3 @@ def test_many_informative_chunks_are_capped_and_spread() -> None:
     assert middle[0] < 20 and middle[-1] > 70  # spread over the log, not its first lines
     assert sum(mask) == HEAD_CHUNKS + TAIL_CHUNKS + MAX_INFORMATIVE_CHUNKS
     assert dense_mask(chunks("log", texts)) == mask  # deterministic
-
-
-def test_place_puts_vectors_at_the_chosen_positions() -> None:
-    assert place([True, False, True], [[1.0], [2.0]]) == [[1.0], None, [2.0]]
-    with pytest.raises(ValueError):
-        place([True, True], [[1.0]])
