@@ -71,5 +71,5 @@ browser:
 ## the services.
 test: install lint browser
 	PATH="$(abspath $(BIN)):$$PATH" PYTHON=$(abspath $(PY)) bash infra/services.sh up
-	PATH="$(abspath $(BIN)):$$PATH" $(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
+	PATH="$(abspath $(BIN)):$$PATH" $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=15; status=$$?; \
 	  PYTHON=$(abspath $(PY)) bash infra/services.sh down; exit $$status

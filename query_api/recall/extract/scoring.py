@@ -131,13 +131,17 @@ def _damped(score: float, repeats: int) -> float:
 
 
 def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:
-    """Boost the best lines that hold a value of a kind the question asks for."""
+    """Boost the best lines that hold a value of a kind the question asks for. On a
+    failure question only failure lines: "which test failed" asks for the failing node
+    id, and the 1,999 passing ones of the same log hold that kind too."""
     if not intent.kinds:
         return lines
     order = sorted(range(len(lines)), key=lambda i: -lines[i].score)[:TYPED_SCAN_LIMIT]
     out = list(lines)
     for i in order:
         line = lines[i]
+        if intent.failure and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
+            continue
         kinds = {k for k, _v in extract_typed_values(line.text[:MAX_LINE_CHARS])}
         if kinds & intent.kinds:
             out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
