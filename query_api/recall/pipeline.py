@@ -32,7 +32,7 @@ from typing import Any
 from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.recall.as_of import effective_as_of, evidence_as_of
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
-from breadcrumb.query_api.recall.decide import Classifier, decide_stage
+from breadcrumb.query_api.recall.decide import SUMMARY_OK, Classifier, decide_stage
 from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
@@ -107,6 +107,7 @@ class RecallService:
         retrieved = self.retriever(req, query, as_of)
         timings.done("retrieve")
         decision = decide_stage(req.query, req.mode, self.classifier, self.errors)
+        retrieved = retrieved.fitted(decision.classification == SUMMARY_OK, self.count_tokens)
         timings.done("decide")
         recalled = self.sources.recall(retrieved, decision)
         timings.done("recall")

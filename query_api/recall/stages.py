@@ -10,11 +10,13 @@ stage searches or reads again what an earlier one already has.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall import budget
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.decide import Decision
 from breadcrumb.query_api.recall.passages import Found, Passage
@@ -37,11 +39,30 @@ class Retrieved:
     ranked: list[Candidate]
     found: dict[str, Found]
     as_of: datetime | None = None  # recall in time: events said by then only
+    #: how many of the ``k`` best the answer lists, and the evidence's token budget, once
+    #: the budget is fitted (:func:`fitted`; :mod:`..budget`); None before: all ``k``
+    listed: int | None = None
+    evidence_tokens: int | None = None
 
     @property
     def top(self) -> list[Candidate]:
-        """The ``k`` best candidates (what the response lists)."""
-        return self.ranked[: self.request.k]
+        """The best candidates the response lists (``k``, fewer once fitted)."""
+        n = self.request.k if self.listed is None else min(self.listed, self.request.k)
+        return self.ranked[:n]
+
+    @property
+    def evidence_budget(self) -> int:
+        """The evidence's token budget (``max_tokens`` until fitted)."""
+        return self.request.max_tokens if self.evidence_tokens is None else self.evidence_tokens
+
+    def fitted(self, summary_only: bool, count: Callable[[str], int]) -> Retrieved:
+        """This value with the listed memories and the evidence budget fitted to
+        ``max_tokens`` (:mod:`..budget`)."""
+        req = self.request
+        costs = [count(c.memory.summary) for c in self.ranked[: req.k]]
+        n = budget.listed(costs, req.max_tokens, summary_only)
+        return replace(self, listed=n,
+                       evidence_tokens=budget.evidence_tokens(req.max_tokens, costs[:n]))
 
 
 @dataclass(frozen=True, slots=True)

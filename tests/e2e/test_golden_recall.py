@@ -199,3 +199,21 @@ def test_usage_is_recorded(runtime: Runtime) -> None:
     answer = _ask(runtime, "u1", "Which pgbouncer image did we add?")
     top = runtime.memories.get_memory("u1", answer["memories"][0]["id"])
     assert top is not None
+
+
+@pytest.mark.parametrize("max_tokens", [120, 300, 800])
+def test_every_answer_fits_max_tokens(runtime: Runtime, max_tokens: int) -> None:
+    """token_cost (listed summaries + evidence) stays within max_tokens unless the best
+    memory's summary alone takes over three quarters of it (query_api/recall/budget.py)."""
+    count = runtime.embedder.count_tokens
+    over = []
+    for planted in PLANTED:
+        for lang in ("en", "ja"):
+            answer = _ask(runtime, "u1", planted[f"question_{lang}"], max_tokens=max_tokens)
+            summaries = [count(m["summary"]) for m in answer["memories"]]
+            assert answer["token_cost"] == sum(summaries) + sum(
+                count(e["extracted_text"]) for e in answer["evidence"])
+            if answer["token_cost"] > max_tokens:
+                assert len(summaries) == 1 and summaries[0] > 0.75 * max_tokens, answer
+                over.append(planted[f"question_{lang}"])
+    assert len(over) < len(PLANTED), over  # the exception, not the rule

@@ -42,7 +42,8 @@ class Extractor:
         if recalled.windows is not None:  # the open windows too
             retrieved = recalled.retrieved
             evidence = fresh_tail.merge(retrieved.request, retrieved.query, evidence,
-                                        recalled.windows, self.window_count)
+                                        recalled.windows, self.window_count,
+                                        retrieved.evidence_budget)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
         return Extracted(evidence, level)
 

@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 #: (query, numbered source lines) -> quotes; an LLM behind a port (level 3).
 Quoter = Callable[[str, str], Sequence[str]]
 RELATIVE_THRESHOLD = 0.5
+#: what a line costs beyond its own count once joined under another line: a text's
+#: count leaves out its first word's leading space, which a joined line pays
+JOIN_TOKENS = 1
 CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
 _FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
 
@@ -61,7 +64,8 @@ def extract_lines(
     seen: set[tuple[str, int]] = set()
     used = 0
     for line in ranked:
-        cost = count_tokens(line.text)
+        # as counted in the joined text (the response's ``token_cost``): a join each
+        cost = count_tokens(line.text) + (JOIN_TOKENS if chosen else 0)
         if len(chosen) >= max_lines or (line.event_id, line.start) in seen:
             continue
         if used + cost > max_tokens:
@@ -70,7 +74,7 @@ def extract_lines(
         seen.add((line.event_id, line.start))
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
-    return Extract(tuple(chosen), used, best)
+    return Extract(tuple(chosen), count_tokens("\n".join(ln.text for ln in chosen)), best)
 
 
 def _as_passages(items: Sequence[Event | Passage]) -> list[Passage]:
@@ -163,7 +167,7 @@ class WordExactCut:
         superseded value (see :class:`CutEvidence`)."""
         req, query = recalled.retrieved.request, recalled.retrieved.query
         assert recalled.events is not None  # a followed recall always has its reader
-        budget = req.max_tokens
+        budget = recalled.retrieved.evidence_budget  # what the listed summaries leave
         evidence: list[dict[str, Any]] = []
         history: list[dict[str, Any]] = []
         level = history_level = history_tokens = 0
@@ -173,7 +177,8 @@ class WordExactCut:
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
                                          self.count)
             if not cut.lines:
-                if whole.lines and history_tokens + whole.tokens <= req.max_tokens:
+                if whole.lines and (history_tokens + whole.tokens
+                                    <= recalled.retrieved.evidence_budget):
                     _cut, stale = drop_superseded(whole, cand.memory, True, self.count)
                     history.append(self._record(recalled, cand.memory, whole, used, stale))
                     history_level = max(history_level, used)
@@ -224,13 +229,15 @@ class WordExactCut:
             return None
         lines = quoted_lines(quotes, events)
         self.errors["quotes_dropped"] += len([q for q in quotes if q.strip()]) - len(lines)
-        kept, used = [], 0
+        kept: list[Line] = []
+        used = 0
         for line in lines:
-            cost = self.count(line.text)
+            cost = self.count(line.text) + (JOIN_TOKENS if kept else 0)
             if used + cost <= budget:
                 kept.append(line)
                 used += cost
         if not kept:
             return None
         kept.sort(key=lambda ln: (ln.event_index, ln.start))
-        return Extract(tuple(kept), used, cut.best_score)
+        return Extract(tuple(kept), self.count("\n".join(ln.text for ln in kept)),
+                       cut.best_score)

@@ -72,14 +72,16 @@ def _without_removed_lines(cut: Extract, events: Sequence[Event],
 
 
 def merge(req: RecallRequest, query: Query, evidence: list[dict[str, Any]], windows: Windows,
-          count: Callable[[str], int]) -> list[dict[str, Any]]:
-    """Memory evidence plus fresh-tail evidence, within ``req.max_tokens``.
+          count: Callable[[str], int], total: int | None = None) -> list[dict[str, Any]]:
+    """Memory evidence plus fresh-tail evidence, within ``total`` tokens (the evidence
+    budget: what the listed summaries leave of ``req.max_tokens``; all of it when None).
 
     Lines a memory already gave are not repeated (a window that closed meanwhile).
     The fresh tail leads when nothing else answered or the newest value is asked
     for; otherwise it follows the memories' evidence.
     """
-    budget = req.max_tokens if not evidence else max(req.max_tokens // 2, 1)
+    total = req.max_tokens if total is None else total
+    budget = total if not evidence else max(total // 2, 1)
     given = {i for e in evidence for i in e["matched_event_ids"]}
     fresh = [f for f in search(windows, query, budget, count)
              if not given.intersection(f["matched_event_ids"])]
@@ -87,7 +89,7 @@ def merge(req: RecallRequest, query: Query, evidence: list[dict[str, Any]], wind
         return evidence
     lead = not evidence or query.intent.temporal == "newest"
     merged = fresh + evidence if lead else evidence + fresh
-    return _within(merged, req.max_tokens, count)
+    return _within(merged, total, count)
 
 
 def _within(items: Sequence[dict[str, Any]], budget: int,

@@ -19,7 +19,7 @@ from typing import Any
 
 from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
-from breadcrumb.query_api.recall.extract.cut import drop_superseded
+from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import FAILURE, MAX_LINE_CHARS, line_pool
@@ -29,9 +29,6 @@ from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 
-#: what a line costs beyond its own count once joined under another line: a text's
-#: count leaves out its first word's leading space, which a joined line pays
-JOIN_TOKENS = 1
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
 _DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 
@@ -51,10 +48,7 @@ class LinesByMeaning:
     def __call__(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
         """Evidence records and level (1, or 0 when there is none). The whole answer
         (summaries + evidence) stays within ``max_tokens``."""
-        retrieved = recalled.retrieved
-        req, top = retrieved.request, retrieved.top
-        budget = req.max_tokens - sum(self.count(c.memory.summary) for c in top)
-        evidence = self.evidence(recalled, max(budget, 0))
+        evidence = self.evidence(recalled, recalled.retrieved.evidence_budget)
         return evidence, 1 if evidence else 0
 
     def evidence(self, recalled: Recalled, budget: int) -> list[dict[str, Any]]:
