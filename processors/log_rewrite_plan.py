@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.topics.records import BASE64_PREFIX, split_thread_key
+from breadcrumb.topics.records import BASE64_PREFIX, FlushMarker, split_thread_key
 
 #: What the tombstones are asked about: (user_id, thread_id, event_id, ts).
 Scope = tuple[str, str, str, str]
@@ -115,6 +115,23 @@ def record_scopes(record: LogRecord, kind: str = EVENTS) -> list[Scope]:
             user, thread = split_thread_key(text)
             out.append((user, thread, "", found[3] if found is not None else when))
     return out
+
+
+def survivors(records: Sequence[LogRecord], gone: set[int], kind: str = EVENTS
+              ) -> list[LogRecord]:
+    """The records of ``records`` a rewrite copies: not erased (``gone``: their indexes)
+    and, on ``agent-events``, no flush marker. Every worker reads on past the fence, so a
+    marker's copy would close whatever window its thread has open *now*, cutting a range
+    the original log never cut; a worker that had not yet read the original closes that
+    window at its idle timeout instead (nothing is lost, the range ends later)."""
+    return [r for i, r in enumerate(records)
+            if i not in gone and not (kind == EVENTS and is_flush_marker(r))]
+
+
+def is_flush_marker(record: LogRecord) -> bool:
+    """Whether ``record`` is a flush marker (a keyed control message, not an event)."""
+    value = _json(record.value)
+    return isinstance(value, dict) and FlushMarker.is_flush(value)
 
 
 def erased_indexes(scopes: Sequence[Sequence[Scope]], erased: set[int]) -> set[int]:

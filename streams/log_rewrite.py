@@ -50,6 +50,7 @@ from breadcrumb.processors.log_rewrite_plan import (
     erased_indexes,
     order_violations,
     record_scopes,
+    survivors,
 )
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.sql.tombstones import erased_positions
@@ -206,7 +207,7 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
     from aiokafka.structs import TopicPartition
 
     topic, partition = report.topic, report.partition
-    pending = [r for i, r in enumerate(records) if i not in gone]
+    pending = survivors(records, gone, fence_at.kind)  # no flush marker is copied
     report.erased = len(gone)
     scanned = (records[-1].offset + 1) if records else 0
     for round_ in range(1, max_rounds + 1):
@@ -219,7 +220,7 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
             caught = await _read(consumer, topic, partition, scanned, now)
             caught_gone = erased(caught)
             report.erased += len(caught_gone)
-            pending += [r for i, r in enumerate(caught) if i not in caught_gone]
+            pending += survivors(caught, caught_gone, fence_at.kind)
             scanned = max(scanned, now)
             fence = await fence_at.put()
         except BaseException:
@@ -235,7 +236,7 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
             late = await _read(consumer, topic, partition, scanned, fence)
             late_gone = erased(late)
             report.erased += len(late_gone)
-            kept = [r for i, r in enumerate(late) if i not in late_gone]
+            kept = survivors(late, late_gone, fence_at.kind)
             copies += await _append(fence_at.producer, topic, partition, kept)
             pending += kept
         finally:
@@ -258,7 +259,7 @@ async def _rewrite_partition(fence_at: _Fence, consumer: Any, report: PartitionR
         foreign = arrivals(tail, set(copies))
         foreign_gone = erased(foreign)
         report.erased += len(foreign_gone)
-        pending += [r for i, r in enumerate(foreign) if i not in foreign_gone]
+        pending += survivors(foreign, foreign_gone, fence_at.kind)
         scanned = end
     raise LogRewriteError(f"{topic}/{partition}: live records kept landing among the copies "
                           f"in {max_rounds} rounds; nothing deleted, run it again "

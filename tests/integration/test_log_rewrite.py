@@ -19,6 +19,7 @@ from aiokafka.structs import TopicPartition
 
 from breadcrumb.processors.log_rewrite_plan import LogRecord
 from breadcrumb.streams.log_rewrite import FENCE_THREAD, Kafka, rewrite_topic
+from breadcrumb.topics.records import FlushMarker
 from tests.integration.kafka_disk import holders, read_to_end, topic_dirs, wait_removed
 
 pytestmark = pytest.mark.integration
@@ -110,6 +111,10 @@ async def _scenario(topic: str, secret: bytes) -> tuple[list[Any], dict[str, lis
             if seq % 4 == 0:
                 await producer.send(topic, _event("u1", "gone", seq, secret.decode()),
                                     key=b"u1/gone", partition=seq % 8 // 4)
+            if seq == 20:  # a flush marker among the survivors: not copied
+                await producer.send(topic, orjson.dumps(FlushMarker(
+                    "u1", "keep-a", "2026-12-01T10:00:00Z", "flush").to_dict()),
+                    key=b"u1/keep-a", partition=0)
         await producer.flush()
         assert await asyncio.get_running_loop().run_in_executor(  # on disk before
             None, holders, BOOTSTRAP, topic, secret)
@@ -170,6 +175,7 @@ def test_rewrite_removes_erased_records_and_keeps_every_survivor_in_order() -> N
         by_thread: dict[str, list[int]] = {}
         for r in records:
             entry = orjson.loads(r.value)
+            assert not FlushMarker.is_flush(entry)  # its copy would close an open window
             assert entry.get("thread_id") != FENCE_THREAD  # the fence is below the log start
             by_thread.setdefault(entry["thread_id"], []).append(entry["seq"])
             if entry["seq"] < 1000:  # a copy: its headers and timestamp as produced

@@ -15,8 +15,10 @@ from breadcrumb.processors.log_rewrite_plan import (
     LogRecord,
     arrivals,
     erased_indexes,
+    is_flush_marker,
     order_violations,
     record_scopes,
+    survivors,
 )
 from breadcrumb.stores.sql.forget import Plan, Scope
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
@@ -156,3 +158,12 @@ def test_log_rewrite_refuses_zero_rounds_in_one_line(capsys: Any) -> None:
 
     assert main(["log", "rewrite", "--mode", "cluster", "--rounds", "0"]) == 2
     assert capsys.readouterr().err == "breadcrumb log rewrite: --rounds must be at least 1\n"
+
+
+def test_survivors_leave_out_flush_markers_of_the_event_log_only() -> None:
+    event = _rec(0, "u1/t1", {"event_id": "e1", "user_id": "u1", "thread_id": "t1"})
+    marker = _rec(1, "u1/t1", FlushMarker("u1", "t1", "2026-12-01T10:00:00Z", "flush").to_dict())
+    erased = _rec(2, "u1/t1", {"event_id": "e2", "user_id": "u1", "thread_id": "t1"})
+    assert is_flush_marker(marker) and not is_flush_marker(event)
+    assert survivors([event, marker, erased], {2}) == [event]
+    assert survivors([event, marker, erased], {2}, DEAD_LETTERS) == [event, marker]
