@@ -9,7 +9,7 @@ every line is a slice of stored content.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,14 @@ class Extract:
     lines: tuple[Line, ...]
     tokens: int
     best_score: float = 0.0
+
+    @classmethod
+    def joined(cls, lines: Iterable[Line], count: Callable[[str], int],
+               best_score: float = 0.0) -> Extract:
+        """``lines`` (in the order given) costed as their newline-joined text, which is
+        what the evidence's ``extracted_text`` is and what ``token_cost`` counts."""
+        kept = tuple(lines)
+        return cls(kept, count("\n".join(line.text for line in kept)), best_score)
 
     @property
     def text(self) -> str:

@@ -47,8 +47,7 @@ class Retrieved:
     @property
     def top(self) -> list[Candidate]:
         """The best candidates the response lists (``k``, fewer once fitted)."""
-        n = self.request.k if self.listed is None else min(self.listed, self.request.k)
-        return self.ranked[:n]
+        return self.ranked[: self.request.k if self.listed is None else self.listed]
 
     @property
     def evidence_budget(self) -> int:

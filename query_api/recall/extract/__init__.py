@@ -41,9 +41,8 @@ class Extractor:
         evidence, level = self._memory_evidence(recalled) if recalled.follow else ([], 0)
         if recalled.windows is not None:  # the open windows too
             retrieved = recalled.retrieved
-            evidence = fresh_tail.merge(retrieved.request, retrieved.query, evidence,
-                                        recalled.windows, self.window_count,
-                                        retrieved.evidence_budget)
+            evidence = fresh_tail.merge(retrieved.query, evidence, recalled.windows,
+                                        self.window_count, retrieved.evidence_budget)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
         return Extracted(evidence, level)
 

@@ -74,7 +74,7 @@ def extract_lines(
         seen.add((line.event_id, line.start))
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
-    return Extract(tuple(chosen), count_tokens("\n".join(ln.text for ln in chosen)), best)
+    return Extract.joined(chosen, count_tokens, best)
 
 
 def _as_passages(items: Sequence[Event | Passage]) -> list[Passage]:
@@ -167,7 +167,8 @@ class WordExactCut:
         superseded value (see :class:`CutEvidence`)."""
         req, query = recalled.retrieved.request, recalled.retrieved.query
         assert recalled.events is not None  # a followed recall always has its reader
-        budget = recalled.retrieved.evidence_budget  # what the listed summaries leave
+        total = recalled.retrieved.evidence_budget  # what the listed summaries leave
+        budget = total
         evidence: list[dict[str, Any]] = []
         history: list[dict[str, Any]] = []
         level = history_level = history_tokens = 0
@@ -177,8 +178,7 @@ class WordExactCut:
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
                                          self.count)
             if not cut.lines:
-                if whole.lines and (history_tokens + whole.tokens
-                                    <= recalled.retrieved.evidence_budget):
+                if whole.lines and history_tokens + whole.tokens <= total:
                     _cut, stale = drop_superseded(whole, cand.memory, True, self.count)
                     history.append(self._record(recalled, cand.memory, whole, used, stale))
                     history_level = max(history_level, used)
@@ -239,5 +239,4 @@ class WordExactCut:
         if not kept:
             return None
         kept.sort(key=lambda ln: (ln.event_index, ln.start))
-        return Extract(tuple(kept), self.count("\n".join(ln.text for ln in kept)),
-                       cut.best_score)
+        return Extract.joined(kept, self.count, cut.best_score)

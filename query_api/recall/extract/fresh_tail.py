@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.extract.cut import extract_lines
 from breadcrumb.query_api.recall.passages import Extract, evidence_record
 from breadcrumb.query_api.recall.query import Query
@@ -71,16 +70,15 @@ def _without_removed_lines(cut: Extract, events: Sequence[Event],
                    max((ln.score for ln in kept), default=0.0))
 
 
-def merge(req: RecallRequest, query: Query, evidence: list[dict[str, Any]], windows: Windows,
-          count: Callable[[str], int], total: int | None = None) -> list[dict[str, Any]]:
+def merge(query: Query, evidence: list[dict[str, Any]], windows: Windows,
+          count: Callable[[str], int], total: int) -> list[dict[str, Any]]:
     """Memory evidence plus fresh-tail evidence, within ``total`` tokens (the evidence
-    budget: what the listed summaries leave of ``req.max_tokens``; all of it when None).
+    budget: what the listed summaries leave of the request's ``max_tokens``).
 
     Lines a memory already gave are not repeated (a window that closed meanwhile).
     The fresh tail leads when nothing else answered or the newest value is asked
     for; otherwise it follows the memories' evidence.
     """
-    total = req.max_tokens if total is None else total
     budget = total if not evidence else max(total // 2, 1)
     given = {i for e in evidence for i in e["matched_event_ids"]}
     fresh = [f for f in search(windows, query, budget, count)

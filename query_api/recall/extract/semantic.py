@@ -77,8 +77,7 @@ class LinesByMeaning:
         for mid, lines in groups.items():
             memory = known[mid]
             lines.sort(key=lambda ln: (ln.event_index, ln.start))
-            cut = Extract(tuple(lines), self.count("\n".join(ln.text for ln in lines)),
-                          max(ln.score for ln in lines))
+            cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
             cut, stale = drop_superseded(cut, memory, retrieved.request.include_superseded,
                                          self.count)
             if not cut.lines:
