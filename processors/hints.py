@@ -150,6 +150,11 @@ _RULES: tuple[_Rule, ...] = (
           r"(?<![\w.])v?\d+\.\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z][0-9A-Za-z.]*)?(?!\w|\.\d)",
           needs="."),
     _rule("error", rf"\bE(?:{_ERRNOS})\b|\bE\d{{3,5}}\b", needs="E"),
+    # a tool's own error code: ``npm error code ERESOLVE``, ``npm ERR! code E404``,
+    # tsc's ``error TS2304``
+    _rule("error", r"\b(?:error|ERR!)[ \t]+code[ \t]+([A-Z][A-Z0-9_]{2,})\b", (1,),
+          needs="code"),
+    _rule("error", r"\berror[ \t]+(TS\d{4,5})\b", (1,), needs="TS"),
     _rule("error", r"\bHTTP(?:/\d(?:\.\d)?)?[ \t]+[1-5]\d\d\b", needs="HTTP"),
     _rule("error", r"\b[45]\d\d[ \t]+(?:Bad Gateway|Gateway Timeout|Service Unavailable"
           r"|Not Found|Internal Server Error|Bad Request|Unauthorized|Forbidden"

@@ -29,8 +29,8 @@ def _plain(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: 
             / total))
         alive.remove(pick)
         cand = pool[pick][1]
-        if used + costs[pick] > budget:
-            continue
+        if used + costs[pick] > budget or any(c.line.text == cand.line.text for c in chosen):
+            continue  # over the budget, or a line said again (one copy is packed)
         chosen.append(cand)
         covered |= cand.terms & terms.keys()
         used += costs[pick]

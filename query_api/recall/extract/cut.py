@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from breadcrumb.query_api.recall.extract.calls import calls_of
 from breadcrumb.query_api.recall.extract.scoring import score_exact
 from breadcrumb.query_api.recall.passages import (
     Extract,
@@ -50,9 +51,11 @@ def extract_lines(
     count_tokens: Callable[[str], int],
     max_lines: int = 8,
     intent: QueryIntent | None = None,
+    calls: Mapping[str, str] | None = None,
 ) -> Extract:
-    """The best lines (within the relative threshold) that fit ``max_tokens``, in source order."""
-    scored = score_exact(query, _as_passages(events), intent)
+    """The best lines (within the relative threshold) that fit ``max_tokens``, in source
+    order. ``calls``: result event id -> the call it answers (:mod:`.calls`)."""
+    scored = score_exact(query, _as_passages(events), intent, calls=calls)
     if not scored:
         return Extract((), 0)
     best = max(line.score for line in scored)
@@ -62,16 +65,19 @@ def extract_lines(
     )
     chosen: list[Line] = []
     seen: set[tuple[str, int]] = set()
+    said: set[str] = set()  # the same line said again (a repeated output): one copy
     used = 0
     for line in ranked:
         # as counted in the joined text (the response's ``token_cost``): a join each
         cost = count_tokens(line.text) + (JOIN_TOKENS if chosen else 0)
-        if len(chosen) >= max_lines or (line.event_id, line.start) in seen:
+        if len(chosen) >= max_lines or (line.event_id, line.start) in seen \
+                or line.text in said:
             continue
         if used + cost > max_tokens:
             continue
         chosen.append(line)
         seen.add((line.event_id, line.start))
+        said.add(line.text)
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
     return Extract.joined(chosen, count_tokens, best)
@@ -137,6 +143,28 @@ def _ascii_word(char: str) -> bool:  # CJK text has no spaces between words: no 
     return char.isascii() and (char.isalnum() or char == "_")
 
 
+def best_lines(cuts: Sequence[Extract], budget: int, count: Callable[[str], int]
+                ) -> list[list[Line]]:
+    """Each cut's lines that get the shared ``budget``: the best lines of all cuts first
+    (ties: the earlier cut, then source order), each costed as joined into its cut's text;
+    a line said verbatim in an earlier pick is not packed again. Source order kept."""
+    ranked = sorted(((ln.score, c, ln) for c, cut in enumerate(cuts) for ln in cut.lines),
+                    key=lambda x: (-x[0], x[1], x[2].event_index, x[2].start))
+    kept: list[list[Line]] = [[] for _ in cuts]
+    said: set[str] = set()
+    used = 0
+    for _score, c, line in ranked:
+        cost = count(line.text) + (JOIN_TOKENS if kept[c] else 0)
+        if line.text in said or used + cost > budget:
+            continue
+        kept[c].append(line)
+        said.add(line.text)
+        used += cost
+    for lines in kept:
+        lines.sort(key=lambda ln: (ln.event_index, ln.start))
+    return kept
+
+
 @dataclass(frozen=True, slots=True)
 class CutEvidence:
     """The word-exact cut's evidence records and level; ``history``: records of the
@@ -164,16 +192,20 @@ class WordExactCut:
 
     def with_history(self, recalled: Recalled) -> CutEvidence:
         """The evidence records and level, and the ranges whose every cut line held a
-        superseded value (see :class:`CutEvidence`)."""
+        superseded value (see :class:`CutEvidence`).
+
+        Each followed range is cut on its own (its lines within the relative threshold
+        of its best); the budget then goes to the best lines of all of them, by score,
+        not range by range: the first range's weaker lines do not crowd out a better
+        line of the next one."""
         req, query = recalled.retrieved.request, recalled.retrieved.query
         assert recalled.events is not None  # a followed recall always has its reader
         total = recalled.retrieved.evidence_budget  # what the listed summaries leave
-        budget = total
-        evidence: list[dict[str, Any]] = []
+        cuts: list[tuple[Observation, Extract, int, list[str]]] = []
         history: list[dict[str, Any]] = []
-        level = history_level = history_tokens = 0
+        history_level = history_tokens = 0
         for cand in recalled.hops:
-            whole, used = self._cut(query, cand.memory, budget,
+            whole, used = self._cut(query, cand.memory, total,
                                     recalled.cut_passages[cand.memory.id], recalled.events)
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
                                          self.count)
@@ -184,11 +216,18 @@ class WordExactCut:
                     history_level = max(history_level, used)
                     history_tokens += whole.tokens
                 continue
+            cuts.append((cand.memory, cut, used, stale))
+        kept = best_lines([cut for _m, cut, _u, _s in cuts], total, self.count)
+        evidence: list[dict[str, Any]] = []
+        level = 0
+        for (memory, cut, used, stale), lines in zip(cuts, kept, strict=True):
+            if not lines:
+                continue
+            cut = Extract.joined(lines, self.count, cut.best_score)
             level = max(level, used)
-            budget -= cut.tokens
-            evidence.append(self._record(recalled, cand.memory, cut, used, stale))
-            if budget <= 0:
-                break
+            evidence.append(self._record(recalled, memory, cut, used,
+                                         [v for v in stale if holds_value(cut.text, v)]
+                                         if req.include_superseded else stale))
         return CutEvidence(evidence, level, history, history_level)
 
     @staticmethod
@@ -205,12 +244,16 @@ class WordExactCut:
 
     def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
              reader: RangeReader) -> tuple[Extract, int]:
-        """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3."""
-        cut = extract_lines(query.text, passages, budget, self.count, intent=query.intent)
+        """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3. The
+        range's events are read either way: which call each output answers (:mod:`.calls`)."""
+        events = reader.events(memory)
+        calls = calls_of(events)
+        cut = extract_lines(query.text, passages, budget, self.count, intent=query.intent,
+                            calls=calls)
         if cut.lines and cut.best_score >= CONFIDENT_LINE:
             return cut, 1
-        events = reader.events(memory)
-        cut = extract_lines(query.text, events, budget, self.count, intent=query.intent)
+        cut = extract_lines(query.text, events, budget, self.count, intent=query.intent,
+                            calls=calls)
         if self.quoter is not None and events:
             quoted = self.quoted(query.text, events, cut, budget)
             if quoted is not None:

@@ -95,15 +95,17 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
     heapq.heapify(heap)
     used = 0
     picks: list[int] = []
+    said: set[str] = set()  # a line said again adds nothing: one copy is packed
     while heap and len(picks) < max_lines:
         _stale, i = heapq.heappop(heap)
-        if used + costs[i] > budget:  # ``used`` only grows: it never fits again
+        if used + costs[i] > budget or texts[i] in said:  # ``used`` only grows
             continue
         fresh = (-key(i), i)
         if heap and fresh > heap[0]:
             heapq.heappush(heap, fresh)
             continue
         picks.append(i)
+        said.add(texts[i])
         if line_terms[i]:  # an empty set overlaps nothing
             chosen.append(line_terms[i])
         covered |= line_terms[i] & terms.keys()

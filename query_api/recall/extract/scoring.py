@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
@@ -47,6 +47,7 @@ class LineWeights:
     added_line: float = 0.0  # word-exact: a line a file edit added ...
     removed_line: float = 0.0  # ... and the penalty of one it removed
     decision: float = 0.0  # word-exact: a decision ("we agreed", "決定")
+    call: float = 0.0  # word-exact: per question term a result's call holds (:mod:`.calls`)
     dense: float = 0.0  # semantic: the passage's normalised dense similarity
     lexical: float = 0.0  # semantic: the share of question weight the line holds
     range: float = 0.0  # semantic: the score of the range (memory) it comes from
@@ -56,7 +57,8 @@ class LineWeights:
     neighbor_share: float = 0.0  # semantic: share of an adjacent turn's lead (question -> answer)
 
 
-EXACT = LineWeights(kind=2.0, failure=2.0, added_line=1.0, removed_line=0.5, decision=0.5)
+EXACT = LineWeights(kind=2.0, failure=2.0, added_line=1.0, removed_line=0.5, decision=0.5,
+                    call=0.5)
 SEMANTIC = LineWeights(kind=0.5, failure=0.5, dense=1.0, lexical=1.2, range=0.35, role=1.0,
                        date=0.8, speaker=0.2, neighbor_share=0.5)
 DATE_BOOST = SEMANTIC.date
@@ -65,7 +67,10 @@ POOL_IDF = True
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
 MAX_LINE_CHARS = 4000
-FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー)")
+#: a failure line; a lower-case ``error`` only where a tool reports one (``error:``,
+#: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
+FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー"
+                     r"|\berror(?=[\[:]| code\b| TS\d))")
 _DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
@@ -81,25 +86,32 @@ _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 # ---------------------------------------------------------------- word-exact
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
-                w: LineWeights = EXACT) -> list[Line]:
-    """Every line that matches the query, scored (see the module docstring)."""
+                w: LineWeights = EXACT, calls: Mapping[str, str] | None = None) -> list[Line]:
+    """Every line that matches the query, scored (see the module docstring). ``calls``:
+    a result event's id -> the call it answers (:mod:`.calls`); the question terms the
+    call holds count for the result's matching lines."""
     intent = intent or analyze_query(query)
     terms = query_terms(query)
+    calls = calls or {}
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:
         edit = EditLines(passage, terms) if is_edit(passage) else None
+        call = passage.event_id in calls and set(lexical_terms(calls[passage.event_id]))
+        context = {t: v for t, v in terms.items() if t in call} if call else {}
         for start, end, text in split_lines(passage):
             if edit is not None and edit.marker(start, text):
                 continue
             if _DIFF_HEADER.match(text):
                 continue
             base = _line_score(text, passage, terms, intent, w,
-                               edit.side(start) if edit is not None else "")
+                               edit.side(start) if edit is not None else "", context)
             if base > 0 and edit is not None and not edit.is_header(start):
                 base += edit.context(text)
             if base > 0:
                 found.append((passage, start, end, text, base))
-    shapes = Counter(_shape(text) for _p, _s, _e, text, _b in found)
+    # a shape seen in many *different* lines is damped (2,000 ``PASSED`` node ids); the
+    # same line said again (a tool output repeated by the next turn) is one line, not many
+    shapes = Counter(_shape(text) for text in {text for _p, _s, _e, text, _b in found})
     lines = [
         Line(p.event_id, p.event_index, s, e, text, _damped(b, shapes[_shape(text)]))
         for p, s, e, text, b in found
@@ -108,13 +120,16 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
 
 
 def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
-                w: LineWeights, side: str = "") -> float:
+                w: LineWeights, side: str = "", context: dict[str, float] | None = None
+                ) -> float:
     line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
     score = sum(v for t, v in terms.items() if t in line_terms)
     if intent.failure and FAILURE.search(text):
         score += w.failure
     if score <= 0:
         return 0.0
+    if context:  # the call's question terms, for a line of its output that matches
+        score += w.call * sum(v for t, v in context.items() if t not in line_terms)
     if side == "new" or passage.kind == "file_edit" and not side and text.startswith("+"):
         score += w.added_line
     elif side == "old" or passage.kind == "file_edit" and not side and text.startswith("-"):
@@ -191,7 +206,9 @@ def line_pool(found: Iterable[Found], terms: dict[str, float], intent: QueryInte
     weights = pool_weights(terms, [ln[3] for ln in lines])
     raw = _fused(groups, weights, intent, range_score, roles or {}, dated, w)
     lifted = _with_neighbors(raw, groups, w.neighbor_share) if w.neighbor_share > 0 else raw
-    counts = Counter(ln[4] for ln in lines)  # 40 lines of one shape: one of them is enough
+    # 40 different lines of one shape: one of them is enough; one line repeated verbatim
+    # (an output the next turn quotes again) is one line, and packing keeps one copy
+    counts = Counter(shape for shape, _text in {(ln[4], ln[2]) for ln in lines})
     named = named_speakers(question, (ln[2] for ln in lines)) if question else frozenset()
     final = [sc / (1.0 + max(0, counts[ln[4]] - 3))
              + (w.speaker if named and speaker(ln[2]) in named else 0.0)
