@@ -36,7 +36,7 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bpapers?\b|arxiv|論文", ("arxiv", "arxiv_id")),
         (r"\bfunction|method|関数", ("identifier",)),
         (r"\bdomains?\b|ドメイン", ("env", "domain")),
-        (r"\bcommand\b|コマンド", ("command",)),
+        (r"\bcommand\b|\bscript\b.*\b(?:run|ran)\b|コマンド", ("command",)),
         (r"\bversion|バージョン", ("version",)),
     )
 )

@@ -20,7 +20,7 @@ from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
 from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
-from breadcrumb.query_api.recall.passages import Passage, passage_of
+from breadcrumb.query_api.recall.passages import Found, Passage, passage_of
 from breadcrumb.query_api.recall.rank import Candidate
 from breadcrumb.query_api.recall.stages import OpenWindow, RangeReader, Recalled, Retrieved
 from breadcrumb.stores.ports import (
@@ -41,6 +41,10 @@ RANGE_POOL = 8  # chunks per followed range, per channel
 #: chunks per memory the word-exact cut reads (dense + lexical): the top ones of a
 #: followed range's searches (``RANGE_POOL`` deep, same filter and query)
 CUT_CHUNKS = 4
+#: the direct passage search's best passages the word-exact cut reads too, by channel:
+#: an answering line outside the followed ranges still competes for the budget
+FOUND_LEXICAL = 6
+FOUND_DENSE = 2
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32
 
@@ -75,8 +79,9 @@ class Sources:
         ranges = self.search(req.user_id, range_requests(req.user_id, memory_ids, query.dense,
                                                          query.text))
         cut = chunk_passages(memory_ids, [hits[:CUT_CHUNKS] for hits in ranges])
+        found = found_ranges(retrieved.found, {c.memory.id: c for c in retrieved.ranked}, cut)
         return Recalled(retrieved, decision, True, hops, ranges, cut,
-                        RangeReader(self.raw, req.user_id, retrieved.as_of), windows)
+                        RangeReader(self.raw, req.user_id, retrieved.as_of), windows, found)
 
     def open_window_events(self, req: RecallRequest, as_of: datetime | None = None
                            ) -> list[tuple[OpenWindow, list[Event]]]:
@@ -120,6 +125,28 @@ def range_requests(user_id: str, memory_ids: Sequence[str], dense: Sequence[floa
         out += [SearchRequest("chunks", flt, per, dense=dense),
                 SearchRequest("chunks", flt, per, sparse=sparse)]
     return out
+
+
+def found_ranges(found: dict[str, Found], ranked: dict[str, Candidate],
+                 cut: dict[str, list[Passage]]) -> list[tuple[Candidate, list[Passage]]]:
+    """The direct passage search's best passages (:data:`FOUND_LEXICAL` by the lexical
+    channel, :data:`FOUND_DENSE` by the dense one) for the word-exact cut: one of a
+    followed range joins that range's passages (``cut``, in place); the others, grouped
+    by their memory (a ranked candidate), are ranges of their own, best first."""
+    best = sorted((f for f in found.values() if f.sparse), key=lambda f: -(f.sparse or 0.0))
+    near = sorted((f for f in found.values() if f.dense is not None),
+                  key=lambda f: -(f.dense or 0.0))
+    out: dict[str, list[Passage]] = {}
+    for f in dict.fromkeys([*best[:FOUND_LEXICAL], *near[:FOUND_DENSE]]):
+        passages = cut.get(f.memory_id)
+        if passages is None:
+            if f.memory_id not in ranked:  # not a candidate (filtered out): never guess
+                continue
+            passages = out.setdefault(f.memory_id, [])
+        if all((p.event_id, p.offset) != (f.passage.event_id, f.passage.offset)
+               for p in passages):
+            passages.append(f.passage)
+    return [(ranked[mid], passages) for mid, passages in out.items()]
 
 
 def chunk_passages(memory_ids: list[str], results: list[list[Hit]]) -> dict[str, list[Passage]]:

@@ -104,7 +104,8 @@ class Recalled:
     """Recall's value: the followed ranges (computed once) and what was read of them.
 
     ``follow``: whether memory evidence is sought (not a summary answer, some memory
-    found). ``ranges``: per hop, its dense then its lexical chunk search; ``cut_passages``:
+    found). ``ranges``: per hop, its dense then its lexical chunk search; ``found``: the
+    direct passage search's best passages of other memories; ``cut_passages``:
     each hop's top chunks for the word-exact cut; ``windows``: the open windows read
     (with their events) when the fresh tail is searched, else None."""
 
@@ -116,6 +117,9 @@ class Recalled:
     cut_passages: dict[str, list[Passage]] = field(default_factory=dict)
     events: RangeReader | None = None
     windows: list[tuple[OpenWindow, list[Event]]] | None = None
+    #: the direct passage search's best passages outside the followed ranges, per memory
+    #: (best first): the word-exact cut reads them too (level 1)
+    found: list[tuple[Candidate, list[Passage]]] = field(default_factory=list)
 
     @property
     def read(self) -> dict[str, Observation]:

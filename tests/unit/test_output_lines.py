@@ -1,5 +1,7 @@
-"""An output line is about the call that made it; a line said again is said once; the
-budget goes to the best lines of all followed ranges; a tool's error code is an error."""
+"""What real sessions need of the word-exact cut: an output line is about the call that
+made it, a patch line about the file of its header; a line said again is said once; the
+budget goes to the best lines of all followed ranges and of the passages found outside
+them; a tool's error code is an error; "which command" asks for a command line."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.calls import calls_of
 from breadcrumb.query_api.recall.extract.cut import best_lines, extract_lines
-from breadcrumb.query_api.recall.passages import Extract, Line
-from breadcrumb.topics.records import Event
+from breadcrumb.query_api.recall.passages import Extract, Found, Line, Passage
+from breadcrumb.query_api.recall.rank import Candidate
+from breadcrumb.query_api.recall.sources import found_ranges
+from breadcrumb.topics.records import Event, Observation, SourceRange
 
 NPM_OUTPUT = "\n".join([
     "Command failed with exit code 1.",
@@ -90,3 +94,61 @@ def test_a_tools_error_code_is_an_error_value() -> None:
     assert ("error", "E404") in extract_typed_values("npm ERR! code E404")
     assert ("error", "TS2304") in extract_typed_values("a.ts(1,2): error TS2304: Cannot find")
     assert not any(k == "error" for k, _v in extract_typed_values("the error code is fine"))
+
+
+PATCH = "\n".join([
+    "*** Begin Patch",
+    "*** Update File: web/vite.config.ts",
+    "+  resolver: 'workspace-root',",
+    "*** Add File: Cargo.toml",
+    "+[workspace]",
+    '+resolver = "2"',
+    "*** End Patch",
+])
+
+
+def test_a_patch_line_is_about_the_file_of_its_header() -> None:
+    patch = Event(event_id="p", user_id="u", thread_id="t", ts="2026-11-01T00:00:00Z",
+                  role="assistant", kind="file_edit", content=PATCH, index=0)
+    budget = estimate_tokens('+resolver = "2"')  # room for one line
+    cut = extract_lines("What resolver did we set in Cargo.toml?", [patch],
+                        budget, estimate_tokens)
+    assert cut.text == '+resolver = "2"'
+
+
+def test_a_chunk_of_a_patch_is_an_edit() -> None:
+    chunk = Passage("p", 0, 0, PATCH)  # a chunk hit has no kind: the headers tell
+    budget = estimate_tokens('+resolver = "2"')
+    cut = extract_lines("What resolver did we set in Cargo.toml?", [chunk],
+                        budget, estimate_tokens)
+    assert cut.text == '+resolver = "2"'
+
+
+def test_which_command_asks_for_a_command_line() -> None:
+    events = [_event(0, "message", "Let me fix the task-master state."),
+              _event(1, "tool_call", "npx task-master init --yes --skip-install")]
+    budget = max(estimate_tokens(e.content) for e in events)  # room for one of the two
+    cut = extract_lines("Which command did we use to reinitialise task-master?", events,
+                        budget, estimate_tokens)
+    assert cut.text == "npx task-master init --yes --skip-install"
+
+
+def test_passages_found_outside_the_followed_ranges_are_cut_too() -> None:
+    def found(mid: str, eid: str, text: str, sparse: float) -> Found:
+        return Found(Passage(eid, 0, 0, text), mid, None, sparse)
+
+    ranked = {mid: Candidate(_observation(mid), 1.0, {}) for mid in ("hop", "other")}
+    cut = {"hop": [Passage("h1", 0, 0, "already read")]}
+    hits = {str(i): f for i, f in enumerate([
+        found("hop", "h2", "a line of the followed range", 9.0),
+        found("other", "o1", '+resolver = "2"', 8.0),
+        found("gone", "g1", "a memory not among the candidates", 7.0)])}
+    extra = found_ranges(hits, ranked, cut)
+    assert [p.event_id for p in cut["hop"]] == ["h1", "h2"]  # joins its range's passages
+    assert [(c.memory.id, [p.event_id for p in ps]) for c, ps in extra] == [("other", ["o1"])]
+
+
+def _observation(mid: str) -> Observation:
+    return Observation(id=mid, user_id="u", project_id=None, summary="s",
+                       source_range=SourceRange("t", 0, 0), tags=(), query_hints=(),
+                       retrieve_when="", importance=0.5, created_at="2026-11-01T00:00:00Z")

@@ -217,6 +217,7 @@ class WordExactCut:
                     history_tokens += whole.tokens
                 continue
             cuts.append((cand.memory, cut, used, stale))
+        cuts += self._found(recalled, max((c.best_score for _m, c, _u, _s in cuts), default=0.0))
         kept = best_lines([cut for _m, cut, _u, _s in cuts], total, self.count)
         evidence: list[dict[str, Any]] = []
         level = 0
@@ -229,6 +230,23 @@ class WordExactCut:
                                          [v for v in stale if holds_value(cut.text, v)]
                                          if req.include_superseded else stale))
         return CutEvidence(evidence, level, history, history_level)
+
+    def _found(self, recalled: Recalled, best: float
+               ) -> list[tuple[Observation, Extract, int, list[str]]]:
+        """Cuts of the direct passage search's best passages outside the followed ranges
+        (level 1): only their lines within the relative threshold of the best line of all."""
+        req, query = recalled.retrieved.request, recalled.retrieved.query
+        total = recalled.retrieved.evidence_budget
+        cuts = []
+        for cand, passages in recalled.found:
+            whole = extract_lines(query.text, passages, total, self.count, intent=query.intent)
+            cut, stale = drop_superseded(whole, cand.memory, req.include_superseded, self.count)
+            if cut.lines:
+                cuts.append((cand.memory, cut, 1, stale))
+        floor = RELATIVE_THRESHOLD * max([best, *(c.best_score for _m, c, _u, _s in cuts)])
+        kept = [(m, Extract(tuple(ln for ln in c.lines if ln.score >= floor), 0, c.best_score),
+                 u, s) for m, c, u, s in cuts]
+        return [(m, c, u, s) for m, c, u, s in kept if c.lines]
 
     @staticmethod
     def _record(recalled: Recalled, memory: Observation, cut: Extract, used: int,

@@ -20,7 +20,12 @@ _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 #: REPLACE blocks: no evidence
 EDIT_MARKERS = frozenset({"--- old", "+++ new", "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE",
                            "------- SEARCH", "+++++++ REPLACE"})
-RENDERED_EDIT = re.compile(r"^--- old$(?s:.*)^\+\+\+ new$|^(<<<<<<<|-------) SEARCH$", re.M)
+RENDERED_EDIT = re.compile(r"^--- old$(?s:.*)^\+\+\+ new$|^(<<<<<<<|-------) SEARCH$"
+                           r"|^\*\*\* (?:Update|Add) File: ", re.M)
+#: a file's header inside a patch of several: Codex ``apply_patch`` (``*** Update File:
+#: path``), a unified diff's ``+++ b/path`` / ``diff --git a/x b/path``
+_FILE_HEADER = re.compile(
+    r"^(?:\*\*\* (?:Update|Add|Delete) File: |\+\+\+ (?:b/)?|diff --git )(\S.*)$", re.M)
 #: SEARCH / REPLACE blocks (aider, Cline): the old side, the divider, the end
 _SEARCH, _DIVIDER, _REPLACE = ("<<<<<<< SEARCH", "------- SEARCH"), "=======", \
     (">>>>>>> REPLACE", "+++++++ REPLACE")
@@ -28,7 +33,7 @@ _SEARCH, _DIVIDER, _REPLACE = ("<<<<<<< SEARCH", "------- SEARCH"), "=======", \
 
 def is_edit(passage: Passage) -> bool:
     """A file edit: by its kind, or (a chunk passage has none) by an importer's rendered
-    ``--- old`` / ``+++ new`` sections."""
+    ``--- old`` / ``+++ new`` sections or a patch's file header (``*** Update File:``)."""
     return passage.kind == "file_edit" or RENDERED_EDIT.search(passage.text) is not None
 
 
@@ -39,7 +44,9 @@ class EditLines:
     content, a diff's ``+`` line; ``""``: let the ``+`` / ``-`` prefix tell). A line of
     the edit is about the file its header names: the question terms the header holds
     (the file the user names) count for the line too, so an added ``resolver = "3"`` is
-    not outranked by its own ``Edit …/Cargo.toml`` header."""
+    not outranked by its own ``Edit …/Cargo.toml`` header. A patch of several files
+    (``*** Update File: Cargo.toml``, ``+++ b/web/app.js``) has a header per file: a line
+    is about the file of the header above it."""
 
     def __init__(self, passage: Passage, terms: dict[str, float]) -> None:
         self.header_end = -1
@@ -51,6 +58,12 @@ class EditLines:
             self.header_end = len(first)
             head = set(lexical_terms(first[:MAX_LINE_CHARS]))
             self.header_terms = {t: v for t, v in terms.items() if t in head}
+        # (where it starts in the event, the question terms it names) of each file header
+        self.files: list[tuple[int, dict[str, float]]] = []
+        for m in _FILE_HEADER.finditer(passage.text):
+            named = set(lexical_terms(m.group(1)[:MAX_LINE_CHARS]))
+            self.files.append((passage.offset + m.start(),
+                               {t: v for t, v in terms.items() if t in named}))
         self.unified = _DIFF.search(passage.text) is not None
 
     def marker(self, start: int, text: str) -> bool:
@@ -82,8 +95,15 @@ class EditLines:
             return "new"  # a write: its content is what the file now holds
         return ""
 
-    def context(self, text: str) -> float:
-        if not self.header_terms:
+    def context(self, text: str, start: int = -1) -> float:
+        """The question terms of the line's header (the file it is about) it lacks."""
+        header = self.header_terms
+        for at, named in self.files:  # the file header above the line, if any
+            if at < start:
+                header = {**header, **named}
+            else:
+                break
+        if not header:
             return 0.0
         own = set(lexical_terms(text[:MAX_LINE_CHARS]))
-        return sum(v for t, v in self.header_terms.items() if t not in own)
+        return sum(v for t, v in header.items() if t not in own)

@@ -75,6 +75,18 @@ _DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
 )
+#: a shell command line (the value a "which command ..." question asks for): a prompt,
+#: ``cd x &&``, ``VAR=value`` prefixes allowed, then a known program or a script
+SHELL_COMMAND = re.compile(
+    r"^\s*(?:[$>]\s+)?(?:sudo\s+)?(?:cd\s+\S+\s*&&\s*)?(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
+    r"(?:npx|npm|pnpm|yarn|bunx?|git|make|cargo|go|python3?|pip3?|uvx?|pytest|docker"
+    r"|docker-compose|kubectl|helm|bash|sh|zsh|node|deno|tsc|curl|wget|rg|grep|find|sed"
+    r"|awk|terraform|gcloud|aws|az|dotnet|mvn|gradle|rustc|ruff|mypy|aider|claude|codex"
+    r"|gh|brew|apt(?:-get)?|ls|cat|mkdir|rm|cp|mv|chmod|ren|del|findstr|tail|head|java"
+    r"|ruby|bundle|rails|php|composer|mix|flutter|dart|swift|xcodebuild|adb|ssh|scp"
+    r"|rsync|tar|unzip|psql|mysql|sqlite3|redis-cli|openssl|jq|yq|just|task|turbo|nx"
+    r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
+    r"|\./\S+|\S+\.sh)(?=\s|$)")
 _DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
@@ -104,9 +116,10 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
             if _DIFF_HEADER.match(text):
                 continue
             base = _line_score(text, passage, terms, intent, w,
-                               edit.side(start) if edit is not None else "", context)
+                               edit.side(start) if edit is not None else "", context,
+                               edit is not None)
             if base > 0 and edit is not None and not edit.is_header(start):
-                base += edit.context(text)
+                base += edit.context(text, start)
             if base > 0:
                 found.append((passage, start, end, text, base))
     # a shape seen in many *different* lines is damped (2,000 ``PASSED`` node ids); the
@@ -120,8 +133,8 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
 
 
 def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
-                w: LineWeights, side: str = "", context: dict[str, float] | None = None
-                ) -> float:
+                w: LineWeights, side: str = "", context: dict[str, float] | None = None,
+                edit: bool = False) -> float:
     line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
     score = sum(v for t, v in terms.items() if t in line_terms)
     if intent.failure and FAILURE.search(text):
@@ -130,9 +143,10 @@ def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: Qu
         return 0.0
     if context:  # the call's question terms, for a line of its output that matches
         score += w.call * sum(v for t, v in context.items() if t not in line_terms)
-    if side == "new" or passage.kind == "file_edit" and not side and text.startswith("+"):
+    edit = edit or passage.kind == "file_edit"  # a chunk of an edit has no kind
+    if side == "new" or edit and not side and text.startswith("+"):
         score += w.added_line
-    elif side == "old" or passage.kind == "file_edit" and not side and text.startswith("-"):
+    elif side == "old" or edit and not side and text.startswith("-"):
         score -= w.removed_line
     if _DECISION.search(text[:MAX_LINE_CHARS]):
         score += w.decision
@@ -158,6 +172,8 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
         if intent.failure and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
             continue
         kinds = {k for k, _v in extract_typed_values(line.text[:MAX_LINE_CHARS])}
+        if "command" in intent.kinds and SHELL_COMMAND.match(line.text[:MAX_LINE_CHARS]):
+            kinds.add("command")
         if kinds & intent.kinds:
             out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
                           line.score + w.kind)
@@ -362,7 +378,8 @@ def _boosts(text: str, intent: QueryIntent, w: LineWeights) -> float:
     boost = 0.0
     if intent.failure and FAILURE.search(text):
         boost += w.failure
-    if intent.kinds and _holds_kind(text[:MAX_LINE_CHARS], intent.kinds):
+    if intent.kinds and (_holds_kind(text[:MAX_LINE_CHARS], intent.kinds)
+                         or "command" in intent.kinds and SHELL_COMMAND.match(text) is not None):
         boost += w.kind
     return boost
 
