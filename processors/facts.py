@@ -4,7 +4,10 @@ Keys:
 
 * ``env:NAME`` — ``NAME=value`` in messages, commands, output and non-code files;
 * ``config:key`` / ``file:<path>#key`` — ``key: value`` (YAML-ish) and ``"key": value``
-  (JSON) in tool output and config-file edits (never in chat messages);
+  (JSON) in tool output and config-file edits (never in chat messages); the path is the
+  event's ``attrs.path`` or, for a tool's output, the file its call names
+  (:mod:`.calls`): ``name: apply-grant`` read from one skill file and ``name: browser``
+  from another are two files' settings, not one key changed;
 * ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
   edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
 * ``port:<NAME>`` / ``port:<service>`` — a port keyed by the setting it is written in:
@@ -24,7 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from breadcrumb.processors.hints import scan_segments
+from breadcrumb.processors.calls import MAX_CALL_CHARS, calls_of
+from breadcrumb.processors.hints import extract_typed_values, scan_segments
 from breadcrumb.topics.records import Event, Fact
 
 _F = re.ASCII | re.MULTILINE
@@ -80,16 +84,19 @@ def extract_facts(events: Sequence[Event]) -> list[Fact]:
     Deterministic; ordered by where each winning assignment occurs.
     """
     latest: dict[str, Fact] = {}
+    calls = calls_of(events)
     for position, event in enumerate(events):
         index = event.index if event.index is not None else position
-        for key, value in _event_facts(event):
+        for key, value in _event_facts(event, calls.get(event.event_id)):
             latest.pop(key, None)  # re-insert so order follows the winning assignment
             latest[key] = Fact(key, value, event.event_id, index)
     return list(latest.values())
 
 
-def _event_facts(event: Event) -> Iterator[tuple[str, str]]:
-    path = str(event.attrs.get("path") or "") or None
+def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, str]]:
+    """``call``: the call a tool result answers; the file it names is the output's file
+    (``sed -n 1,80p app/SKILL.md``, ``{"filePath": ".../docker-compose.yml"}``)."""
+    path = str(event.attrs.get("path") or "") or (_named_path(call) if call else None)
     is_code = path is not None and path.rsplit(".", 1)[-1].lower() in _CODE_EXTS
     for _offset, piece in scan_segments(_live_text(event)):
         if event.kind == "file_edit" and is_code:
@@ -100,6 +107,14 @@ def _event_facts(event: Event) -> Iterator[tuple[str, str]]:
             yield from _config(piece, path)
         yield from _images(piece)
         yield from _ports(piece)
+
+
+def _named_path(call: str) -> str | None:
+    """The first file path a call names, if any."""
+    for kind, value in extract_typed_values(call[:MAX_CALL_CHARS]):
+        if kind == "path":
+            return value
+    return None
 
 
 def _live_text(event: Event) -> str:

@@ -5,9 +5,9 @@ them; a tool's error code is an error; "which command" asks for a command line."
 
 from __future__ import annotations
 
+from breadcrumb.processors.calls import calls_of
 from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.tokens import estimate_tokens
-from breadcrumb.query_api.recall.extract.calls import calls_of
 from breadcrumb.query_api.recall.extract.cut import best_lines, extract_lines
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, Passage
 from breadcrumb.query_api.recall.rank import Candidate

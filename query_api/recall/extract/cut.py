@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from breadcrumb.query_api.recall.extract.calls import calls_of
+from breadcrumb.processors.calls import calls_of
 from breadcrumb.query_api.recall.extract.scoring import score_exact
 from breadcrumb.query_api.recall.passages import (
     Extract,
@@ -54,7 +54,7 @@ def extract_lines(
     calls: Mapping[str, str] | None = None,
 ) -> Extract:
     """The best lines (within the relative threshold) that fit ``max_tokens``, in source
-    order. ``calls``: result event id -> the call it answers (:mod:`.calls`)."""
+    order. ``calls``: result event id -> the call it answers (:mod:`processors.calls`)."""
     scored = score_exact(query, _as_passages(events), intent, calls=calls)
     if not scored:
         return Extract((), 0)
@@ -263,7 +263,8 @@ class WordExactCut:
     def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
              reader: RangeReader) -> tuple[Extract, int]:
         """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3. The
-        range's events are read either way: which call each output answers (:mod:`.calls`)."""
+        range's events are read either way: which call each output answers
+        (:mod:`processors.calls`)."""
         events = reader.events(memory)
         calls = calls_of(events)
         cut = extract_lines(query.text, passages, budget, self.count, intent=query.intent,

@@ -47,7 +47,7 @@ class LineWeights:
     added_line: float = 0.0  # word-exact: a line a file edit added ...
     removed_line: float = 0.0  # ... and the penalty of one it removed
     decision: float = 0.0  # word-exact: a decision ("we agreed", "決定")
-    call: float = 0.0  # word-exact: per question term a result's call holds (:mod:`.calls`)
+    call: float = 0.0  # word-exact: per question term a result's call holds (processors.calls)
     dense: float = 0.0  # semantic: the passage's normalised dense similarity
     lexical: float = 0.0  # semantic: the share of question weight the line holds
     range: float = 0.0  # semantic: the score of the range (memory) it comes from
@@ -100,7 +100,7 @@ _DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
                 w: LineWeights = EXACT, calls: Mapping[str, str] | None = None) -> list[Line]:
     """Every line that matches the query, scored (see the module docstring). ``calls``:
-    a result event's id -> the call it answers (:mod:`.calls`); the question terms the
+    a result event's id -> the call it answers (:mod:`processors.calls`); the question terms the
     call holds count for the result's matching lines."""
     intent = intent or analyze_query(query)
     terms = query_terms(query)

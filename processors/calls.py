@@ -1,10 +1,11 @@
-"""Which call a tool's output answers: an output line is about the command that made it.
+"""Which call a tool's output answers: an output is about the command that made it.
 
 ``npm error code ERESOLVE`` names neither ``next-auth`` nor ``install``; the call above it,
 ``npm install next-auth@beta``, does. A question that names the call ("what npm error
 code did installing next-auth@beta fail with?") is asking about that output's lines, so
-the word-exact scorer lets the question terms of a result's call count for the result's
-lines (as an edit's header counts for its lines, :mod:`.edits`). Pure.
+recall's word-exact scorer lets the question terms of a result's call count for the
+result's lines; and the ``key: value`` lines of a file the call read are that file's
+settings (:mod:`.facts`), not settings of the whole tenant. Pure.
 
 A result is paired with its call by the ``tool_use_id`` both carry where the importer kept
 it, else with the oldest call still waiting since the last turn (calls made in parallel
