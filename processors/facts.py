@@ -3,11 +3,13 @@
 Keys:
 
 * ``env:NAME`` — ``NAME=value`` in messages, commands, output and non-code files;
-* ``config:key`` / ``file:<path>#key`` — ``key: value`` (YAML-ish) and ``"key": value``
-  (JSON) in tool output and config-file edits (never in chat messages); the path is the
-  event's ``attrs.path`` or, for a tool's output, the file its call names
-  (:mod:`.calls`): ``name: apply-grant`` read from one skill file and ``name: browser``
-  from another are two files' settings, not one key changed;
+* ``file:<path>#key`` — ``key: value`` (YAML-ish) and ``"key": value`` (JSON) of a
+  file: a config-file edit, or a tool's output when its call names the file it read
+  (:mod:`.calls`); the path is the event's ``attrs.path`` or the one the call names.
+  Never in chat messages, nor in output that names no file: ``error: Entry … not
+  uptodate`` of a git command, ``status: TODO`` of a task list and ``name: apply-grant``
+  of one skill file are not settings of the tenant that a later ``error:``, ``status:``
+  or ``name:`` line anywhere would change;
 * ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
   edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
 * ``port:<NAME>`` / ``port:<service>`` — a port keyed by the setting it is written in:
@@ -103,7 +105,7 @@ def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, s
             yield from _constants(piece, path)
         else:
             yield from _env(piece)
-        if event.kind != "message" and not is_code:
+        if event.kind != "message" and not is_code and path is not None:
             yield from _config(piece, path)
         yield from _images(piece)
         yield from _ports(piece)

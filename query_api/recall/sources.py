@@ -41,10 +41,11 @@ RANGE_POOL = 8  # chunks per followed range, per channel
 #: chunks per memory the word-exact cut reads (dense + lexical): the top ones of a
 #: followed range's searches (``RANGE_POOL`` deep, same filter and query)
 CUT_CHUNKS = 4
-#: the direct passage search's best passages the word-exact cut reads too, by channel:
-#: an answering line outside the followed ranges still competes for the budget
-FOUND_LEXICAL = 6
-FOUND_DENSE = 2
+#: the direct passage search's best passages the word-exact cut reads too: an answering
+#: line outside the followed ranges still competes for the budget
+FOUND_PASSAGES = 8
+FOUND_BY_WORDS = 4  # ... and the best by the lexical channel alone (the cut is by words)
+FOUND_KEYWORD = 0.6  # the lexical channel's weight against the dense one (as recall's)
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32
 
@@ -128,16 +129,25 @@ def range_requests(user_id: str, memory_ids: Sequence[str], dense: Sequence[floa
 
 
 def found_ranges(found: dict[str, Found], ranked: dict[str, Candidate],
-                 cut: dict[str, list[Passage]]) -> list[tuple[Candidate, list[Passage]]]:
-    """The direct passage search's best passages (:data:`FOUND_LEXICAL` by the lexical
-    channel, :data:`FOUND_DENSE` by the dense one) for the word-exact cut: one of a
-    followed range joins that range's passages (``cut``, in place); the others, grouped
+                 cut: dict[str, list[Passage]], n: int = FOUND_PASSAGES
+                 ) -> list[tuple[Candidate, list[Passage]]]:
+    """The direct passage search's ``n`` best passages (dense min-max over the pool plus
+    :data:`FOUND_KEYWORD` times lexical over its best, as the raw-chunk search ranks) and
+    its :data:`FOUND_BY_WORDS` best by the lexical channel, for the word-exact cut: one of
+    a followed range joins that range's passages (``cut``, in place); the others, grouped
     by their memory (a ranked candidate), are ranges of their own, best first."""
-    best = sorted((f for f in found.values() if f.sparse), key=lambda f: -(f.sparse or 0.0))
-    near = sorted((f for f in found.values() if f.dense is not None),
-                  key=lambda f: -(f.dense or 0.0))
+    dense = [f.dense for f in found.values() if f.dense is not None]
+    lo, hi = (min(dense), max(dense)) if dense else (0.0, 1.0)
+    top = max((f.sparse or 0.0 for f in found.values()), default=0.0)
+
+    def fused(f: Found) -> float:
+        d = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
+        return d + FOUND_KEYWORD * ((f.sparse or 0.0) / top if top > 0 else 0.0)
+
+    by_words = sorted(found.values(), key=lambda f: -(f.sparse or 0.0))[:FOUND_BY_WORDS]
+    best = sorted(found.values(), key=fused, reverse=True)[:n]
     out: dict[str, list[Passage]] = {}
-    for f in dict.fromkeys([*best[:FOUND_LEXICAL], *near[:FOUND_DENSE]]):
+    for f in dict.fromkeys([*best, *(f for f in by_words if f.sparse)]):
         passages = cut.get(f.memory_id)
         if passages is None:
             if f.memory_id not in ranked:  # not a candidate (filtered out): never guess

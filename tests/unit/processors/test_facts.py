@@ -73,12 +73,17 @@ def test_ports_are_keyed_by_the_setting_they_are_written_in() -> None:
     assert as_map([ev(0, "message", "PORT=8080")])["port:PORT"] == "8080"
 
 
-def test_json_and_yaml_in_tool_output_but_not_in_messages() -> None:
+def test_json_and_yaml_of_a_file_read_but_not_in_messages() -> None:
     out = '{"timeout": 30, "mode": "strict"}\nlisten_addr: 0.0.0.0\nTests: 2 passed\n'
-    facts = as_map([ev(0, "tool_result", out)])
-    assert facts == {"config:timeout": "30", "config:mode": "strict",
-                     "config:listen_addr": "0.0.0.0"}
+    facts = as_map([ev(0, "tool_call", "cat deploy/settings.json"), ev(1, "tool_result", out)])
+    assert facts == {"file:deploy/settings.json#timeout": "30",
+                     "file:deploy/settings.json#mode": "strict",
+                     "file:deploy/settings.json#listen_addr": "0.0.0.0"}
     assert as_map([ev(0, "message", "mode: strict")]) == {}
+    # output that names no file holds no settings: a git error, a task list's status
+    assert as_map([ev(0, "tool_call", "git cherry-pick --abort"),
+                   ev(1, "tool_result", "error: Entry 'src/a.ts' not uptodate.")]) == {}
+    assert as_map([ev(0, "tool_result", "status: TODO\ntitle: Task 002")]) == {}
 
 
 def test_last_assignment_wins_and_points_at_its_event() -> None:
