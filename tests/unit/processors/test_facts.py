@@ -119,11 +119,11 @@ def test_corpus_changes_are_detectable_as_same_key() -> None:
 def test_settings_read_from_a_file_are_that_files() -> None:
     """``name:`` of two skill files read by two calls: two files' settings, not one key
     changed (a tenant reads many files with a ``name:`` line)."""
-    events = [ev(0, "tool_call", "sed -n '1,40p' /home/a/skills/apply-grant/SKILL.md"),
+    events = [ev(0, "tool_call", "sed -n '1,40p' skills/apply-grant/SKILL.md"),
               ev(1, "tool_result", "---\nname: apply-grant\n---"),
-              ev(2, "tool_call", "cat /home/a/skills/browser/SKILL.md"),
+              ev(2, "tool_call", "cat skills/browser/SKILL.md"),
               ev(3, "tool_result", "---\nname: browser\n---")]
     facts = as_map(events)
-    assert facts["file:/home/a/skills/apply-grant/SKILL.md#name"] == "apply-grant"
-    assert facts["file:/home/a/skills/browser/SKILL.md#name"] == "browser"
+    assert facts["file:skills/apply-grant/SKILL.md#name"] == "apply-grant"
+    assert facts["file:skills/browser/SKILL.md#name"] == "browser"
     assert "config:name" not in facts
