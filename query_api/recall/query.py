@@ -37,6 +37,8 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bfunction|method|関数", ("identifier",)),
         (r"\bdomains?\b|ドメイン", ("env", "domain")),
         (r"\bcommand\b|\bscript\b.*\b(?:run|ran)\b|コマンド", ("command",)),
+        # "which test checks / graded ...": a test's node id or its function name
+        (r"\bwhich\b[^?]*\btests?\b|\bpytest\b|どのテスト", ("nodeid", "identifier")),
         (r"\bversion|バージョン", ("version",)),
     )
 )

@@ -152,3 +152,10 @@ def _observation(mid: str) -> Observation:
     return Observation(id=mid, user_id="u", project_id=None, summary="s",
                        source_range=SourceRange("t", 0, 0), tags=(), query_hints=(),
                        retrieve_when="", importance=0.5, created_at="2026-11-01T00:00:00Z")
+
+
+def test_which_test_asks_for_a_test_name() -> None:
+    from breadcrumb.query_api.recall.query import analyze_query
+
+    intent = analyze_query("Which server test checks that binding needs a control token?")
+    assert {"nodeid", "identifier"} <= intent.kinds
