@@ -159,3 +159,13 @@ def test_which_test_asks_for_a_test_name() -> None:
 
     intent = analyze_query("Which server test checks that binding needs a control token?")
     assert {"nodeid", "identifier"} <= intent.kinds
+
+
+def test_how_did_we_and_start_flags_ask_for_a_command() -> None:
+    from breadcrumb.query_api.recall.query import analyze_query
+
+    for question in ("What did we install to add Google Cloud Storage?",
+                     "How did we retire the old firebase.ts lib file?",
+                     "With which model and flags did I start aider?"):
+        assert "command" in analyze_query(question).kinds, question
+    assert "command" not in analyze_query("How did Caroline feel after the race?").kinds
