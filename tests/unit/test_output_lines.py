@@ -169,3 +169,13 @@ def test_how_did_we_and_start_flags_ask_for_a_command() -> None:
                      "With which model and flags did I start aider?"):
         assert "command" in analyze_query(question).kinds, question
     assert "command" not in analyze_query("How did Caroline feel after the race?").kinds
+
+
+def test_a_command_line_answers_a_command_question_naming_docker() -> None:
+    from breadcrumb.query_api.recall.extract.semantic import holds_kind
+    from breadcrumb.query_api.recall.query import analyze_query
+
+    intent = analyze_query("Which command upgraded the module in the docker container?")
+    line = {"text": "docker exec odoo-web-1 odoo -d postgres -u search_leads --stop-after-init"}
+    assert holds_kind([{"lines": [line]}], intent)  # "docker" asks for no image here
+    assert not holds_kind([{"lines": [{"text": "Now upgrade the module in Docker:"}]}], intent)

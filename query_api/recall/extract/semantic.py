@@ -22,7 +22,12 @@ from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
-from breadcrumb.query_api.recall.extract.scoring import FAILURE, MAX_LINE_CHARS, line_pool
+from breadcrumb.query_api.recall.extract.scoring import (
+    FAILURE,
+    MAX_LINE_CHARS,
+    SHELL_COMMAND,
+    line_pool,
+)
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
 from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id
@@ -104,6 +109,7 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     the question asks for no kind): a word-exact cut without one missed the value."""
     kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
     failure = intent.failure or "error" in intent.kinds
+    command = "command" in intent.kinds  # no typed-value rule names a command line
     if not kinds and not failure:
         return True
     for item in evidence:
@@ -113,6 +119,8 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
                 return True  # a failure line the typed-value rules do not name (Go, tsc ...)
             if kinds and text_holds_kind(text, kinds):
                 return True
+            if command and SHELL_COMMAND.match(text):
+                return True  # "which command …" ("… in the docker container" asks no image)
     return False
 
 
