@@ -80,8 +80,14 @@ class QueryIntent:
     temporal: str | None  # "newest" | "oldest" | None
     failure: bool
     role: str | None = None  # "user": the question asks for what the user said
+    #: "how many tests / modules / schema pages …": the thing counted (its stem), whose
+    #: count line (``Ran 73 tests across 10 files``) is the answer
+    counted: str | None = None
 
 
+
+
+_HOW_MANY = re.compile(r"(?i)\bhow many\s+([a-z][a-z_-]{2,})")
 
 
 def analyze_query(query: str) -> QueryIntent:
@@ -93,7 +99,10 @@ def analyze_query(query: str) -> QueryIntent:
     newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
     role = "user" if _USER_WORDS.search(query) else None
-    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role)
+    many = _HOW_MANY.search(query)
+    counted = many.group(1).lower().removesuffix("s") if many else None
+    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role,
+                       counted or None)
 
 
 #: What a named literal looks like, one table. Two readings of it (their alternatives, in

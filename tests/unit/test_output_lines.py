@@ -179,3 +179,13 @@ def test_a_command_line_answers_a_command_question_naming_docker() -> None:
     line = {"text": "docker exec odoo-web-1 odoo -d postgres -u search_leads --stop-after-init"}
     assert holds_kind([{"lines": [line]}], intent)  # "docker" asks for no image here
     assert not holds_kind([{"lines": [{"text": "Now upgrade the module in Docker:"}]}], intent)
+
+
+def test_how_many_asks_for_the_count_line() -> None:
+    events = [_event(0, "tool_call", "pnpm gen:docs"),
+              _event(1, "tool_result", "Reading schema files for the docs pages\n"
+                                       "Wrote 4 schema page(s)\nDone in 1.2s")]
+    question = "How many schema pages did gen-schema-docs write?"
+    budget = estimate_tokens("Reading schema files for the docs pages")  # room for one
+    cut = extract_lines(question, events, budget, estimate_tokens)
+    assert cut.text == "Wrote 4 schema page(s)"

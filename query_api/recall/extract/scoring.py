@@ -159,10 +159,26 @@ def _damped(score: float, repeats: int) -> float:
     return score / (1.0 + math.log2(repeats))
 
 
+def counts(counted: str) -> re.Pattern[str]:
+    """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
+    ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing)."""
+    return _counts(counted)
+
+
+@lru_cache(maxsize=256)
+def _counts(counted: str) -> re.Pattern[str]:
+    return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{re.escape(counted)}")
+
+
 def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:
-    """Boost the best lines that hold a value of a kind the question asks for. On a
-    failure question only failure lines: "which test failed" asks for the failing node
-    id, and the 1,999 passing ones of the same log hold that kind too."""
+    """Boost the best lines that hold a value of a kind the question asks for (or the
+    count a "how many" question asks for). On a failure question only failure lines:
+    "which test failed" asks for the failing node id, and the 1,999 passing ones of the
+    same log hold that kind too."""
+    if intent.counted:
+        count = counts(intent.counted)
+        lines = [Line(ln.event_id, ln.event_index, ln.start, ln.end, ln.text, ln.score + w.kind)
+                 if count.search(ln.text[:MAX_LINE_CHARS]) else ln for ln in lines]
     if not intent.kinds:
         return lines
     order = sorted(range(len(lines)), key=lambda i: -lines[i].score)[:TYPED_SCAN_LIMIT]
@@ -266,7 +282,7 @@ def _fused(groups: list[_Group], weights: dict[str, float],
     total = sum(weights.values()) or 1.0
     keys = frozenset(weights)
     position = {t: i for i, t in enumerate(weights)}.__getitem__
-    boosted = intent.failure or bool(intent.kinds)
+    boosted = intent.failure or bool(intent.kinds) or intent.counted is not None
     out = []
     for f, normalised, lines in groups:
         dense = w.dense * normalised
@@ -376,6 +392,8 @@ def pool_weights(terms: dict[str, float], lines: Sequence[frozenset[str]]) -> di
 
 def _boosts(text: str, intent: QueryIntent, w: LineWeights) -> float:
     boost = 0.0
+    if intent.counted and counts(intent.counted).search(text[:MAX_LINE_CHARS]):
+        boost += w.kind
     if intent.failure and FAILURE.search(text):
         boost += w.failure
     if intent.kinds and (_holds_kind(text[:MAX_LINE_CHARS], intent.kinds)
