@@ -189,3 +189,12 @@ def test_how_many_asks_for_the_count_line() -> None:
     budget = estimate_tokens("Reading schema files for the docs pages")  # room for one
     cut = extract_lines(question, events, budget, estimate_tokens)
     assert cut.text == "Wrote 4 schema page(s)"
+
+
+def test_the_importers_closing_note_is_no_evidence() -> None:
+    note = "end of imported codex session 019df370 (FundWise-codex-session.jsonl)"
+    events = [_event(0, "message", "We exported the FundWise session."),
+              Event(event_id="end", user_id="u", thread_id="t", ts="2026-11-01T00:00:00Z",
+                    role="system", kind="session_end", content=note, index=1)]
+    cut = extract_lines("Which FundWise session did we export?", events, 200, estimate_tokens)
+    assert cut.text == "We exported the FundWise session."

@@ -88,6 +88,8 @@ SHELL_COMMAND = re.compile(
     r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
     r"|\./\S+|\S+\.sh)(?=\s|$)")
 _DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
+#: the importer's closing note of a session (``importers.common``): not what anyone said
+IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
@@ -113,7 +115,7 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
         for start, end, text in split_lines(passage):
             if edit is not None and edit.marker(start, text):
                 continue
-            if _DIFF_HEADER.match(text):
+            if _DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):
                 continue
             base = _line_score(text, passage, terms, intent, w,
                                edit.side(start) if edit is not None else "", context,
@@ -348,7 +350,8 @@ def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     diff = not keep_removed and _DIFF.search(text) is not None
     return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
-                 if not (diff and _removed(line)) and line not in EDIT_MARKERS)
+                 if not (diff and _removed(line)) and line not in EDIT_MARKERS
+                 and not IMPORT_MARKER.match(line))
 
 
 def _removed(line: str) -> bool:
