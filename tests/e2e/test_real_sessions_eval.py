@@ -17,6 +17,10 @@ from breadcrumb.infra.settings import Settings
 
 VALUE_CLAUDE = 'resolver = "3"'
 VALUE_AIDER = "TIMEOUT_SECONDS = 47"
+#: a Codex 0.144 rollout written from a real one's structure: a two-file apply_patch (the
+#: resolver line in its Cargo.toml part), ``mise run test`` running cargo nextest
+CODEX_144 = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts" / \
+    "codex-0.144-rollout.jsonl"
 
 
 def _claude_session(folder: Path) -> None:
@@ -77,6 +81,12 @@ def _questions(path: Path) -> None:
          "value": "8 passed in 0.42s"},
         {"id": "t3", "agent": "aider", "source": {"repo": "generated", "path": "h.md"},
          "question": "What client timeout did we set in settings.py?", "value": VALUE_AIDER},
+        {"id": "t5", "agent": "codex", "source": {"repo": "generated", "path": "r.jsonl"},
+         "question": "What resolver did we pin in the ledger-rs workspace Cargo.toml?",
+         "value": 'resolver = "2"'},
+        {"id": "t6", "agent": "codex", "source": {"repo": "generated", "path": "r.jsonl"},
+         "question": "How many tests ran when mise run test passed?",
+         "value": "48 tests run: 48 passed, 0 skipped"},
         {"id": "t4", "agent": "gemini", "source": {"repo": "generated", "path": "s.json"},
          "question": "Which model did gemini use?", "value": "gemini-2.5-pro"},
     ]
@@ -88,6 +98,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("real")
     _claude_session(root / "sessions" / "claude-code" / "-home-dev-ledger")
     _aider_history(root / "sessions" / "aider" / "settings-repo")
+    (root / "sessions" / "codex").mkdir()
+    (root / "sessions" / "codex" / "rollout.jsonl").write_bytes(CODEX_144.read_bytes())
     (root / "sessions" / "notes").mkdir()  # no question names it: ignored
     _questions(root / "questions.jsonl")
     return root
@@ -114,11 +126,14 @@ def test_each_agent_folder_is_imported_and_the_values_are_found(results: dict[st
     assert rows["t4"]["skipped"] == "no sessions for this agent"
     assert rows["t1"]["methods"]["breadcrumb"]["hit"] is True
     assert rows["t3"]["methods"]["breadcrumb"]["hit"] is True
-    for qid in ("t1", "t2", "t3"):
+    # a patch line of a multi-file apply_patch; a test runner's summary behind a task runner
+    assert rows["t5"]["methods"]["breadcrumb"]["hit"] is True
+    assert rows["t6"]["methods"]["breadcrumb"]["hit"] is True
+    for qid in ("t1", "t2", "t3", "t5", "t6"):
         assert 0 < rows[qid]["methods"]["breadcrumb"]["tokens"] <= 800
     s = real["summary"]["breadcrumb"]
-    assert s["all"]["questions"] == 3 and s["skipped"] == 1
-    assert set(s["agents"]) == {"claude-code", "aider"}
+    assert s["all"]["questions"] == 5 and s["skipped"] == 1
+    assert set(s["agents"]) == {"claude-code", "aider", "codex"}
     assert s["all"]["hits"] == sum(a["hits"] for a in s["agents"].values())
     verdict = results["thresholds"][0]
     assert verdict["name"] == "min_real_sessions_hit" and verdict["value"] == s["all"]["hit_rate"]
