@@ -248,6 +248,17 @@ def query_terms(text: str) -> dict[str, float]:
     return weights
 
 
+def with_verb_forms(terms: dict[str, float]) -> dict[str, float]:
+    """``terms`` plus the plain form of each ``-ed`` word whose stem drops an ``e``
+    ("graded" -> "grade": ``query_terms`` gives "grad"), for matching source lines (a
+    test named ``…_and_grade``); retrieval keeps ``query_terms`` as it is."""
+    out = dict(terms)
+    for term in terms:
+        if term.endswith("ed") and len(term) > 5 and term.isascii() and term.isalpha():
+            out.setdefault(term[:-1], EXPANSION_WEIGHT)
+    return out
+
+
 def _is_cjk_piece(term: str) -> bool:
     """A CJK bigram (or single character): one of several pieces of one word."""
     return len(term) <= 2 and not term.isascii()

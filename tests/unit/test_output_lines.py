@@ -198,3 +198,12 @@ def test_the_importers_closing_note_is_no_evidence() -> None:
                     role="system", kind="session_end", content=note, index=1)]
     cut = extract_lines("Which FundWise session did we export?", events, 200, estimate_tokens)
     assert cut.text == "We exported the FundWise session."
+
+
+def test_graded_meets_a_test_named_grade() -> None:
+    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.passages import Passage as P
+
+    line = "pytest test_outputs.py::test_compile_and_grade"
+    scored = score_exact("Which step graded the solution?", [P("e", 0, 0, line)])
+    assert [ln.text for ln in scored] == [line]  # "graded" -> "grade", a word of its name

@@ -30,7 +30,12 @@ from functools import lru_cache, partial
 
 from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
-from breadcrumb.processors.lexical import EN_STOPWORDS, lexical_terms, query_terms
+from breadcrumb.processors.lexical import (
+    EN_STOPWORDS,
+    lexical_terms,
+    query_terms,
+    with_verb_forms,
+)
 from breadcrumb.query_api.recall.extract.edits import EDIT_MARKERS, EditLines, is_edit
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
@@ -105,7 +110,7 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     a result event's id -> the call it answers (:mod:`processors.calls`); the question terms the
     call holds count for the result's matching lines."""
     intent = intent or analyze_query(query)
-    terms = query_terms(query)
+    terms = with_verb_forms(query_terms(query))
     calls = calls or {}
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:

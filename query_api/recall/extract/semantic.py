@@ -19,6 +19,7 @@ from typing import Any
 
 from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
+from breadcrumb.processors.lexical import with_verb_forms
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
@@ -67,9 +68,10 @@ class LinesByMeaning:
         roles = _roles(self.raw, user_id, pool.values()) if query.intent.role else None
         dated = dated_events(self.raw, user_id, query.text,
                              (f.passage.event_id for f in pool.values()), retrieved.request.now)
-        ranked = line_pool(pool.values(), query.terms, query.intent, range_score, roles, dated,
+        terms = with_verb_forms(query.terms)  # "graded" meets a test named ``…_and_grade``
+        ranked = line_pool(pool.values(), terms, query.intent, range_score, roles, dated,
                            query.text)
-        chosen = pack_pool(ranked, query.terms, budget, joined_cost(self.count))
+        chosen = pack_pool(ranked, terms, budget, joined_cost(self.count))
         known = {**recalled.read, **{c.memory.id: c.memory for c in top}}
         missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
         known.update({m.id: m for m in self.memories.get_memories(user_id, missing)})
