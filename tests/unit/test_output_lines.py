@@ -207,3 +207,18 @@ def test_graded_meets_a_test_named_grade() -> None:
     line = "pytest test_outputs.py::test_compile_and_grade"
     scored = score_exact("Which step graded the solution?", [P("e", 0, 0, line)])
     assert [ln.text for ln in scored] == [line]  # "graded" -> "grade", a word of its name
+
+
+def test_a_file_read_before_its_edit_is_not_the_current_value() -> None:
+    from breadcrumb.query_api.recall.extract.edits import removed_lines
+
+    old = "export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+$/i;"
+    new = "export const EMAIL_RE = /^[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\\.)+[A-Za-z]{2,}$/;"
+    diff = f"--- a/src/auth/email.ts\n+++ b/src/auth/email.ts\n@@ -1 +1 @@\n-{old}\n+{new}"
+    assert removed_lines([diff]) == frozenset({old})
+    # a chunk of a unified diff (no kind) is an edit: its + line is the added one
+    from breadcrumb.query_api.recall.extract.scoring import score_exact
+
+    scored = score_exact("What is EMAIL_RE in email.ts?", [Passage("d", 3, 0, diff)])
+    best = max(scored, key=lambda ln: ln.score)
+    assert best.text == f"+{new}"

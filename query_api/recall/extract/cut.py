@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from breadcrumb.processors.calls import calls_of
+from breadcrumb.query_api.recall.extract.edits import removed_lines
 from breadcrumb.query_api.recall.extract.scoring import score_exact
 from breadcrumb.query_api.recall.passages import (
     Extract,
@@ -81,6 +82,15 @@ def extract_lines(
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
     return Extract.joined(chosen, count_tokens, best)
+
+
+def _without(cut: Extract, was: frozenset[str], count: Callable[[str], int]) -> Extract:
+    """``cut`` without its lines (other than an edit's own ``-`` lines) that an edit of
+    the range took out (:func:`.edits.removed_lines`)."""
+    if not was:
+        return cut
+    kept = [ln for ln in cut.lines if ln.text.startswith("-") or ln.text.strip() not in was]
+    return cut if len(kept) == len(cut.lines) else Extract.joined(kept, count, cut.best_score)
 
 
 def _as_passages(items: Sequence[Event | Passage]) -> list[Passage]:
@@ -267,12 +277,16 @@ class WordExactCut:
         (:mod:`processors.calls`)."""
         events = reader.events(memory)
         calls = calls_of(events)
-        cut = extract_lines(query.text, passages, budget, self.count, intent=query.intent,
-                            calls=calls)
+        # a line an edit of the range later took out, seen earlier (the file read before
+        # the edit), is the old version: left out unless history is asked for
+        was = frozenset() if query.intent.temporal == "oldest" else removed_lines(
+            e.content for e in events if e.kind == "file_edit")
+        cut = _without(extract_lines(query.text, passages, budget, self.count,
+                                     intent=query.intent, calls=calls), was, self.count)
         if cut.lines and cut.best_score >= CONFIDENT_LINE:
             return cut, 1
-        cut = extract_lines(query.text, events, budget, self.count, intent=query.intent,
-                            calls=calls)
+        cut = _without(extract_lines(query.text, events, budget, self.count,
+                                     intent=query.intent, calls=calls), was, self.count)
         if self.quoter is not None and events:
             quoted = self.quoted(query.text, events, cut, budget)
             if quoted is not None:

@@ -10,6 +10,7 @@ markers out and let the edit's header (the file the user names) count for its li
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from breadcrumb.processors.lexical import lexical_terms
 from breadcrumb.query_api.recall.passages import Passage
@@ -31,10 +32,27 @@ _SEARCH, _DIVIDER, _REPLACE = ("<<<<<<< SEARCH", "------- SEARCH"), "=======", \
     (">>>>>>> REPLACE", "+++++++ REPLACE")
 
 
+def removed_lines(texts: Iterable[str]) -> frozenset[str]:
+    """The lines edits took out (a diff's ``-`` lines, stripped) that no edit put back:
+    the same line in an earlier output of the range (``cat`` before the edit) is the
+    file as it was, not as it is."""
+    removed: set[str] = set()
+    added: set[str] = set()
+    for text in texts:
+        for line in text.split("\n"):
+            if line.startswith("-") and not line.startswith("---"):
+                removed.add(line[1:].strip())
+            elif line.startswith("+") and not line.startswith("+++"):
+                added.add(line[1:].strip())
+    return frozenset(removed - added - {""})
+
+
 def is_edit(passage: Passage) -> bool:
     """A file edit: by its kind, or (a chunk passage has none) by an importer's rendered
-    ``--- old`` / ``+++ new`` sections or a patch's file header (``*** Update File:``)."""
-    return passage.kind == "file_edit" or RENDERED_EDIT.search(passage.text) is not None
+    ``--- old`` / ``+++ new`` sections, a patch's file header (``*** Update File:``) or a
+    unified diff's (``--- a/``, ``+++ b/``, ``@@ -1``)."""
+    return (passage.kind == "file_edit" or RENDERED_EDIT.search(passage.text) is not None
+            or _DIFF.search(passage.text) is not None)
 
 
 class EditLines:
