@@ -21,7 +21,7 @@ from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
 from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
 from breadcrumb.query_api.recall.passages import Found, Passage, passage_of
-from breadcrumb.query_api.recall.rank import Candidate
+from breadcrumb.query_api.recall.rank import Candidate, ratio
 from breadcrumb.query_api.recall.stages import OpenWindow, RangeReader, Recalled, Retrieved
 from breadcrumb.stores.ports import (
     BatchedEventReads,
@@ -142,7 +142,7 @@ def found_ranges(found: dict[str, Found], ranked: dict[str, Candidate],
 
     def fused(f: Found) -> float:
         d = 0.0 if f.dense is None else (1.0 if hi <= lo else (f.dense - lo) / (hi - lo))
-        return d + FOUND_KEYWORD * ((f.sparse or 0.0) / top if top > 0 else 0.0)
+        return d + FOUND_KEYWORD * ratio(f.sparse, top)
 
     by_words = sorted(found.values(), key=lambda f: -(f.sparse or 0.0))[:FOUND_BY_WORDS]
     best = sorted(found.values(), key=fused, reverse=True)[:n]

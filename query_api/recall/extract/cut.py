@@ -65,19 +65,18 @@ def extract_lines(
         key=lambda ln: (-ln.score, ln.event_index, ln.start),
     )
     chosen: list[Line] = []
-    seen: set[tuple[str, int]] = set()
-    said: set[str] = set()  # the same line said again (a repeated output): one copy
+    # one copy of a line: the same position, or the same line said again (an output
+    # the next turn repeats); the same position is always the same text
+    said: set[str] = set()
     used = 0
     for line in ranked:
         # as counted in the joined text (the response's ``token_cost``): a join each
         cost = count_tokens(line.text) + (JOIN_TOKENS if chosen else 0)
-        if len(chosen) >= max_lines or (line.event_id, line.start) in seen \
-                or line.text in said:
+        if len(chosen) >= max_lines or line.text in said:
             continue
         if used + cost > max_tokens:
             continue
         chosen.append(line)
-        seen.add((line.event_id, line.start))
         said.add(line.text)
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
@@ -254,8 +253,8 @@ class WordExactCut:
             if cut.lines:
                 cuts.append((cand.memory, cut, 1, stale))
         floor = RELATIVE_THRESHOLD * max([best, *(c.best_score for _m, c, _u, _s in cuts)])
-        kept = [(m, Extract(tuple(ln for ln in c.lines if ln.score >= floor), 0, c.best_score),
-                 u, s) for m, c, u, s in cuts]
+        kept = [(m, Extract.joined((ln for ln in c.lines if ln.score >= floor), self.count,
+                                   c.best_score), u, s) for m, c, u, s in cuts]
         return [(m, c, u, s) for m, c, u, s in kept if c.lines]
 
     @staticmethod

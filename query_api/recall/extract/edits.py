@@ -16,7 +16,8 @@ from breadcrumb.processors.lexical import lexical_terms
 from breadcrumb.query_api.recall.passages import Passage
 
 MAX_LINE_CHARS = 4000
-_DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
+#: a unified diff (its hunk or file headers)
+DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 #: the markers of an importer's rendered edit (``common.render_edit``) and of SEARCH /
 #: REPLACE blocks: no evidence
 EDIT_MARKERS = frozenset({"--- old", "+++ new", "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE",
@@ -52,7 +53,7 @@ def is_edit(passage: Passage) -> bool:
     ``--- old`` / ``+++ new`` sections, a patch's file header (``*** Update File:``) or a
     unified diff's (``--- a/``, ``+++ b/``, ``@@ -1``)."""
     return (passage.kind == "file_edit" or RENDERED_EDIT.search(passage.text) is not None
-            or _DIFF.search(passage.text) is not None)
+            or DIFF.search(passage.text) is not None)
 
 
 class EditLines:
@@ -82,7 +83,7 @@ class EditLines:
             named = set(lexical_terms(m.group(1)[:MAX_LINE_CHARS]))
             self.files.append((passage.offset + m.start(),
                                {t: v for t, v in terms.items() if t in named}))
-        self.unified = _DIFF.search(passage.text) is not None
+        self.unified = DIFF.search(passage.text) is not None
 
     def marker(self, start: int, text: str) -> bool:
         """Whether this is a marker line (``--- old`` / ``+++ new``, a SEARCH / REPLACE

@@ -36,7 +36,7 @@ from breadcrumb.processors.lexical import (
     query_terms,
     with_verb_forms,
 )
-from breadcrumb.query_api.recall.extract.edits import EDIT_MARKERS, EditLines, is_edit
+from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, EditLines, is_edit
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
 from breadcrumb.query_api.recall.query import Query, QueryIntent, analyze_query
@@ -99,7 +99,6 @@ _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
 _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
-_DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 
 
 
@@ -166,15 +165,17 @@ def _damped(score: float, repeats: int) -> float:
     return score / (1.0 + math.log2(repeats))
 
 
+@lru_cache(maxsize=256)
 def counts(counted: str) -> re.Pattern[str]:
     """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
     ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing)."""
-    return _counts(counted)
-
-
-@lru_cache(maxsize=256)
-def _counts(counted: str) -> re.Pattern[str]:
     return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{re.escape(counted)}")
+
+
+def command_line(text: str, intent: QueryIntent) -> bool:
+    """Whether the question asks for a command ("which command …") and ``text`` is a
+    shell command line (no typed-value rule names one)."""
+    return "command" in intent.kinds and SHELL_COMMAND.match(text[:MAX_LINE_CHARS]) is not None
 
 
 def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:
@@ -195,7 +196,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
         if intent.failure and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
             continue
         kinds = {k for k, _v in extract_typed_values(line.text[:MAX_LINE_CHARS])}
-        if "command" in intent.kinds and SHELL_COMMAND.match(line.text[:MAX_LINE_CHARS]):
+        if command_line(line.text, intent):
             kinds.add("command")
         if kinds & intent.kinds:
             out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
@@ -352,7 +353,7 @@ def _line_terms(text: str) -> frozenset[str]:
 def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     """(start, end, text, terms, shape) of a passage's lines, a diff's removed lines left
     out unless kept; pure, so cached (the lead and the packing score the same passages)."""
-    diff = not keep_removed and _DIFF.search(text) is not None
+    diff = not keep_removed and DIFF.search(text) is not None
     return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
                  if not (diff and _removed(line)) and line not in EDIT_MARKERS
@@ -405,7 +406,7 @@ def _boosts(text: str, intent: QueryIntent, w: LineWeights) -> float:
     if intent.failure and FAILURE.search(text):
         boost += w.failure
     if intent.kinds and (_holds_kind(text[:MAX_LINE_CHARS], intent.kinds)
-                         or "command" in intent.kinds and SHELL_COMMAND.match(text) is not None):
+                         or command_line(text, intent)):
         boost += w.kind
     return boost
 

@@ -26,7 +26,7 @@ from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import (
     FAILURE,
     MAX_LINE_CHARS,
-    SHELL_COMMAND,
+    command_line,
     line_pool,
 )
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
@@ -111,7 +111,6 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     the question asks for no kind): a word-exact cut without one missed the value."""
     kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
     failure = intent.failure or "error" in intent.kinds
-    command = "command" in intent.kinds  # no typed-value rule names a command line
     if not kinds and not failure:
         return True
     for item in evidence:
@@ -121,7 +120,7 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
                 return True  # a failure line the typed-value rules do not name (Go, tsc ...)
             if kinds and text_holds_kind(text, kinds):
                 return True
-            if command and SHELL_COMMAND.match(text):
+            if command_line(text, intent):
                 return True  # "which command …" ("… in the docker container" asks no image)
     return False
 
