@@ -222,3 +222,26 @@ def test_a_file_read_before_its_edit_is_not_the_current_value() -> None:
     scored = score_exact("What is EMAIL_RE in email.ts?", [Passage("d", 3, 0, diff)])
     best = max(scored, key=lambda ln: ln.score)
     assert best.text == f"+{new}"
+
+
+def test_a_long_line_said_again_with_a_few_words_changed_is_packed_once() -> None:
+    """s02 (MunsellSpace): a task-master command, its ``[INFO]`` echo and the same command
+    with ``--tag=dev``, 105-139 tokens each, filled the budget the 3-token answer needed."""
+    prompt = ("Review future development roadmap: Review the future_development.md document "
+              "to evaluate and prioritize planned features for MunsellSpace library expansion, "
+              "temperature bias, semantic overlays and centroid calculations")
+    said = [f'npx task-master add-task --prompt="{prompt}"',
+            f'[INFO] Adding new task with prompt: "{prompt}"',
+            f'npx task-master add-task --tag=dev --prompt="{prompt}"']
+    lines = [Line("e1", 1, 0, len(said[0]), said[0], 6.0),
+             Line("e2", 2, 0, len(said[1]), said[1], 5.0),
+             Line("e3", 3, 0, len(said[2]), said[2], 6.0),
+             Line("e4", 4, 0, 15, "Version: 0.37.1", 4.0)]
+    cost = max(estimate_tokens(t) for t in said)
+    assert min(estimate_tokens(t) for t in said) >= 30  # long lines
+    kept = best_lines([Extract(tuple(lines), 0)], 2 * cost + 5, estimate_tokens)[0]
+    assert [ln.text for ln in kept] == [said[0], "Version: 0.37.1"]
+    # short lines that share words are not near repeats: both are packed
+    short = (Line("e5", 5, 0, 20, "port 5432 on db", 2.0),
+             Line("e6", 6, 0, 20, "port 5432 on db2", 2.0))
+    assert len(best_lines([Extract(short, 0)], 100, estimate_tokens)[0]) == 2

@@ -42,6 +42,10 @@ RELATIVE_THRESHOLD = 0.5
 #: count leaves out its first word's leading space, which a joined line pays
 JOIN_TOKENS = 1
 CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
+#: A line of at least this many tokens that shares this share of its word 4-grams with a
+#: long line already packed is a near repeat of it (see :class:`NearRepeats`).
+NEAR_MIN_TOKENS = 30
+NEAR_SHARE = 0.6
 _FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
 
 
@@ -156,15 +160,20 @@ def best_lines(cuts: Sequence[Extract], budget: int, count: Callable[[str], int]
                 ) -> list[list[Line]]:
     """Each cut's lines that get the shared ``budget``: the best lines of all cuts first
     (ties: the earlier cut, then source order), each costed as joined into its cut's text;
-    a line said verbatim in an earlier pick is not packed again. Source order kept."""
+    a line said verbatim in an earlier pick is not packed again, nor a long line that
+    mostly repeats a long line already picked (:class:`NearRepeats`). Source order kept."""
     ranked = sorted(((ln.score, c, ln) for c, cut in enumerate(cuts) for ln in cut.lines),
                     key=lambda x: (-x[0], x[1], x[2].event_index, x[2].start))
     kept: list[list[Line]] = [[] for _ in cuts]
     said: set[str] = set()
+    near = NearRepeats()
     used = 0
     for _score, c, line in ranked:
-        cost = count(line.text) + (JOIN_TOKENS if kept[c] else 0)
-        if line.text in said or used + cost > budget:
+        if line.text in said:
+            continue
+        tokens = count(line.text)
+        cost = tokens + (JOIN_TOKENS if kept[c] else 0)
+        if used + cost > budget or near.repeats(line.text, tokens):
             continue
         kept[c].append(line)
         said.add(line.text)
@@ -172,6 +181,33 @@ def best_lines(cuts: Sequence[Extract], budget: int, count: Callable[[str], int]
     for lines in kept:
         lines.sort(key=lambda ln: (ln.event_index, ln.start))
     return kept
+
+
+class NearRepeats:
+    """Long lines picked so far, by their word 4-grams: a long line (at least
+    :data:`NEAR_MIN_TOKENS`) most of whose 4-grams (:data:`NEAR_SHARE` of the shorter
+    line's) a picked long line holds says that line again with a few words changed —
+    the command, its ``[INFO] Adding new task with prompt: "…"`` echo, the same command
+    with ``--tag=dev`` — and is not packed again (s02: three 105-139 token echoes of one
+    prompt filled the budget a 3-token ``Version: 0.37.1`` needed)."""
+
+    def __init__(self) -> None:
+        self._picked: list[frozenset[tuple[str, ...]]] = []
+
+    def repeats(self, text: str, tokens: int) -> bool:
+        """Whether ``text`` mostly repeats a long line picked before; if not, and it is
+        long, it is remembered as picked."""
+        if tokens < NEAR_MIN_TOKENS:
+            return False
+        words = text.lower().split()
+        grams = frozenset(zip(words, words[1:], words[2:], words[3:], strict=False))
+        if not grams:
+            return False
+        for other in self._picked:
+            if len(grams & other) >= NEAR_SHARE * min(len(grams), len(other)):
+                return True
+        self._picked.append(grams)
+        return False
 
 
 @dataclass(frozen=True, slots=True)
