@@ -25,6 +25,7 @@ allocator; compare the variants of one run.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -34,13 +35,10 @@ VARIANTS = ("default", "cold", "sparse-only")
 
 
 def resident() -> dict[str, int]:
-    """Anonymous and file-backed resident KB of this process."""
-    out = {}
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith(("RssAnon", "RssFile")):
-                out[line.split(":")[0]] = int(line.split()[1])
-    return out
+    """Anonymous and file-backed resident KB of this process (``soak_targets.rss_bytes``)."""
+    from bench.soak_targets import rss_bytes
+
+    return {field: rss_bytes(os.getpid(), field) // 1024 for field in ("RssAnon", "RssFile")}
 
 
 def run_variant(variant: str, points: int, batch: int) -> None:

@@ -173,9 +173,11 @@ def best_lines(cuts: Sequence[Extract], budget: int, count: Callable[[str], int]
             continue
         tokens = count(line.text)
         cost = tokens + (JOIN_TOKENS if kept[c] else 0)
-        if used + cost > budget or near.repeats(line.text, tokens):
+        grams = near.grams(line.text, tokens)
+        if used + cost > budget or near.repeats(grams):
             continue
         kept[c].append(line)
+        near.keep(grams)
         said.add(line.text)
         used += cost
     for lines in kept:
@@ -194,20 +196,24 @@ class NearRepeats:
     def __init__(self) -> None:
         self._picked: list[frozenset[tuple[str, ...]]] = []
 
-    def repeats(self, text: str, tokens: int) -> bool:
-        """Whether ``text`` mostly repeats a long line picked before; if not, and it is
-        long, it is remembered as picked."""
+    @staticmethod
+    def grams(text: str, tokens: int) -> frozenset[tuple[str, ...]]:
+        """The word 4-grams of a long line (none for a line under the length)."""
         if tokens < NEAR_MIN_TOKENS:
-            return False
+            return frozenset()
         words = text.lower().split()
-        grams = frozenset(zip(words, words[1:], words[2:], words[3:], strict=False))
-        if not grams:
-            return False
-        for other in self._picked:
-            if len(grams & other) >= NEAR_SHARE * min(len(grams), len(other)):
-                return True
-        self._picked.append(grams)
-        return False
+        return frozenset(zip(words, words[1:], words[2:], words[3:], strict=False))
+
+    def repeats(self, grams: frozenset[tuple[str, ...]]) -> bool:
+        """Whether a line of these 4-grams mostly repeats a long line kept before."""
+        return bool(grams) and any(
+            len(grams & other) >= NEAR_SHARE * min(len(grams), len(other))
+            for other in self._picked)
+
+    def keep(self, grams: frozenset[tuple[str, ...]]) -> None:
+        """A line of these 4-grams was packed (a short line's are empty: not kept)."""
+        if grams:
+            self._picked.append(grams)
 
 
 @dataclass(frozen=True, slots=True)
