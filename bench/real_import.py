@@ -267,7 +267,7 @@ def main() -> None:
                                               args.port, args.timeout))
                     out(befores[-1].line())
                 afters.append(run_import("after", ROOT, folder, args.port, args.timeout,
-                                         args.profile))
+                                         args.profile, args.texts_out))
                 out(afters[-1].line())
         finally:
             if tree is not None:
