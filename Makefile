@@ -57,7 +57,7 @@ lint: venv
 unit: venv
 	$(PY) -m pytest -q -m "not integration"
 
-services-up: venv
+services-up: install
 	PYTHON=$(abspath $(PY)) bash infra/services.sh up
 
 services-down:

@@ -101,8 +101,13 @@ class TopicAdmin:
         await self._wait_for_leaders([s.name for s in specs], timeout_s)
         return [s.name for s in missing]
 
-    async def delete(self, names: Iterable[str]) -> None:
-        """Delete topics by name; names that do not exist are ignored (for test cleanup)."""
+    async def delete(self, names: Iterable[str], timeout_s: float = 30.0) -> None:
+        """Delete topics by name; names that do not exist are ignored (for test cleanup).
+
+        Returns once the broker's metadata no longer lists them: the controller accepts a
+        deletion before the broker forgets the topic, so a describe right after an
+        unawaited delete could still find it.
+        """
         names = list(names)
         if not names:
             return
@@ -110,6 +115,19 @@ class TopicAdmin:
         _raise_topic_errors(
             response.topic_error_codes, "delete", ignore=UnknownTopicOrPartitionError
         )
+        await self._wait_until_gone(names, timeout_s)
+
+    async def _wait_until_gone(self, names: list[str], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            metadata = await self._client.describe_topics(names)
+            present = {t["topic"] for t in metadata if t["error_code"] == _NO_ERROR}
+            if not present:
+                return
+            if time.monotonic() > deadline:
+                raise TopicAdminError(f"topics still listed {timeout_s}s after delete: "
+                                      f"{sorted(present)}")
+            await asyncio.sleep(0.1)
 
     async def describe(self, names: Iterable[str]) -> dict[str, TopicState]:
         """Partition count and configs of each named topic, as the cluster reports them."""
