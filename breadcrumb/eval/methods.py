@@ -20,6 +20,7 @@ from typing import Any
 from breadcrumb.eval.metrics import Item, Span
 from breadcrumb.processors.lexical import sparse_query
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.query_api.recall.as_of import said_by
 from breadcrumb.stores.ports import Hit, SearchFilter
 
 BREADCRUMB = "breadcrumb"
@@ -38,8 +39,10 @@ class Query:
     k: int = 5
     max_tokens: int = 800
     mode: str = "auto"
-    #: asked as of this time, relative periods anchored to it (LongMemEval's question date)
+    #: only what was said at or before this time counts (every method obeys it) ...
     as_of: datetime | None = None
+    #: ... and relative periods are anchored to this one (default ``as_of``)
+    now: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -75,7 +78,7 @@ def ask_recall(runtime: Any, q: Query, method: str) -> Answer:
     """Breadcrumb (``mode`` as asked) or Summary compact (``mode="summary"``)."""
     mode = "summary" if method == SUMMARY else q.mode
     req = RecallRequest(user_id=q.user_id, query=q.text, k=q.k, max_tokens=q.max_tokens,
-                        mode=mode, as_of=q.as_of, now=q.as_of)
+                        mode=mode, as_of=q.as_of, now=q.now or q.as_of)
     started = time.perf_counter()
     resp = runtime.recall.recall(req)
     latency = (time.perf_counter() - started) * 1000
@@ -109,9 +112,15 @@ class RawSearch:
             if self.lexical else []
         ranked = fuse(dense, sparse, self.runtime.settings.weight_vector,
                       self.runtime.settings.weight_keyword)
+        if q.as_of is not None:  # the same history Breadcrumb is allowed to see
+            ranked = [i for i in ranked if self._said_by(q.user_id, i.event_ids, q.as_of)]
         items, tokens = pack(ranked, q.max_tokens, self.runtime.embedder.count_tokens)
         latency = (time.perf_counter() - started) * 1000
         return Answer(RAW, items, items, "\n".join(i.text for i in items), tokens, latency)
+
+    def _said_by(self, user_id: str, event_ids: tuple[str, ...], at: datetime) -> bool:
+        events = [self.runtime.store.get_event(user_id, eid) for eid in event_ids]
+        return all(e is not None and said_by(e.ts, at) for e in events)
 
 
 def fuse(dense: list[Hit], sparse: list[Hit], w_vector: float, w_keyword: float) -> list[Item]:

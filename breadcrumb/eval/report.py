@@ -275,13 +275,23 @@ def write(results: dict[str, Any], out_dir: Path, stem: str = "eval") -> dict[st
 
 
 def _asked_when(rows: list[dict[str, Any]]) -> str:
-    """How the questions were dated: with ``as_of``/``now`` = ``question_date`` or not."""
-    dated = sum(1 for r in rows if r.get("as_of"))
-    if dated == len(rows):
-        return ("Each question asked as of its `question_date` (`as_of` and `now`: relative "
-                "periods anchored to it).")
-    return (f"{dated} of {len(rows)} questions asked as of their `question_date`; the others "
-            "without it (runs before recall knew `as_of`).")
+    """How the questions were bounded in time: the end of the question's day (``as_of``)
+    with ``now`` at its time, the older minute bound, or none."""
+    day = sum(1 for r in rows if r.get("as_of") == "question-day")
+    minute = sum(1 for r in rows if r.get("as_of") is True)
+    if day == len(rows):
+        return ("Each question asked on its `question_date`: `now` = its time (relative "
+                "periods anchored to it), `as_of` = the end of that day (the data dates some "
+                "history sessions later on the question's day).")
+    parts = [f"{day} of {len(rows)} questions asked with `as_of` at the end of the question's "
+             "day and `now` at its time"]
+    if minute:
+        parts.append(f"{minute} with `as_of` = `now` = the question's time (rows kept from an "
+                     "earlier run; their histories hold nothing later that day, so the bound "
+                     "saw the same)")
+    if len(rows) - day - minute:
+        parts.append(f"{len(rows) - day - minute} without `as_of` (runs before recall knew it)")
+    return "; ".join(parts) + "."
 
 
 def _code_line(lme: dict[str, Any]) -> str:

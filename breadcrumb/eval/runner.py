@@ -118,8 +118,8 @@ def longmemeval_methods(runtime: Any, cfg: EvalConfig
     raw = RawSearch(runtime, lexical=False)
 
     def query(q: longmemeval.LmeQuestion, mode: str = "auto") -> Query:
-        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode,
-                     as_of=longmemeval.parse_date(q.question_date))
+        as_of, now = longmemeval.asked_at(q)
+        return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode, as_of=as_of, now=now)
 
     return {RAW: lambda q: raw(query(q)),
             BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB),
@@ -135,8 +135,13 @@ def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
     questions = longmemeval.load(cfg.longmemeval_dir, cfg.longmemeval_per_type,
                                  cfg.longmemeval_questions)
     methods = longmemeval_methods(runtime, cfg)
+    # rows asked with today's bound, or with the older minute bound where it saw the same
+    valid = {q.question_id for q in questions if longmemeval.same_as_minute_bound(q)}
+    kept = [r for r in cfg.longmemeval_resume
+            if r.get("as_of") == longmemeval.AS_OF
+            or (r.get("as_of") is True and r.get("question_id") in valid)]
     wanted = {q.question_id for q in questions}
-    kept = [r for r in cfg.longmemeval_resume if r.get("question_id") in wanted]
+    kept = [r for r in kept if r.get("question_id") in wanted]
     done = {r["question_id"] for r in kept}
     section: dict[str, Any] = {"selected": len(questions), "rows": kept, "resumed": len(kept)}
     out["longmemeval"] = section
@@ -147,7 +152,7 @@ def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
         section["rows"].append({
             "question_id": q.question_id, "type": q.question_type, "group": q.group,
             "question": q.question, "question_date": q.question_date, "answer": q.answer,
-            "as_of": True, "code": cfg.code_version,
+            "as_of": longmemeval.AS_OF, "code": cfg.code_version,
             "ingest": took, "methods": longmemeval.ask_all(q, methods)})
         _summarize_longmemeval(section, methods)
         if progress is not None:

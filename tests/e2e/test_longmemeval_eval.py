@@ -104,9 +104,9 @@ def test_a_missing_directory_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_each_question_is_asked_as_of_its_date_and_the_report_says_so(
         results: dict[str, Any], tmp_path: Path) -> None:
-    assert all(r["as_of"] is True for r in results["longmemeval"]["rows"])
+    assert all(r["as_of"] == lme.AS_OF for r in results["longmemeval"]["rows"])
     md = report.write(results, tmp_path, "lme")["md"].read_text("utf-8")
-    assert "Each question asked as of its `question_date`" in md
+    assert "Each question asked on its `question_date`" in md
 
 
 def test_resume_asks_only_the_questions_not_yet_in_the_report(tmp_path: Path) -> None:
@@ -133,3 +133,23 @@ def test_resume_refuses_a_report_made_with_another_budget(tmp_path: Path) -> Non
                    "--max-tokens", "400")
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "--longmemeval-resume" in done.stderr
+
+
+def test_raw_dense_search_obeys_as_of_like_recall(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from breadcrumb.eval.methods import Query, RawSearch
+
+    rt = build_runtime(Settings(data_dir=tmp_path / "raw", lifecycle_sweep_seconds=10.0**9,
+                                embedder="hash"))
+    q = lme.question_from(json.loads((SLICE / "lme_ssu_1.json").read_text("utf-8")))
+    answer_ts = min(e["ts"] for e in q.events if e["event_id"] in q.answer_turns)
+    said = lme.parse_date(answer_ts[:10].replace("-", "/") + " (x) " + answer_ts[11:16])
+    raw = RawSearch(rt, lexical=False)
+    ids = lambda at: {e for i in raw(Query(q.user_id, q.question, as_of=at)).sources  # noqa: E731
+                      for e in i.event_ids}
+    with runner.started(rt):
+        runner.ingest(rt, list(q.events), timeout=300.0)
+        assert ids(said) & q.answer_turns  # said at that minute: found
+        assert not ids(said - timedelta(minutes=1)) & q.answer_turns
+    assert max(lme.asked_at(q)) >= said

@@ -137,3 +137,20 @@ def test_a_directory_without_records_or_with_a_bad_one_is_a_clear_error(tmp_path
         lme.load(tmp_path)
     with pytest.raises(ValueError, match="not found"):
         lme.load(tmp_path / "missing")
+
+
+def test_a_question_is_bounded_by_the_end_of_its_day_and_anchored_at_its_time() -> None:
+    q = lme.question_from(record())
+    as_of, now = lme.asked_at(q)
+    assert now.isoformat() == "2023-08-01T09:00:00+00:00"
+    assert as_of.isoformat() == "2023-08-01T23:59:59+00:00"
+
+
+def test_a_history_session_later_on_the_question_day_is_told_apart() -> None:
+    before = lme.question_from(record())
+    assert lme.same_as_minute_bound(before)
+    later = lme.question_from(record(haystack_dates=[
+        "2023/08/01 (Tue) 21:40", "2023/06/20 (Tue) 20:00", "2023/06/02 (Fri) 17:00"]))
+    assert not lme.same_as_minute_bound(later)  # LongMemEval has such records (gpt4_2f56ae70)
+    as_of, _ = lme.asked_at(later)
+    assert max(e["ts"] for e in later.events) <= as_of.strftime("%Y-%m-%dT%H:%M:%SZ")
