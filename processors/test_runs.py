@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from breadcrumb.topics.records import Event
 
 #: Commands that run tests (also read from ``attrs.command``).
-TEST_COMMAND = re.compile(r"\b(pytest|jest|vitest|npm test|go test|cargo test|unittest|rspec)\b")
+TEST_COMMAND = re.compile(r"\b(pytest|jest|vitest|mocha|(?:npm|pnpm|yarn|bun|deno) test|go test"
+                          r"|cargo test|unittest|rspec)\b")
 _OUTPUT_KINDS = frozenset({"tool_result", "test_result"})
 _M = re.MULTILINE  # whole-output scans: a 2,000-line log is read in C, not line by line
 _FAILING = re.compile(
@@ -30,10 +31,14 @@ _ERROR_LINE = re.compile(r"^(?:E[ \t]+)?[ \t]*(\w+(?:Error|Exception)(?::.*)?)$"
 _COUNTS = re.compile(
     r"^(?:=+ (\d+ (?:failed|passed|errors?)\b.*?) in [\d.]+s\b"  # pytest
     r"|(\d+ (?:failed|passed)\b.*?) in [\d.]+s[ \t]*$"  # pytest -q
-    r"|Tests:[ \t]+(.*\d+ total)[ \t]*$)", _M)  # jest
+    r"|Tests:[ \t]+(.*\d+ total)[ \t]*$"  # jest
+    r"|[ \t]*(Tests[ \t]+\d+ (?:failed|passed)\b.*\(\d+\))[ \t]*$"  # vitest
+    r"|[ \t]*(Ran \d+ tests? across \d+ files?\.)"  # bun
+    r"|test result: ((?:ok|FAILED)\. \d+ passed; \d+ failed\b.*?)[ \t]*$"  # cargo test
+    r"|[ \t]*(\d+ passing\b.*?)[ \t]*$)", _M)  # mocha
 _COLLECTED = re.compile(r"^collected (\d+) items?", re.MULTILINE)
 _NUMBER = re.compile(r"\d+")
-_TOTAL = re.compile(r"(\d+) total")
+_TOTAL = re.compile(r"(\d+) total|^Ran (\d+) tests?|\((\d+)\)$")
 #: A command that names one test (``::``, ``-k``, ``-t``, ``-run``) is not a suite run.
 _TARGETED = re.compile(r"::|\s-(k|t|run)\s|--testNamePattern|--filter")
 FULL_SUITE_MIN = 20  # tests run before a untargeted run counts as "the full suite"
@@ -105,7 +110,7 @@ def _read(event: Event) -> TestRun | None:
     failing = [_group(m) for m in _FAILING.finditer(_lines_with(text, "FAIL", "ERROR"))]
     errors = list(dict.fromkeys(m.group(1).rstrip() for m in _ERROR_LINE.finditer(
         _lines_with(text, "Error", "Exception"))))
-    counted = _COUNTS.search(_lines_with(text, "passed", "failed", "total"))
+    counted = _COUNTS.search(_lines_with(text, "passed", "failed", "total", "Ran ", "passing"))
     counts = _group(counted) if counted else ""
     command = _command(event)
     if not (failing or counts or TEST_COMMAND.search(command)):
@@ -142,4 +147,4 @@ def _ran(content: str, counts: str) -> int:
     if collected:
         return int(collected.group(1))
     total = _TOTAL.search(counts)
-    return int(total.group(1)) if total else sum(int(n) for n in _NUMBER.findall(counts))
+    return int(_group(total)) if total else sum(int(n) for n in _NUMBER.findall(counts))

@@ -102,3 +102,27 @@ def test_range_with_conversation_is_summarised_from_the_talk() -> None:
     assert obs.summary.startswith("CI is red")
     assert "落ちたテスト" not in obs.query_hints and "failing test" not in obs.query_hints
     assert "AssertionError: assert 1999 == 2000" in obs.query_hints
+
+
+BUN = (" 48 pass\n 25 fail\n 147 expect() calls\nRan 73 tests across 10 files. [35.84s]\n")
+VITEST = (" Test Files  2 failed | 9 passed (11)\n      Tests  2 failed | 85 passed (87)\n"
+          "   Start at  10:01:22\n")
+CARGO = ("running 12 tests\ntest parse::ok ... ok\n\n"
+         "test result: ok. 12 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out;"
+         " finished in 0.02s\n")
+MOCHA = "  api\n    ✓ lists users\n\n  31 passing (2s)\n  1 pending\n"
+
+
+@pytest.mark.parametrize(("content", "command", "counts", "full"), [
+    (BUN, "bun test", "Ran 73 tests across 10 files.", True),
+    (VITEST, "npx vitest run", "Tests  2 failed | 85 passed (87)", True),
+    (CARGO, "cargo test -p parser",
+     "ok. 12 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.02s", False),
+    (MOCHA, "pnpm test", "31 passing (2s)", True),
+])
+def test_summary_lines_of_other_runners(content: str, command: str, counts: str,
+                                        full: bool) -> None:
+    run = read_test_run([_event(content, command=command, exit_code=0)])
+    assert run is not None
+    assert run.counts == counts and counts in content  # a verbatim slice of the output
+    assert run.full_suite is full
