@@ -16,13 +16,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from breadcrumb.processors.phrases import detect_language
-from breadcrumb.processors.test_runs import TestRun
+from breadcrumb.processors.test_runs import TEST_COMMAND, TestRun
 from breadcrumb.topics.records import Event
 
 TypedValues = list[tuple[str, str]]
 
 _TALK = ("message", "note", "topic_change")
-_TEST_COMMAND = re.compile(r"\b(pytest|jest|vitest|npm test|go test|cargo test|unittest|rspec)\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")
 #: A sentence that carries nothing to summarise ("Thanks.", "ありがとう。", "Agreed.").
 _FILLER = re.compile(
@@ -31,6 +30,11 @@ _FILLER = re.compile(
     r"はい|いいですね|お願いします|承知しました)[\s.!?。！？、,]*$"
 )
 _WORDY = re.compile(r"[A-Za-z\u3040-\u30ff\u4e00-\u9fff]{3,}")
+#: A patch's envelope (Codex ``apply_patch``): no summary; its file lines say what it does.
+_PATCH_ENVELOPE = re.compile(r"^\*\*\* (?:Begin|End) Patch\b|^\*\*\* End of File\b")
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S.*)$")
+#: A tool's markup around what it read (``<path>…</path>``, ``<content>``): the inside counts.
+_MARKUP = re.compile(r"</?[a-z][\w-]*>")
 #: Exchanges shown in a summary (the range's first ones; files and tests follow).
 _MAX_EXCHANGES = 3
 
@@ -96,8 +100,17 @@ def _opening(event: Event, ja: bool) -> str:
     command = event.attrs.get("command") or (event.content if event.kind == "tool_call" else "")
     if isinstance(command, str) and command.strip():
         return f"`{gist(command, 100)}` の出力" if ja else f"output of `{gist(command, 100)}`"
-    for line in event.content.splitlines()[:50]:
-        if _WORDY.search(line):
+    lines = event.content.splitlines()[:50]
+    files = [f"{m.group(1).lower()} {m.group(2).strip()}" for ln in lines
+             if (m := _PATCH_FILE.match(ln))]
+    if files:  # "*** Begin Patch": the patch's files, then its first wordy added line
+        added = next((ln[1:].strip() for ln in lines if ln.startswith("+")
+                      and _WORDY.search(ln)), "")
+        head = ", ".join(dict.fromkeys(files[:3]))
+        return head + (f": {gist(added, 100)}" if added else "")
+    for line in lines:
+        line = _MARKUP.sub(" ", line).strip()
+        if _WORDY.search(line) and not _PATCH_ENVELOPE.match(line):
             return gist(line)
     return gist(event.content)
 
@@ -109,7 +122,7 @@ def _exit_code(event: Event) -> int | None:
 
 def _test_outcome(events: Sequence[Event], ja: bool) -> str:
     results = [e for e in events if e.kind == "test_result" or (
-        e.kind == "tool_result" and _TEST_COMMAND.search(str(e.attrs.get("command", ""))))]
+        e.kind == "tool_result" and TEST_COMMAND.search(str(e.attrs.get("command", ""))))]
     if not results:
         return ""
     code = _exit_code(results[-1])

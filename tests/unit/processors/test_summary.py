@@ -134,3 +134,29 @@ def test_gist_skips_courtesies() -> None:
     assert gist("ありがとう。あと、ポートは 6432 にして。") == "あと、ポートは 6432 にして。"
     assert gist("Thanks!") == "Thanks!"
     assert gist("Fix the parser. Thanks!") == "Fix the parser."
+
+
+def _tool_event(content: str, kind: str, index: int = 0, **attrs: object) -> Event:
+    return Event.from_dict({"event_id": f"p{index}", "user_id": "u", "thread_id": "t",
+                            "index": index, "ts": "2026-01-01T00:00:00Z", "role": "tool",
+                            "kind": kind, "content": content, "attrs": attrs})
+
+
+def test_a_patch_alone_is_summarised_by_its_files_not_its_envelope() -> None:
+    patch = ("*** Begin Patch\n*** Add File: web/package.json\n+{\n+  \"name\": "
+             "\"edgerunner-web\",\n+  \"private\": true\n+}\n*** End Patch")
+    summary = summary_of([_tool_event(patch, "file_edit")])
+    assert summary.startswith('add web/package.json: "name": "edgerunner-web",'), summary
+    assert "Begin Patch" not in summary
+
+
+def test_a_read_file_is_summarised_without_its_markup() -> None:
+    read = "<path>/home/dev/docs/spec.md</path>\n<type>file</type>\n<content>\n1: # Spec"
+    assert summary_of([_tool_event(read, "tool_result")]).startswith("/home/dev/docs/spec.md")
+
+
+def test_a_bun_test_run_has_a_test_outcome() -> None:
+    run = _tool_event(" 48 pass\n 25 fail\nRan 73 tests across 10 files. [35.84s]\n",
+                      "tool_result", command="bun test", exit_code=1)
+    summary = summary_of([run])
+    assert "Ran 73 tests across 10 files." in summary and "tests fail (exit 1)" in summary
