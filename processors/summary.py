@@ -78,8 +78,10 @@ def exchanges(events: Sequence[Event]) -> list[list[Event]]:
 
 
 def gist(text: str, limit: int = 140) -> str:
-    """The first informative sentence of ``text`` (courtesies skipped), at most ``limit``."""
+    """The first informative sentence of ``text`` (courtesies and wordless lines such as a
+    Markdown rule ``---`` skipped), at most ``limit``."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("```")]
+    lines = [ln for ln in lines if _WORDY.search(ln)] or lines
     sentences = [s.strip() for ln in lines[:3]
                  for s in _SENTENCE_END.split(" ".join(ln.split())) if s.strip()]
     if not sentences:

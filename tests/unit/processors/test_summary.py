@@ -134,6 +134,8 @@ def test_gist_skips_courtesies() -> None:
     assert gist("ありがとう。あと、ポートは 6432 にして。") == "あと、ポートは 6432 にして。"
     assert gist("Thanks!") == "Thanks!"
     assert gist("Fix the parser. Thanks!") == "Fix the parser."
+    assert gist("---\n\nThe tests pass now.") == "The tests pass now."  # a rule says nothing
+    assert gist("---") == "---"
 
 
 def _tool_event(content: str, kind: str, index: int = 0, **attrs: object) -> Event:
