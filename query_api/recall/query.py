@@ -71,6 +71,15 @@ _USER_WORDS = re.compile(
     r"|ユーザー(さん)?(の(発言|言葉|依頼|要望|メッセージ)|が(言|書|頼|依頼|求|指示))"
 )
 
+#: A request for advice or a recommendation ("any tips on what to bake?", "can you recommend
+#: some resources …?", "何かおすすめは？"): the answer is tailored to what the user said of
+#: themselves (their tools, their last success, their plans), so their own turns lead.
+_ADVICE = re.compile(
+    r"(?i)\b(any|some|a few) (tips|suggestions|ideas|advice|recommendations)\b"
+    r"|\bcan you (recommend|suggest)\b|\bwould (it|that) be a good idea\b"
+    r"|おすすめ|オススメ|アドバイス|提案して"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class QueryIntent:
@@ -85,8 +94,6 @@ class QueryIntent:
     counted: str | None = None
 
 
-
-
 _HOW_MANY = re.compile(r"(?i)\bhow many\s+([a-z][a-z_-]{2,})")
 
 
@@ -98,11 +105,12 @@ def analyze_query(query: str) -> QueryIntent:
             kinds.update(found)
     newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
-    role = "user" if _USER_WORDS.search(query) else None
+    failure = bool(_FAILURE.search(query))
+    advice = not kinds and not failure and _ADVICE.search(query) is not None
+    role = "user" if advice or _USER_WORDS.search(query) else None
     many = _HOW_MANY.search(query)
     counted = many.group(1).lower().removesuffix("s") if many else None
-    return QueryIntent(frozenset(kinds), temporal, bool(_FAILURE.search(query)), role,
-                       counted or None)
+    return QueryIntent(frozenset(kinds), temporal, failure, role, counted or None)
 
 
 #: What a named literal looks like, one table. Two readings of it (their alternatives, in

@@ -159,6 +159,28 @@ def test_a_question_for_the_users_words_lifts_the_users_turn() -> None:
     assert ranked[0][1].line.event_id == "e3"
 
 
+def test_a_request_for_advice_lifts_what_the_user_said_of_themselves() -> None:
+    for question in ("I'm planning a trip to Denver soon. Any suggestions on what to do there?",
+                     "Can you recommend some resources where I can learn more about video "
+                     "editing?", "週末の夕食に何かおすすめはある？"):
+        assert analyze_query(question).role == "user", question
+    question = "Can you recommend some resources where I can learn more about video editing?"
+    pool = [_found(1, "I want to learn more about the advanced settings of Adobe Premiere Pro.",
+                   0.85, "m1"),
+            _found(2, "Here are some resources to learn more about editing: courses and books.",
+                   0.86, "m1"),
+            _found(4, "session end", 0.60, "m2")]
+    roles = {"e1": "user", "e2": "assistant", "e4": "system"}
+    intent = analyze_query(question)
+    ranked = score_semantic(pool, query_terms(question), intent, {}, roles)
+    assert ranked[0][1].line.event_id == "e1"
+    ranked = score_semantic(pool, query_terms(question), intent, {})  # no roles: words win
+    assert ranked[0][1].line.event_id == "e2"
+    # a request that names a value kind or a failure stays a question for that value
+    assert analyze_query("Any suggestions for the regex we validate emails with?").role is None
+    assert analyze_query("Any ideas why the deploy failed?").role is None
+
+
 def test_a_cut_without_the_asked_value_kind_needs_meaning() -> None:
     question = "認証のメールアドレス正規表現をもう一回出して"
     intent = analyze_query(question)
