@@ -84,7 +84,11 @@ def extract_lines(
         said.add(line.text)
         used += cost
     chosen.sort(key=lambda ln: (ln.event_index, ln.start))
-    return Extract.joined(chosen, count_tokens, best)
+    cut = Extract.joined(chosen, count_tokens, best)
+    while cut.tokens > max_tokens and cut.lines:  # a tokenizer does not add up over joins
+        worst = min(cut.lines, key=lambda ln: ln.score)
+        cut = Extract.joined((ln for ln in cut.lines if ln is not worst), count_tokens, best)
+    return cut
 
 
 def _without(cut: Extract, was: frozenset[str], count: Callable[[str], int]) -> Extract:
@@ -137,7 +141,7 @@ def drop_superseded(
         return cut, [v for v in stale if holds_value(cut.text, v)]
     kept = tuple(ln for ln in cut.lines if _FAILURE_LINE.search(ln.text)
                  or not any(holds_value(ln.text, v) for v in stale))
-    return Extract(kept, sum(count(ln.text) for ln in kept), cut.best_score), []
+    return Extract.joined(kept, count, cut.best_score), []  # costed as its joined text
 
 
 def holds_value(text: str, value: str) -> bool:

@@ -66,8 +66,7 @@ def _without_removed_lines(cut: Extract, events: Sequence[Event],
         ln.event_id in edits and ln.text.startswith("-") and not ln.text.startswith("---")))
     if len(kept) == len(cut.lines):
         return cut
-    return Extract(kept, sum(count(ln.text) for ln in kept),
-                   max((ln.score for ln in kept), default=0.0))
+    return Extract.joined(kept, count, max((ln.score for ln in kept), default=0.0))
 
 
 def merge(query: Query, evidence: list[dict[str, Any]], windows: Windows,

@@ -26,6 +26,7 @@ from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import (
     FAILURE,
     MAX_LINE_CHARS,
+    Scored,
     command_line,
     line_pool,
 )
@@ -34,6 +35,7 @@ from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
+from breadcrumb.topics.records import Observation
 
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
 _DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
@@ -75,18 +77,17 @@ class LinesByMeaning:
         known = {**recalled.read, **{c.memory.id: c.memory for c in top}}
         missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
         known.update({m.id: m for m in self.memories.get_memories(user_id, missing)})
-        groups: dict[str, list[Line]] = {}
-        for s in chosen:  # in pick order: the group of the best line comes first
-            if s.memory_id in known:  # indexed but not stored: never guess
-                groups.setdefault(s.memory_id, []).append(s.line)
         followed = {c.memory.id for c in recalled.hops}
+        include = retrieved.request.include_superseded
+        cuts = self._cuts(chosen, known, include)
+        # lines are packed by their own costs and a tokenizer does not add up (28 lines
+        # costed 626 tokens one by one were 644 joined): the last picks go until it fits
+        while chosen and sum(cut.tokens for _m, cut, _s in cuts) > budget:
+            chosen = chosen[:-1]
+            cuts = self._cuts(chosen, known, include)
         out = []
-        for mid, lines in groups.items():
+        for mid, cut, stale in cuts:
             memory = known[mid]
-            lines.sort(key=lambda ln: (ln.event_index, ln.start))
-            cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
-            cut, stale = drop_superseded(cut, memory, retrieved.request.include_superseded,
-                                         self.count)
             if not cut.lines:
                 continue
             how = "followed range" if mid in followed else "passage search"
@@ -97,6 +98,22 @@ class LinesByMeaning:
             if stale:
                 item["superseded_values"] = stale
             out.append(item)
+        return out
+
+    def _cuts(self, chosen: list[Scored], known: dict[str, Observation], include: bool
+              ) -> list[tuple[str, Extract, list[str]]]:
+        """The chosen lines grouped by memory (the group of the best line first), each in
+        source order and costed as its joined text, superseded values dropped."""
+        groups: dict[str, list[Line]] = {}
+        for s in chosen:  # in pick order: the group of the best line comes first
+            if s.memory_id in known:  # indexed but not stored: never guess
+                groups.setdefault(s.memory_id, []).append(s.line)
+        out = []
+        for mid, lines in groups.items():
+            lines.sort(key=lambda ln: (ln.event_index, ln.start))
+            cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
+            cut, stale = drop_superseded(cut, known[mid], include, self.count)
+            out.append((mid, cut, stale))
         return out
 
 
