@@ -153,8 +153,8 @@ def test_a_patch_alone_is_summarised_by_its_files_not_its_envelope() -> None:
 
 
 def test_a_read_file_is_summarised_without_its_markup() -> None:
-    read = "<path>/home/dev/docs/spec.md</path>\n<type>file</type>\n<content>\n1: # Spec"
-    assert summary_of([_tool_event(read, "tool_result")]).startswith("/home/dev/docs/spec.md")
+    read = "<path>docs/spec.md</path>\n<type>file</type>\n<content>\n1: # Spec"
+    assert summary_of([_tool_event(read, "tool_result")]).startswith("docs/spec.md")
 
 
 def test_a_bun_test_run_has_a_test_outcome() -> None:
