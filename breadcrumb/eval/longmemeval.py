@@ -32,6 +32,7 @@ from typing import Any
 
 from breadcrumb.eval import metrics as m
 from breadcrumb.eval.methods import Answer
+from breadcrumb.query_api.recall.as_of import said_by
 
 TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
          "multi-session", "knowledge-update", "temporal-reasoning")
@@ -94,8 +95,7 @@ def same_as_minute_bound(q: LmeQuestion) -> bool:
     later on its day): a row asked with the minute bound (reports before the day bound,
     ``"as_of": true``) is then still valid."""
     now = parse_date(q.question_date)
-    return all(datetime.strptime(e["ts"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC) <= now
-               for e in q.events)
+    return all(said_by(e["ts"], now) for e in q.events)
 
 
 def _thread_ids(session_ids: Sequence[str]) -> list[str]:

@@ -21,6 +21,7 @@ from breadcrumb.eval.metrics import Item, Span
 from breadcrumb.processors.lexical import sparse_query
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import said_by
+from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.stores.ports import Hit, SearchFilter
 
 BREADCRUMB = "breadcrumb"
@@ -113,14 +114,13 @@ class RawSearch:
         ranked = fuse(dense, sparse, self.runtime.settings.weight_vector,
                       self.runtime.settings.weight_keyword)
         if q.as_of is not None:  # the same history Breadcrumb is allowed to see
-            ranked = [i for i in ranked if self._said_by(q.user_id, i.event_ids, q.as_of)]
+            events = events_by_id(self.runtime.store, q.user_id,
+                                  [eid for i in ranked for eid in i.event_ids])
+            ranked = [i for i in ranked if all(
+                eid in events and said_by(events[eid].ts, q.as_of) for eid in i.event_ids)]
         items, tokens = pack(ranked, q.max_tokens, self.runtime.embedder.count_tokens)
         latency = (time.perf_counter() - started) * 1000
         return Answer(RAW, items, items, "\n".join(i.text for i in items), tokens, latency)
-
-    def _said_by(self, user_id: str, event_ids: tuple[str, ...], at: datetime) -> bool:
-        events = [self.runtime.store.get_event(user_id, eid) for eid in event_ids]
-        return all(e is not None and said_by(e.ts, at) for e in events)
 
 
 def fuse(dense: list[Hit], sparse: list[Hit], w_vector: float, w_keyword: float) -> list[Item]:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.eval import realsessions
+from breadcrumb.eval import longmemeval, realsessions
 from breadcrumb.eval.methods import BREADCRUMB, LABELS, METHODS
 
 GOLDEN_COLUMNS = (
@@ -277,7 +277,7 @@ def write(results: dict[str, Any], out_dir: Path, stem: str = "eval") -> dict[st
 def _asked_when(rows: list[dict[str, Any]]) -> str:
     """How the questions were bounded in time: the end of the question's day (``as_of``)
     with ``now`` at its time, the older minute bound, or none."""
-    day = sum(1 for r in rows if r.get("as_of") == "question-day")
+    day = sum(1 for r in rows if r.get("as_of") == longmemeval.AS_OF)
     minute = sum(1 for r in rows if r.get("as_of") is True)
     if day == len(rows):
         return ("Each question asked on its `question_date`: `now` = its time (relative "
