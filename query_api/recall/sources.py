@@ -43,8 +43,8 @@ RANGE_POOL = 8  # chunks per followed range, per channel
 CUT_CHUNKS = 4
 #: the direct passage search's best passages the word-exact cut reads too: an answering
 #: line outside the followed ranges still competes for the budget
-FOUND_PASSAGES = 8
-FOUND_BY_WORDS = 4  # ... and the best by the lexical channel alone (the cut is by words)
+FOUND_PASSAGES = 16
+FOUND_BY_WORDS = 12  # ... and the best by the lexical channel alone (the cut is by words)
 FOUND_KEYWORD = 0.6  # the lexical channel's weight against the dense one (as recall's)
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32

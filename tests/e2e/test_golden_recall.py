@@ -103,7 +103,9 @@ def test_spec_recall_and_back_to_the_grounding_utterance(
 @pytest.mark.parametrize(("query", "value"), [
     ("What was the SQL for last week's paid revenue?", REVENUE_SQL),
     ("What is the current email regex after the double-dot fix?", REGEX_V2),
-    ("What is the email validation regex in validate-email.ts?", REGEX_V1),
+    # no time named: the file's regex now (the eval's g001, relabelled from the corpus' v1
+    # answer because the regex changed later; v1 is asked for as "the first" elsewhere)
+    ("What is the email validation regex in validate-email.ts?", REGEX_V2),
     ("Which function rounds the coupon amount?", "apply_coupon"),
 ])
 def test_exact_values_are_in_the_evidence_verbatim(

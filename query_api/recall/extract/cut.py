@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from breadcrumb.processors.calls import calls_of
 from breadcrumb.query_api.recall.extract.edits import removed_lines
-from breadcrumb.query_api.recall.extract.scoring import score_exact
+from breadcrumb.query_api.recall.extract.scoring import exact_weights, score_exact
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Line,
@@ -41,7 +41,6 @@ RELATIVE_THRESHOLD = 0.5
 #: what a line costs beyond its own count once joined under another line: a text's
 #: count leaves out its first word's leading space, which a joined line pays
 JOIN_TOKENS = 1
-CONFIDENT_LINE = 2.5  # a chunk line this good answers at level 1
 #: A line of at least this many tokens that shares this share of its word 4-grams with a
 #: long line already packed is a near repeat of it (see :class:`NearRepeats`).
 NEAR_MIN_TOKENS = 30
@@ -57,16 +56,22 @@ def extract_lines(
     max_lines: int = 8,
     intent: QueryIntent | None = None,
     calls: Mapping[str, str] | None = None,
+    prefer: Collection[tuple[str, int]] = (),
+    terms: dict[str, float] | None = None,
 ) -> Extract:
     """The best lines (within the relative threshold) that fit ``max_tokens``, in source
-    order. ``calls``: result event id -> the call it answers (:mod:`processors.calls`)."""
-    scored = score_exact(query, _as_passages(events), intent, calls=calls)
+    order. ``calls``: result event id -> the call it answers (:mod:`processors.calls`);
+    ``prefer``: (event id, start) of lines that win ties (the range's top chunks');
+    ``terms``: question term weights (:func:`.scoring.exact_weights`; default: over
+    ``events``)."""
+    scored = score_exact(query, _as_passages(events), intent, calls=calls, terms=terms)
     if not scored:
         return Extract((), 0)
     best = max(line.score for line in scored)
     ranked = sorted(
         (ln for ln in scored if ln.score >= best * RELATIVE_THRESHOLD),
-        key=lambda ln: (-ln.score, ln.event_index, ln.start),
+        key=lambda ln: (-ln.score, (ln.event_id, ln.start) not in prefer, ln.event_index,
+                        ln.start),
     )
     chosen: list[Line] = []
     # one copy of a line: the same position, or the same line said again (an output
@@ -189,6 +194,17 @@ def best_lines(cuts: Sequence[Extract], budget: int, count: Callable[[str], int]
     return kept
 
 
+def pool_terms(recalled: Recalled) -> dict[str, float]:
+    """The question's term weights over every line this recall cuts: the followed ranges'
+    events and the passage search's passages (:func:`.scoring.exact_weights`)."""
+    assert recalled.events is not None  # a followed recall always has its reader
+    passages = [p for c in recalled.hops for p in passages_from_events(
+        recalled.events.events(c.memory))]
+    passages += [p for _c, found in recalled.found for p in found]
+    return exact_weights(recalled.retrieved.query.text,
+                         [t for p in passages for _s, _e, t in split_lines(p)])
+
+
 class NearRepeats:
     """Long lines picked so far, by their word 4-grams: a long line (at least
     :data:`NEAR_MIN_TOKENS`) most of whose 4-grams (:data:`NEAR_SHARE` of the shorter
@@ -259,9 +275,11 @@ class WordExactCut:
         cuts: list[tuple[Observation, Extract, int, list[str]]] = []
         history: list[dict[str, Any]] = []
         history_level = history_tokens = 0
+        terms = pool_terms(recalled)
         for cand in recalled.hops:
             whole, used = self._cut(query, cand.memory, total,
-                                    recalled.cut_passages[cand.memory.id], recalled.events)
+                                    recalled.cut_passages[cand.memory.id], recalled.events,
+                                    terms)
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
                                          self.count)
             if not cut.lines:
@@ -272,7 +290,8 @@ class WordExactCut:
                     history_tokens += whole.tokens
                 continue
             cuts.append((cand.memory, cut, used, stale))
-        cuts += self._found(recalled, max((c.best_score for _m, c, _u, _s in cuts), default=0.0))
+        cuts += self._found(recalled, max((c.best_score for _m, c, _u, _s in cuts), default=0.0),
+                            terms)
         kept = best_lines([cut for _m, cut, _u, _s in cuts], total, self.count)
         evidence: list[dict[str, Any]] = []
         level = 0
@@ -286,7 +305,7 @@ class WordExactCut:
                                          if req.include_superseded else stale))
         return CutEvidence(evidence, level, history, history_level)
 
-    def _found(self, recalled: Recalled, best: float
+    def _found(self, recalled: Recalled, best: float, terms: dict[str, float]
                ) -> list[tuple[Observation, Extract, int, list[str]]]:
         """Cuts of the direct passage search's best passages outside the followed ranges
         (level 1): only their lines within the relative threshold of the best line of all."""
@@ -294,7 +313,8 @@ class WordExactCut:
         total = recalled.retrieved.evidence_budget
         cuts = []
         for cand, passages in recalled.found:
-            whole = extract_lines(query.text, passages, total, self.count, intent=query.intent)
+            whole = extract_lines(query.text, passages, total, self.count, intent=query.intent,
+                                  terms=terms)
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded, self.count)
             if cut.lines:
                 cuts.append((cand.memory, cut, 1, stale))
@@ -316,7 +336,7 @@ class WordExactCut:
         return item
 
     def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
-             reader: RangeReader) -> tuple[Extract, int]:
+             reader: RangeReader, terms: dict[str, float]) -> tuple[Extract, int]:
         """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3. The
         range's events are read either way: which call each output answers
         (:mod:`processors.calls`)."""
@@ -326,12 +346,16 @@ class WordExactCut:
         # the edit), is the old version: left out unless history is asked for
         was = frozenset() if query.intent.temporal == "oldest" else removed_lines(
             e.content for e in events if e.kind == "file_edit")
-        cut = _without(extract_lines(query.text, passages, budget, self.count,
-                                     intent=query.intent, calls=calls), was, self.count)
-        if cut.lines and cut.best_score >= CONFIDENT_LINE:
-            return cut, 1
+        chunks = _without(extract_lines(query.text, passages, budget, self.count,
+                                        intent=query.intent, calls=calls, terms=terms),
+                          was, self.count)
+        near = frozenset((ln.event_id, ln.start) for ln in chunks.lines)
         cut = _without(extract_lines(query.text, events, budget, self.count,
-                                     intent=query.intent, calls=calls), was, self.count)
+                                     intent=query.intent, calls=calls, prefer=near,
+                                     terms=terms),
+                       was, self.count)
+        if not events or cut.lines and all((ln.event_id, ln.start) in near for ln in cut.lines):
+            return (chunks if not events else cut), 1
         if self.quoter is not None and events:
             quoted = self.quoted(query.text, events, cut, budget)
             if quoted is not None:

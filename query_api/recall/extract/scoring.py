@@ -37,7 +37,17 @@ from breadcrumb.processors.lexical import (
     with_verb_forms,
 )
 from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, EditLines, is_edit
+from breadcrumb.query_api.recall.extract.shapes import (
+    DECISION,
+    DIFF_HEADER,
+    FAILURE,
+    IMPORT_MARKER,
+    MAX_LINE_CHARS,
+    command_line,
+    counts,
+)
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.extract.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
 from breadcrumb.query_api.recall.query import Query, QueryIntent, analyze_query
 
@@ -69,32 +79,9 @@ SEMANTIC = LineWeights(kind=0.5, failure=0.5, dense=1.0, lexical=1.2, range=0.35
 DATE_BOOST = SEMANTIC.date
 SPEAKER_BOOST = SEMANTIC.speaker
 POOL_IDF = True
+EXACT_IDF = True  # word-exact: question terms weighted by their rarity among the lines cut
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
-MAX_LINE_CHARS = 4000
-#: a failure line; a lower-case ``error`` only where a tool reports one (``error:``,
-#: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
-FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー"
-                     r"|\berror(?=[\[:]| code\b| TS\d))")
-_DECISION = re.compile(
-    r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
-    r"|決定|決め|採用|にします"
-)
-#: a shell command line (the value a "which command ..." question asks for): a prompt,
-#: ``cd x &&``, ``VAR=value`` prefixes allowed, then a known program or a script
-SHELL_COMMAND = re.compile(
-    r"^\s*(?:[$>]\s+)?(?:sudo\s+)?(?:cd\s+\S+\s*&&\s*)?(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
-    r"(?:npx|npm|pnpm|yarn|bunx?|git|make|cargo|go|python3?|pip3?|uvx?|pytest|docker"
-    r"|docker-compose|kubectl|helm|bash|sh|zsh|node|deno|tsc|curl|wget|rg|grep|find|sed"
-    r"|awk|terraform|gcloud|aws|az|dotnet|mvn|gradle|rustc|ruff|mypy|aider|claude|codex"
-    r"|gh|brew|apt(?:-get)?|ls|cat|mkdir|rm|cp|mv|chmod|ren|del|findstr|tail|head|java"
-    r"|ruby|bundle|rails|php|composer|mix|flutter|dart|swift|xcodebuild|adb|ssh|scp"
-    r"|rsync|tar|unzip|psql|mysql|sqlite3|redis-cli|openssl|jq|yq|just|task|turbo|nx"
-    r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
-    r"|\./\S+|\S+\.sh)(?=\s|$)")
-_DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
-#: the importer's closing note of a session (``importers.common``): not what anyone said
-IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
@@ -104,24 +91,28 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 
 # ---------------------------------------------------------------- word-exact
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
-                w: LineWeights = EXACT, calls: Mapping[str, str] | None = None) -> list[Line]:
+                w: LineWeights = EXACT, calls: Mapping[str, str] | None = None,
+                terms: dict[str, float] | None = None) -> list[Line]:
     """Every line that matches the query, scored (see the module docstring). ``calls``:
     a result event's id -> the call it answers (:mod:`processors.calls`); the question terms the
-    call holds count for the result's matching lines."""
+    call holds count for the result's matching lines. ``terms``: the question's term weights
+    (:func:`exact_weights` over every line a recall cuts); default: over ``items``."""
     intent = intent or analyze_query(query)
-    terms = with_verb_forms(query_terms(query))
+    if terms is None:
+        terms = exact_weights(query, [t for p in items for _s, _e, t in split_lines(p)])
+    groups = TermGroups(query, terms)
     calls = calls or {}
     found: list[tuple[Passage, int, int, str, float]] = []
     for passage in items:
-        edit = EditLines(passage, terms) if is_edit(passage) else None
+        edit = EditLines(passage, terms, groups) if is_edit(passage) else None
         call = passage.event_id in calls and set(lexical_terms(calls[passage.event_id]))
         context = {t: v for t, v in terms.items() if t in call} if call else {}
         for start, end, text in split_lines(passage):
             if edit is not None and edit.marker(start, text):
                 continue
-            if _DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):
+            if DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):
                 continue
-            base = _line_score(text, passage, terms, intent, w,
+            base = _line_score(text, passage, groups, intent, w,
                                edit.side(start) if edit is not None else "", context,
                                edit is not None)
             if base > 0 and edit is not None and not edit.is_header(start):
@@ -138,23 +129,36 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     return _kind_boosted(lines, intent, w)
 
 
-def _line_score(text: str, passage: Passage, terms: dict[str, float], intent: QueryIntent,
+def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
+    """The word-exact cut's question term weights: each term's weight times its rarity
+    among the distinct ``lines`` (a term on every line of the source tells little; the
+    same pool for every range one recall cuts, so their lines compare)."""
+    terms = with_verb_forms(query_terms(query))
+    if not EXACT_IDF:
+        return terms
+    return pool_weights(terms, [_line_terms(text) for text in set(lines)])
+
+
+def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIntent,
                 w: LineWeights, side: str = "", context: dict[str, float] | None = None,
                 edit: bool = False) -> float:
     line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
-    score = sum(v for t, v in terms.items() if t in line_terms)
+    held = [t for t in groups.terms if t in line_terms]
+    score = words = groups.weight(held)
     if intent.failure and FAILURE.search(text):
         score += w.failure
     if score <= 0:
         return 0.0
     if context:  # the call's question terms, for a line of its output that matches
-        score += w.call * sum(v for t, v in context.items() if t not in line_terms)
+        lacking = [t for t in context if t not in line_terms]
+        if lacking:  # what the call's terms add, a question word once (:mod:`.term_groups`)
+            score += w.call * (groups.weight(held + lacking) - words)
     edit = edit or passage.kind == "file_edit"  # a chunk of an edit has no kind
     if side == "new" or edit and not side and text.startswith("+"):
         score += w.added_line
     elif side == "old" or edit and not side and text.startswith("-"):
         score -= w.removed_line
-    if _DECISION.search(text[:MAX_LINE_CHARS]):
+    if DECISION.search(text[:MAX_LINE_CHARS]):
         score += w.decision
     return max(score, 0.0)
 
@@ -163,19 +167,6 @@ def _damped(score: float, repeats: int) -> float:
     if repeats < REPEAT_DAMPING_FROM:
         return score
     return score / (1.0 + math.log2(repeats))
-
-
-@lru_cache(maxsize=256)
-def counts(counted: str) -> re.Pattern[str]:
-    """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
-    ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing)."""
-    return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{re.escape(counted)}")
-
-
-def command_line(text: str, intent: QueryIntent) -> bool:
-    """Whether the question asks for a command ("which command …") and ``text`` is a
-    shell command line (no typed-value rule names one)."""
-    return "command" in intent.kinds and SHELL_COMMAND.match(text[:MAX_LINE_CHARS]) is not None
 
 
 def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:

@@ -23,13 +23,8 @@ from breadcrumb.processors.lexical import with_verb_forms
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
-from breadcrumb.query_api.recall.extract.scoring import (
-    FAILURE,
-    MAX_LINE_CHARS,
-    Scored,
-    command_line,
-    line_pool,
-)
+from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
+from breadcrumb.query_api.recall.extract.shapes import FAILURE, MAX_LINE_CHARS, command_line
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
 from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id

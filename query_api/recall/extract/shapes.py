@@ -1,0 +1,59 @@
+"""What lines look like, for Extract's scorers: failures, decisions, shell commands, a
+count of a thing, a diff's headers and the importer's closing note.
+
+Patterns only, no scores (:mod:`.scoring` weighs them). Each shape was met in real
+sessions (eval/agents/real_questions.jsonl): a task runner's ``[test] $ cargo …``, a
+program started by its path (``C:\\…\\Scripts\\aider --model …``), a compiler's
+``file.go:4:2: undefined: csv``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from breadcrumb.query_api.recall.query import QueryIntent
+
+MAX_LINE_CHARS = 4000  # a line is read this far (a minified bundle is one line)
+#: a failure line; a lower-case ``error`` only where a tool reports one (``error:``,
+#: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
+FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー"
+                     r"|\berror(?=[\[:]| code\b| TS\d))"
+                     # a compiler's diagnostic: ``internal/export/csv.go:4:2: undefined: csv``
+                     r"|^\S+\.\w{1,5}:\d+:\d+: \S")
+DECISION = re.compile(
+    r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
+    r"|決定|決め|採用|にします"
+)
+#: a shell command line (the value a "which command ..." question asks for): a prompt,
+#: ``cd x &&``, ``VAR=value`` prefixes allowed, then a known program or a script
+SHELL_COMMAND = re.compile(
+    r"^\s*(?:\[[\w:.-]+\]\s+)?"  # a task runner's prefix: mise's ``[test] $ cargo …``
+    r"(?:[$>]\s+)?(?:sudo\s+)?(?:cd\s+\S+\s*&&\s*)?(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
+    r"(?:(?:[A-Za-z]:|~)?(?:[\\/][\w.-]+)*[\\/])?"  # a program by its path: C:\…\Scripts\aider
+    r"(?:npx|npm|pnpm|yarn|bunx?|git|make|cargo|go|python3?|pip3?|uvx?|pytest|docker"
+    r"|docker-compose|kubectl|helm|bash|sh|zsh|node|deno|tsc|curl|wget|rg|grep|find|sed"
+    r"|awk|terraform|gcloud|aws|az|dotnet|mvn|gradle|rustc|ruff|mypy|aider|claude|codex"
+    r"|gh|brew|apt(?:-get)?|ls|cat|mkdir|rm|cp|mv|chmod|ren|del|findstr|tail|head|java"
+    r"|ruby|bundle|rails|php|composer|mix|flutter|dart|swift|xcodebuild|adb|ssh|scp"
+    r"|rsync|tar|unzip|psql|mysql|sqlite3|redis-cli|openssl|jq|yq|just|task|turbo|nx"
+    r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
+    r"|\./\S+|\S+\.sh)(?:\.exe)?(?=\s|$)")
+DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
+#: the importer's closing note of a session (``importers.common``): not what anyone said
+IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
+
+@lru_cache(maxsize=256)
+def counts(counted: str) -> re.Pattern[str]:
+    """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
+    ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing), or the
+    thing, then its count: vitest's ``Tests  40 passed (40)``, jest's ``Tests: 3 failed``."""
+    thing = re.escape(counted)
+    return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{thing}"
+                      rf"|\b{thing}s?:?\s+\d[\d,]*\s+(?:passed|failed|skipped|total|pass|fail)\b")
+
+
+def command_line(text: str, intent: QueryIntent) -> bool:
+    """Whether the question asks for a command ("which command …") and ``text`` is a
+    shell command line (no typed-value rule names one)."""
+    return "command" in intent.kinds and SHELL_COMMAND.match(text[:MAX_LINE_CHARS]) is not None
