@@ -1,10 +1,10 @@
 """Supersession, conflicts, corroboration and dedupe: pure decisions over keyed facts.
 
 A newer observation that gives a fact key (``env:DB_PORT``, ``file:src/a.ts#EMAIL_RE``)
-a different value than an older memory of the same user supersedes that fact. Facts are
-ordered by the ``ts`` of the event that states them (not by arrival), so a late-arriving
-older range is itself the superseded one. Two values of one key with the same ``ts``
-cannot be ordered: both memories become ``conflicted``.
+a different value than an older memory of the same user and project (:func:`of_project`)
+supersedes that fact. Facts are ordered by the ``ts`` of the event that states them (not
+by arrival), so a late-arriving older range is itself the superseded one. Two values of
+one key with the same ``ts`` cannot be ordered: both memories become ``conflicted``.
 
 Design (fact-level supersession): an older memory whose *every* fact is superseded becomes
 ``superseded``; one that still holds other valid facts stays ``active`` (its other facts
@@ -16,7 +16,7 @@ the older memories sharing a fact key with it, whatever the values.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -79,6 +79,19 @@ def compare_facts(new: Sequence[FactRow], existing: Sequence[FactRow]) -> list[V
             if verdict is not None:
                 out.append(verdict)
     return out
+
+
+def of_project(existing: Sequence[FactRow], memory_id: str, project_id: str | None,
+               projects: Mapping[str, str | None]) -> list[FactRow]:
+    """The facts of ``existing`` that memory ``memory_id`` of ``project_id`` can supersede,
+    conflict with or reverse: its own and those of memories of the same project (no
+    project: of no project). ``projects``: memory id -> its project (a memory not in it is
+    not stored any more). A fact key names a setting of one project: one repository's
+    ``DATABASE_URL`` is not replaced by another's, nor by a session that names no project
+    (real sessions: an aider session's ``DATABASE_URL`` was marked superseded by a Codex
+    session of another project, and its line dropped from the evidence)."""
+    return [f for f in existing if f.memory_id == memory_id
+            or (f.memory_id in projects and projects[f.memory_id] == project_id)]
 
 
 def _order(a: FactRow, b: FactRow) -> Verdict | None:

@@ -161,10 +161,14 @@ class LifecycleService:
         stored_at = self.clock().isoformat()
         self._tables().ensure_life(obs.user_id, obs.id, stored_at)
         existing = self._tables().current_facts(obs.user_id, sorted({f.key for f in rows}))
-        verdicts = sp.compare_facts(rows, existing)
+        # a fact key is a setting of one project (sp.of_project)
+        projects = {m: row.get("project_id") for m in {f.memory_id for f in existing} - {obs.id}
+                    if (row := self._row(obs.user_id, m)) is not None}
+        rivals = sp.of_project(existing, obs.id, obs.project_id, projects)
+        verdicts = sp.compare_facts(rows, rivals)
         if rows and sp.is_reversal(e.content for e in events if e.kind == "message"):
             newest = max(r.ts for r in rows)
-            verdicts += sp.reversal_verdicts(obs.id, newest, [r.key for r in rows], existing)
+            verdicts += sp.reversal_verdicts(obs.id, newest, [r.key for r in rows], rivals)
         for verdict in verdicts:
             self._apply_verdict(obs.user_id, verdict, stored_at)
         self._verify(obs, rows, existing, events)

@@ -77,6 +77,27 @@ def test_whole_memory_superseded_both_links_and_payload(tmp_path: Path) -> None:
     rt.stop()
 
 
+def test_a_value_of_another_project_supersedes_nothing(tmp_path: Path) -> None:
+    """One tenant, two repositories: each keeps its own current EMAIL_RE (real sessions:
+    an aider session's DATABASE_URL was superseded by another project's Codex session)."""
+    rt = _runtime(tmp_path)
+    events = [e for e in golden_events() if e["thread_id"] in ("auth-email-regex-v2",)
+              and e["user_id"] == "u1"]
+    older = [dict(e, thread_id="regex-old", event_id="o" + e["event_id"], project_id="other",
+                  ts=e["ts"].replace("2024-05-15", "2024-05-10"),
+                  content=e["content"].replace(REGEX_V2, "/^x$/")) for e in events]
+    rt.gateway.submit(older + events, "cli")
+    rt.gateway.wait_processed(60)
+    key = "file:src/auth/validate-email.ts#EMAIL_RE"
+    old = _holder(rt, "u1", key, "/^x$/")
+    new = _holder(rt, "u1", key, REGEX_V2)
+    assert old["project_id"] == "other" and new["project_id"] != "other"
+    assert (old["status"], old["superseded_by"]) == ("active", None)
+    assert "superseded_facts" not in old["metadata"]
+    assert new["supersedes_memory_id"] is None and "supersedes_facts" not in new["metadata"]
+    rt.stop()
+
+
 def _flt(user: str, statuses: tuple[str, ...]) -> Any:
     from breadcrumb.stores.ports import SearchFilter
 

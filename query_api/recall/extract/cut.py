@@ -346,16 +346,19 @@ class WordExactCut:
         # the edit), is the old version: left out unless history is asked for
         was = frozenset() if query.intent.temporal == "oldest" else removed_lines(
             e.content for e in events if e.kind == "file_edit")
-        chunks = _without(extract_lines(query.text, passages, budget, self.count,
-                                        intent=query.intent, calls=calls, terms=terms),
-                          was, self.count)
-        near = frozenset((ln.event_id, ln.start) for ln in chunks.lines)
+        # the lines of the range's top chunks (dense + lexical) win ties: the cut is by
+        # words, the chunks were found by meaning too; all of the cut in them: level 1
+        near = frozenset((p.event_id, start) for p in passages
+                         for start, _end, _text in split_lines(p))
+        if not events:  # nothing said by ``as_of``: the chunk lines, dated out later
+            return _without(extract_lines(query.text, passages, budget, self.count,
+                                          intent=query.intent, calls=calls, terms=terms),
+                            was, self.count), 1
         cut = _without(extract_lines(query.text, events, budget, self.count,
                                      intent=query.intent, calls=calls, prefer=near,
-                                     terms=terms),
-                       was, self.count)
-        if not events or cut.lines and all((ln.event_id, ln.start) in near for ln in cut.lines):
-            return (chunks if not events else cut), 1
+                                     terms=terms), was, self.count)
+        if cut.lines and all((ln.event_id, ln.start) in near for ln in cut.lines):
+            return cut, 1
         if self.quoter is not None and events:
             quoted = self.quoted(query.text, events, cut, budget)
             if quoted is not None:

@@ -88,6 +88,12 @@ _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
 _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 
 
+@lru_cache(maxsize=32768)
+def _typed_kinds(text: str) -> frozenset[str]:
+    """The kinds of typed value a line holds (cached: the same lines are cut again)."""
+    return frozenset(k for k, _v in extract_typed_values(text[:MAX_LINE_CHARS]))
+
+
 
 # ---------------------------------------------------------------- word-exact
 def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None = None,
@@ -142,7 +148,7 @@ def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
 def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIntent,
                 w: LineWeights, side: str = "", context: dict[str, float] | None = None,
                 edit: bool = False) -> float:
-    line_terms = set(lexical_terms(text[:MAX_LINE_CHARS]))
+    line_terms = _line_terms(text)  # cached: the same lines recur across ranges and recalls
     held = [t for t in groups.terms if t in line_terms]
     score = words = groups.weight(held)
     if intent.failure and FAILURE.search(text):
@@ -186,7 +192,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
         line = lines[i]
         if intent.failure and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
             continue
-        kinds = {k for k, _v in extract_typed_values(line.text[:MAX_LINE_CHARS])}
+        kinds = set(_typed_kinds(line.text))
         if command_line(line.text, intent):
             kinds.add("command")
         if kinds & intent.kinds:
