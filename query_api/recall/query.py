@@ -38,7 +38,7 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bdomains?\b|ドメイン", ("env", "domain")),
         # "which command", "which script did we run", "what did we install", "how did we
         # retire the old file", "with which flags did I start aider": a command line
-        (r"\bcommand\b|\bscript\b.*\b(?:run|ran)\b|コマンド"
+        (r"\bcommands?\b|\bscript\b.*\b(?:run|ran)\b|コマンド"
          r"|\b(?:what|how) did (?:we|i) (?:install|run|execute|start|launch|retire|rename"
          r"|remove|delete|deploy)\b|\bflags?\b[^?]*\b(?:start|run|launch)", ("command",)),
         # "which test checks / graded ...": a test's node id or its function name

@@ -91,3 +91,16 @@ def test_a_count_after_the_thing_it_counts() -> None:
         assert test.search(line), line
     for line in ("Test Files  1 passed (1)", "tests 3 files", "the tests"):
         assert not test.search(line), line
+
+
+def test_commands_asked_in_the_plural_and_beside_a_failure_word() -> None:
+    """u07 (Cursor): "which one-time setup commands build …"; n05 (Cline): "which command
+    did we use to type-check … and show only errors" asks for a command, not an error."""
+    from breadcrumb.query_api.recall.query import analyze_query
+
+    assert "command" in analyze_query("Which one-time setup commands build the repo?").kinds
+    question = "Which command did we use to type-check the project and show only errors?"
+    assert analyze_query(question).failure
+    text = 'npx tsc --noEmit 2>&1 | findstr /i "error"\nno errors left'
+    scores = _scores(question, text)
+    assert max(scores, key=scores.__getitem__).startswith("npx tsc")

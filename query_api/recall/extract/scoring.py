@@ -190,10 +190,11 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
     out = list(lines)
     for i in order:
         line = lines[i]
-        if intent.failure and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
-            continue
+        command = command_line(line.text, intent)
+        if intent.failure and not command and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
+            continue  # "which command showed only the errors": its command line still
         kinds = set(_typed_kinds(line.text))
-        if command_line(line.text, intent):
+        if command:
             kinds.add("command")
         if kinds & intent.kinds:
             out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
