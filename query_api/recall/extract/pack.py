@@ -7,7 +7,7 @@ terms not covered yet over near-repeats of lines already chosen.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from breadcrumb.query_api.recall.extract.scoring import LinePool, Scored
 
@@ -15,6 +15,9 @@ KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: 
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does
 REPEAT_PENALTY = 0.3  # times the term overlap with the most similar chosen line
 MAX_LINES = 40
+#: a line of a thread (a session) no chosen line is from yet: an answer that spans
+#: sessions ("how many days a week do I attend fitness classes") is told in several
+NEW_THREAD = 0.5
 
 
 def _in_order(terms: dict[str, float]) -> Callable[[frozenset[str]], list[tuple[str, float]]]:
@@ -50,20 +53,25 @@ def pack(ranked: list[tuple[float, Scored]], terms: dict[str, float], budget: in
 
 
 def pack_pool(pool: LinePool, terms: dict[str, float], budget: int, count: Callable[[str], int],
-              max_lines: int = MAX_LINES) -> list[Scored]:
-    """:func:`pack` of ``score_semantic``'s ranking of ``pool``, building only the chosen lines."""
+              max_lines: int = MAX_LINES, threads: Mapping[str, str] | None = None
+              ) -> list[Scored]:
+    """:func:`pack` of ``score_semantic``'s ranking of ``pool``, building only the chosen lines.
+    ``threads``: memory id -> its thread; a line of a thread no chosen line is from yet
+    gets :data:`NEW_THREAD` (the evidence spreads over the conversations that hold it)."""
     if not pool.order:
         return []
     best = pool.final[pool.order[0]]
     rows = [i for i in pool.order if pool.final[i] >= best * KEEP_RATIO]
     picks = _picks([pool.final[i] for i in rows], [pool.line[i][2] for i in rows],
-                   [pool.line[i][3] for i in rows], terms, budget, count, max_lines)
+                   [pool.line[i][3] for i in rows], terms, budget, count, max_lines,
+                   None if threads is None else
+                   [threads.get(m, m) for m in (pool.found[i].memory_id for i in rows)])
     return [pool.scored(rows[i]) for i in picks]
 
 
 def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str]],
            terms: dict[str, float], budget: int, count: Callable[[str], int],
-           max_lines: int) -> list[int]:
+           max_lines: int, groups: list[str] | None = None) -> list[int]:
     """Positions :func:`pack` chooses, in pick order."""
     total = sum(terms.values()) or 1.0
     repeat = [0.0] * len(scores)
@@ -72,6 +80,7 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
     held = _in_order(terms)
     asked = [held(t) for t in line_terms]
     covered: set[str] = set()
+    seen: set[str] = set()
     chosen: list[frozenset[str]] = []  # the terms of the chosen lines (none empty)
     folded = [0] * len(scores)  # chosen lines already folded into repeat[i]
 
@@ -86,7 +95,8 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
             repeat[i] = r
         folded[i] = len(chosen)
         return (scores[i] - REPEAT_PENALTY * repeat[i]
-                + COVER_BONUS * sum([w for t, w in asked[i] if t not in covered]) / total)
+                + COVER_BONUS * sum([w for t, w in asked[i] if t not in covered]) / total
+                + (NEW_THREAD if groups is not None and groups[i] not in seen else 0.0))
 
     # Lazy greedy, same picks as a full max() over the pool each time (ties: lowest
     # index): a line's key only falls (repeat grows, coverage shrinks), so a stale key
@@ -109,6 +119,8 @@ def _picks(scores: list[float], texts: list[str], line_terms: list[frozenset[str
         if line_terms[i]:  # an empty set overlaps nothing
             chosen.append(line_terms[i])
         covered |= line_terms[i] & terms.keys()
+        if groups is not None:
+            seen.add(groups[i])
         used += costs[i]
     return picks
 

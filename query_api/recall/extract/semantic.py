@@ -68,10 +68,12 @@ class LinesByMeaning:
         terms = with_verb_forms(query.terms)  # "graded" meets a test named ``…_and_grade``
         ranked = line_pool(pool.values(), terms, query.intent, range_score, roles, dated,
                            query.text)
-        chosen = pack_pool(ranked, terms, budget, joined_cost(self.count))
         known = {**recalled.read, **{c.memory.id: c.memory for c in top}}
-        missing = [mid for mid in dict.fromkeys(s.memory_id for s in chosen) if mid not in known]
+        missing = [mid for mid in dict.fromkeys(f.memory_id for f in pool.values())
+                   if mid not in known]
         known.update({m.id: m for m in self.memories.get_memories(user_id, missing)})
+        threads = {mid: m.source_range.thread_id for mid, m in known.items()}
+        chosen = pack_pool(ranked, terms, budget, joined_cost(self.count), threads=threads)
         followed = {c.memory.id for c in recalled.hops}
         include = retrieved.request.include_superseded
         cuts = self._cuts(chosen, known, include)
