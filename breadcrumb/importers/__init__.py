@@ -111,6 +111,8 @@ def import_path(path: Path, fmt: str, options: ImportOptions) -> list[ImportResu
             found = aider.parse_text(text)
             if not found:
                 raise ImportFormatError(f"{path}: no aider session in it")
+            for parsed in found:  # aider keeps its history in the repository it worked on
+                parsed.project = parsed.project or path.resolve().parent.name[:128] or None
             return [_result(p, fmt, options, path.name, str(p.session_id)) for p in found]
         if fmt != "specstory":
             raise ImportFormatError(f"{path}: a markdown file is specstory or aider, not {fmt}")

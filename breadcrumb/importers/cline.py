@@ -25,6 +25,7 @@ Exit codes come from the output text (``Exit code: 1``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -124,7 +125,25 @@ def parse_history(messages: list[Any]) -> Parsed:
                     failed=True if block.get("is_error") else None, call_id=call_id))
             else:
                 parsed.skipped[f"{kind} block"] += 1
+    parsed.project = working_directory(parsed.drafts)
     return parsed
+
+
+#: the task's folder, in every ``<environment_details>`` block Cline / Roo add
+_CWD = re.compile(r"# Current Working Directory \(([^)\n]+)\)")
+
+
+def working_directory(drafts: list[Draft]) -> str | None:
+    """The project a task worked in: the last part of the working directory its
+    ``<environment_details>`` name most often (a resumed task may name another first;
+    ``c:/Apps/MRA04242026`` -> ``MRA04242026``)."""
+    named = Counter(found.group(1).strip() for draft in drafts
+                    if "Current Working Directory" in draft.content
+                    for found in _CWD.finditer(draft.content))
+    if not named:
+        return None
+    folder = named.most_common(1)[0][0]
+    return re.split(r"[\\/]", folder.rstrip("/\\"))[-1][:128] or None
 
 
 def _text(position: str, role: str, text: str, ts: str | None, calls: dict[str, ToolCall],

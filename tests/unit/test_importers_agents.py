@@ -306,6 +306,18 @@ def test_aider_history_is_one_thread_per_session() -> None:
         "note", "tool_call", "test_result", "message", "message", "session_end"]
 
 
+def test_aider_and_cline_name_the_project_they_worked_in() -> None:
+    """Facts are superseded within one project: an aider history names the repository it
+    lives in, a Cline / Roo task the working directory its environment details name."""
+    assert {e["project_id"] for r in import_path(AIDER, "auto", OPTIONS) for e in r.events} \
+        == {"weather-cli"}
+    for task in sorted((FIXTURES / "cline").glob("*/tasks/*/api_conversation_history.json")):
+        events = import_file(task, "auto", OPTIONS).events
+        assert {e["project_id"] for e in events} == {"notes-api"}, task
+    named = import_file(AIDER, "auto", ImportOptions(user_id="u", project_id="shop")).events
+    assert {e["project_id"] for e in named} == {"shop"}  # the caller's project wins
+
+
 def test_specstory_versions_session_ids_and_tools() -> None:
     v2 = _only(SPECSTORY_V2)
     assert v2.threads == ["5c7d5c23-0691-4467-b98e-0fb865b4a639"]
