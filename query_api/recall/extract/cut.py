@@ -2,10 +2,12 @@
 
 Lines are scored by :func:`.scoring.score_exact`; only lines within
 :data:`RELATIVE_THRESHOLD` of the best line are kept, at most ``max_lines`` of them,
-within ``max_tokens``. Per followed range: level 1 when a line of its top chunks
-clearly answers, else level 2 (its raw events, read through Recall's
-:class:`~query_api.recall.stages.RangeReader`), or level 3 where a quoter (an LLM that
-may only *point at* lines: quotes not found verbatim are dropped) names the lines.
+within ``max_tokens``. Per followed range its raw events (read through Recall's
+:class:`~query_api.recall.stages.RangeReader`) are cut, the lines of its top chunks
+winning ties: level 1 when every line cut is one of them, else level 2, or level 3 where
+a quoter (an LLM that may only *point at* lines: quotes not found verbatim are dropped)
+names the lines. The question's term weights are one pool for all the ranges a recall
+cuts (:func:`pool_terms`).
 Nothing is ever rewritten: every line is a slice of stored content.
 """
 
@@ -337,9 +339,11 @@ class WordExactCut:
 
     def _cut(self, query: Query, memory: Observation, budget: int, passages: list[Passage],
              reader: RangeReader, terms: dict[str, float]) -> tuple[Extract, int]:
-        """Level 1 (chunk index) when a chunk line clearly answers, else level 2 / 3. The
-        range's events are read either way: which call each output answers
-        (:mod:`processors.calls`)."""
+        """The range's events cut by words, its top chunks' lines winning ties: level 1
+        when every line cut is one of them, else level 2, or 3 where a quoter names the
+        lines. The events are read either way (which call each output answers,
+        :mod:`processors.calls`); scoring them all finds the line a chunk search ranked
+        low (c03: the version line tied the command lines of the top chunks)."""
         events = reader.events(memory)
         calls = calls_of(events)
         # a line an edit of the range later took out, seen earlier (the file read before
