@@ -156,13 +156,16 @@ class SimulatedAgent:
         self.number = number
         self.run_id = run_id
         self.rng = random.Random(f"{seed}/{number}" if seed is not None else None)
-        self.user_id = f"fleet-user-{number % max(users, 1)}"
+        user = number % max(users, 1)
+        self.user_id = f"fleet-user-{user}"
         self.agent_id = f"sim-agent-{number:03d}"
         self.session = 0
         self.step = 0
         self._steps: Iterator[tuple[str, str, str, str | None, dict[str, Any]]] = iter(())
         self.open = False
-        self.project = PROJECTS[0]
+        # one project per user: its agents' sessions set the same settings again (a fact
+        # is superseded within its project only); the users' projects differ
+        self.project = PROJECTS[user % len(PROJECTS)]
 
     @property
     def thread_id(self) -> str:
@@ -174,7 +177,6 @@ class SimulatedAgent:
         if step is None:
             self.session += 1
             self.step = 0
-            self.project = self.rng.choice(PROJECTS)
             self._steps = iter(session_script(self.rng))
             step = next(self._steps)
         return self._event(*step)

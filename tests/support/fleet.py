@@ -5,8 +5,9 @@ each event half a second after the previous one (the demo's default rate, 2 even
 agent, agents interleaved) so the order of the values is the order they were set.
 :func:`fleet_questions` asks, for every session, the demo's closing question — "what
 default value did we give ENV in FUNC?" — and names the value the evidence must hold:
-the session's own, or, where a later session of the same user set ENV again (a change of
-the same setting: supersession), the newest one.
+the session's own, or, where a later session of the same user and project set ENV again
+(a change of the same setting: supersession), the newest one. A session of another
+project sets that project's own ENV: it replaces nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Asked:
     env: str
     query: str
     value: str  # what this session set
-    current: str  # the newest value of the same setting for this user
+    current: str  # the newest value of the same setting for this user and project
 
     @property
     def reset_later(self) -> bool:
@@ -65,7 +66,8 @@ def fleet_questions(events: list[dict[str, Any]]) -> list[Asked]:
         sessions.append((event, func, env, value, said))
     out = []
     for event, func, env, value, _said in sessions:
-        same = [s for s in sessions if s[0]["user_id"] == event["user_id"] and s[2] == env]
+        same = [s for s in sessions if s[0]["user_id"] == event["user_id"] and s[2] == env
+                and s[0].get("project_id") == event.get("project_id")]
         current = max(same, key=lambda s: s[4])[3]
         out.append(Asked(event["user_id"], event["thread_id"], env,
                          f"what default value did we give {env} in {func}?", value, current))
