@@ -58,18 +58,23 @@ def test_regex_change_and_tenant_isolation(golden: Runtime) -> None:
     assert "superseded_facts" not in u2["metadata"] and u2["status"] == "active"
 
 
-def test_whole_memory_superseded_both_links_and_payload(tmp_path: Path) -> None:
-    rt = _runtime(tmp_path)
+def _regex_set_twice(rt: Runtime, **older_attrs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The golden regex-v2 thread, and five days before it the same thread setting EMAIL_RE
+    to ``/^x$/`` (``older_attrs``: more fields of its events); the two holders' rows."""
     events = [e for e in golden_events() if e["thread_id"] in ("auth-email-regex-v2",)
               and e["user_id"] == "u1"]
-    older = [dict(e, thread_id="regex-old", event_id="o" + e["event_id"],
+    older = [dict(e, thread_id="regex-old", event_id="o" + e["event_id"], **older_attrs,
                   ts=e["ts"].replace("2024-05-15", "2024-05-10"),
                   content=e["content"].replace(REGEX_V2, "/^x$/")) for e in events]
     rt.gateway.submit(older + events, "cli")
     rt.gateway.wait_processed(60)
     key = "file:src/auth/validate-email.ts#EMAIL_RE"
-    old = _holder(rt, "u1", key, "/^x$/")
-    new = _holder(rt, "u1", key, REGEX_V2)
+    return _holder(rt, "u1", key, "/^x$/"), _holder(rt, "u1", key, REGEX_V2)
+
+
+def test_whole_memory_superseded_both_links_and_payload(tmp_path: Path) -> None:
+    rt = _runtime(tmp_path)
+    old, new = _regex_set_twice(rt)
     assert (old["status"], old["superseded_by"]) == ("superseded", new["id"])
     assert new["supersedes_memory_id"] == old["id"]
     hits = rt.index.search_memories(_flt("u1", ("superseded",)), 10, dense=[0.1] * rt.embedder.dim)
@@ -81,16 +86,7 @@ def test_a_value_of_another_project_supersedes_nothing(tmp_path: Path) -> None:
     """One tenant, two repositories: each keeps its own current EMAIL_RE (real sessions:
     an aider session's DATABASE_URL was superseded by another project's Codex session)."""
     rt = _runtime(tmp_path)
-    events = [e for e in golden_events() if e["thread_id"] in ("auth-email-regex-v2",)
-              and e["user_id"] == "u1"]
-    older = [dict(e, thread_id="regex-old", event_id="o" + e["event_id"], project_id="other",
-                  ts=e["ts"].replace("2024-05-15", "2024-05-10"),
-                  content=e["content"].replace(REGEX_V2, "/^x$/")) for e in events]
-    rt.gateway.submit(older + events, "cli")
-    rt.gateway.wait_processed(60)
-    key = "file:src/auth/validate-email.ts#EMAIL_RE"
-    old = _holder(rt, "u1", key, "/^x$/")
-    new = _holder(rt, "u1", key, REGEX_V2)
+    old, new = _regex_set_twice(rt, project_id="other")
     assert old["project_id"] == "other" and new["project_id"] != "other"
     assert (old["status"], old["superseded_by"]) == ("active", None)
     assert "superseded_facts" not in old["metadata"]

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 
 from breadcrumb.processors.lexical import lexical_terms
+from breadcrumb.query_api.recall.extract.shapes import MAX_LINE_CHARS
 from breadcrumb.query_api.recall.extract.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Passage
 
-MAX_LINE_CHARS = 4000
 #: a unified diff (its hunk or file headers)
 DIFF = re.compile(r"^(@@ -\d|--- a/|\+\+\+ b/)", re.M)
 #: the markers of an importer's rendered edit (``common.render_edit``) and of SEARCH /
@@ -68,8 +68,7 @@ class EditLines:
     (``*** Update File: Cargo.toml``, ``+++ b/web/app.js``) has a header per file: a line
     is about the file of the header above it."""
 
-    def __init__(self, passage: Passage, terms: dict[str, float],
-                 groups: TermGroups | None = None) -> None:
+    def __init__(self, passage: Passage, terms: dict[str, float], groups: TermGroups) -> None:
         self.groups = groups  # a question word's terms count once (:mod:`.term_groups`)
         self.header_end = -1
         self.new_from = self.old_from = -1
@@ -128,8 +127,6 @@ class EditLines:
         if not header:
             return 0.0
         own = set(lexical_terms(text[:MAX_LINE_CHARS]))
-        if self.groups is None:
-            return sum(v for t, v in header.items() if t not in own)
         held = [t for t in self.groups.terms if t in own]
         both = held + [t for t in header if t not in own and t in self.groups.terms]
         return self.groups.weight(both) - self.groups.weight(held)

@@ -104,16 +104,17 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     call holds count for the result's matching lines. ``terms``: the question's term weights
     (:func:`exact_weights` over every line a recall cuts); default: over ``items``."""
     intent = intent or analyze_query(query)
+    split = [(passage, split_lines(passage)) for passage in items]
     if terms is None:
-        terms = exact_weights(query, [t for p in items for _s, _e, t in split_lines(p)])
+        terms = exact_weights(query, [t for _p, rows in split for _s, _e, t in rows])
     groups = TermGroups(query, terms)
     calls = calls or {}
     found: list[tuple[Passage, int, int, str, float]] = []
-    for passage in items:
+    for passage, rows in split:
         edit = EditLines(passage, terms, groups) if is_edit(passage) else None
         call = passage.event_id in calls and set(lexical_terms(calls[passage.event_id]))
         context = {t: v for t, v in terms.items() if t in call} if call else {}
-        for start, end, text in split_lines(passage):
+        for start, end, text in rows:
             if edit is not None and edit.marker(start, text):
                 continue
             if DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):

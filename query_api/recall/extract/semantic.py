@@ -13,7 +13,6 @@ by :func:`.pack.pack_pool`. Text stays verbatim: every line is a slice of stored
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -24,16 +23,18 @@ from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
-from breadcrumb.query_api.recall.extract.shapes import FAILURE, MAX_LINE_CHARS, command_line
+from breadcrumb.query_api.recall.extract.shapes import (
+    DIAGNOSTIC,
+    FAILURE,
+    MAX_LINE_CHARS,
+    command_line,
+)
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
 from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 from breadcrumb.topics.records import Observation
-
-#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...)
-_DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 
 
 def joined_cost(count: Callable[[str], int]) -> Callable[[str], int]:
@@ -130,7 +131,7 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     for item in evidence:
         for ln in item["lines"]:
             text = str(ln["text"])[:MAX_LINE_CHARS]
-            if failure and (FAILURE.search(text) or _DIAGNOSTIC.match(text)):
+            if failure and (FAILURE.search(text) or DIAGNOSTIC.match(text)):
                 return True  # a failure line the typed-value rules do not name (Go, tsc ...)
             if kinds and text_holds_kind(text, kinds):
                 return True

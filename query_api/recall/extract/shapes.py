@@ -21,6 +21,10 @@ FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗
                      r"|\berror(?=[\[:]| code\b| TS\d))"
                      # a compiler's diagnostic: ``internal/export/csv.go:4:2: undefined: csv``
                      r"|^\S+\.\w{1,5}:\d+:\d+: \S")
+#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
+#: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
+#: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
+DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
@@ -42,6 +46,7 @@ SHELL_COMMAND = re.compile(
 DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 #: the importer's closing note of a session (``importers.common``): not what anyone said
 IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
+
 
 @lru_cache(maxsize=256)
 def counts(counted: str) -> re.Pattern[str]:
