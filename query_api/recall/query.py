@@ -92,9 +92,21 @@ class QueryIntent:
     #: "how many tests / modules / schema pages …": the thing counted (its stem), whose
     #: count line (``Ran 73 tests across 10 files``) is the answer
     counted: str | None = None
+    #: "which bike did I fix", "my", "me", without "you": the asker's own turns say it
+    first_person: bool = False
 
 
 _HOW_MANY = re.compile(r"(?i)\bhow many\s+([a-z][a-z_-]{2,})")
+#: "how many days did it take … after …": time elapsed between two events; its "after"
+#: names the second event, not a current value
+_ELAPSED = re.compile(
+    r"(?i)\bhow (many|much) (days|weeks|months|years|hours|minutes|time)\b"
+    r"|\bhow long (did|does|do|had|has|have|was|were|will)\b"
+    r"|何(日|週間|か月|ヶ月|カ月|年|時間)(かか|経|たっ|後)"
+)
+_AFTER = re.compile(r"(?i)\bafter\b|後の|(対策|変更|修正|更新|移行)後")
+_FIRST_PERSON = re.compile(r"(?i)\b(i|me|my|mine|myself)\b|私|僕|俺|自分")
+_SECOND_PERSON = re.compile(r"(?i)\b(you|your|yours)\b|あなた")
 
 
 def analyze_query(query: str) -> QueryIntent:
@@ -103,14 +115,16 @@ def analyze_query(query: str) -> QueryIntent:
     for pattern, found in _KIND_WORDS:
         if pattern.search(query):
             kinds.update(found)
-    newest, oldest = bool(_NEWEST.search(query)), bool(_OLDEST.search(query))
+    dated = _AFTER.sub(" ", query) if _ELAPSED.search(query) else query
+    newest, oldest = bool(_NEWEST.search(dated)), bool(_OLDEST.search(dated))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
     failure = bool(_FAILURE.search(query))
     advice = not kinds and not failure and _ADVICE.search(query) is not None
     role = "user" if advice or _USER_WORDS.search(query) else None
     many = _HOW_MANY.search(query)
     counted = many.group(1).lower().removesuffix("s") if many else None
-    return QueryIntent(frozenset(kinds), temporal, failure, role, counted or None)
+    mine = bool(_FIRST_PERSON.search(query)) and not _SECOND_PERSON.search(query)
+    return QueryIntent(frozenset(kinds), temporal, failure, role, counted or None, mine)
 
 
 #: What a named literal looks like, one table. Two readings of it (their alternatives, in

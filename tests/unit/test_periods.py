@@ -70,6 +70,9 @@ _NOW = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
     ("2 months ago", _d(2026, 10, 1), _d(2026, 11, 1)),
     ("3ヶ月前", _d(2026, 9, 1), _d(2026, 10, 1)),
     ("last week", _d(2026, 11, 23), _d(2026, 11, 30)),
+    ("which bike did I service the past weekend?", _d(2026, 11, 28), _d(2026, 11, 30)),
+    ("what did we ship last weekend?", _d(2026, 11, 28), _d(2026, 11, 30)),
+    ("先週末に何をした？", _d(2026, 11, 28), _d(2026, 11, 30)),
     ("先月のリリース", _d(2026, 11, 1), _d(2026, 12, 1)),
     ("去年の障害", _d(2025, 1, 1), _d(2026, 1, 1)),
 ])
@@ -88,6 +91,11 @@ def test_last_saturday_asked_on_a_saturday_is_a_week_before() -> None:
     saturday = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
     assert asked_period("last Saturday", saturday) == (_d(2026, 11, 21), _d(2026, 11, 22))
     assert asked_period("先週の土曜日", saturday) == (_d(2026, 11, 21), _d(2026, 11, 22))
+
+
+def test_the_past_weekend_asked_on_a_sunday_began_yesterday() -> None:
+    sunday = datetime(2026, 11, 29, 20, 0, tzinfo=UTC)
+    assert asked_period("this past weekend", sunday) == (_d(2026, 11, 28), _d(2026, 11, 30))
 
 
 def test_now_is_read_in_its_own_offset() -> None:

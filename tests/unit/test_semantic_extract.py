@@ -181,6 +181,32 @@ def test_a_request_for_advice_lifts_what_the_user_said_of_themselves() -> None:
     assert analyze_query("Any ideas why the deploy failed?").role is None
 
 
+def test_a_question_in_the_first_person_lifts_the_users_turns_a_little() -> None:
+    # LongMemEval gpt4_e414231f: the user's turn says it, the assistant's reply is longer
+    question = "Which bike did I get serviced?"
+    intent = analyze_query(question)
+    assert intent.first_person and intent.role is None
+    pool = [_found(1, "I'm scheduling a maintenance check for my road bike at the shop.", 0.80),
+            _found(2, "Ask the mechanic to check the bike's chain and gears.", 0.82),
+            _found(4, "Have a great ride!", 0.60)]
+    roles = {"e1": "user", "e2": "assistant", "e4": "assistant"}
+    ranked = score_semantic(pool, query_terms(question), intent, {}, roles)
+    assert ranked[0][1].line.event_id == "e1"
+    ranked = score_semantic(pool, query_terms(question), intent, {})  # no roles: meaning wins
+    assert ranked[0][1].line.event_id == "e2"
+    # a question to the assistant about its own words is not the asker's
+    assert not analyze_query("Can you remind me what you said about my bike?").first_person
+    assert not analyze_query("Which bike did Melanie fix?").first_person
+
+
+def test_time_elapsed_after_an_event_is_not_a_question_for_the_current_value() -> None:
+    elapsed = analyze_query("How many days did it take me to find a house after I started "
+                            "working with Rachel?")
+    assert elapsed.temporal is None and not precise(elapsed)
+    assert analyze_query("What was the retry limit after the migration?").temporal == "newest"
+    assert analyze_query("How long is the timeout now?").temporal == "newest"
+
+
 def test_a_cut_without_the_asked_value_kind_needs_meaning() -> None:
     question = "認証のメールアドレス正規表現をもう一回出して"
     intent = analyze_query(question)

@@ -97,6 +97,13 @@ def _last_weekday(weekday: int, now: datetime) -> Period:
     return _day(today - timedelta(days=back), now)
 
 
+def _last_weekend(now: datetime) -> Period:
+    """"last weekend", "the past weekend", 先週末: the latest Saturday before today and
+    its Sunday (asked on a Sunday: this one, begun yesterday)."""
+    saturday = _last_weekday(5, now)[0].astimezone(now.tzinfo).date()
+    return _day(saturday, now, 2)
+
+
 def _weekday_last_week(weekday: int, now: datetime) -> Period:
     """先週の土曜日: that weekday in the previous (Monday-started) week."""
     today = now.date()
@@ -127,6 +134,8 @@ _RULES: list[_Rule] = [
      lambda m, now: _ago(m["unit"].lower(), _number(m["n"]), now)),
     (re.compile(rf"{_JNUM}\s*(?P<unit>日|週間|週|ヶ月|か月|カ月|ケ月|箇月|年)\s*前(?!半)"),
      lambda m, now: _ago(m["unit"], _number(m["n"]), now)),
+    (re.compile(r"先週末|\b(?:last|(?:this |the )?past)\s+weekend\b", re.I),
+     lambda m, now: _last_weekend(now)),
     (re.compile(r"先週|\blast week\b", re.I),
      lambda m, now: _week_of(now.date() - timedelta(weeks=1), now)),
     (re.compile(r"先月|\blast month\b", re.I),

@@ -67,6 +67,7 @@ class LineWeights:
     lexical: float = 0.0  # semantic: the share of question weight the line holds
     range: float = 0.0  # semantic: the score of the range (memory) it comes from
     role: float = 0.0  # semantic: a line of the speaker asked about ("what the user said")
+    mine: float = 0.0  # semantic: a user's line, on a question in the first person
     date: float = 0.0  # semantic: said within the period named ("in August 2023")
     speaker: float = 0.0  # semantic: a transcript line of a person the question names
     neighbor_share: float = 0.0  # semantic: share of an adjacent turn's lead (question -> answer)
@@ -75,7 +76,7 @@ class LineWeights:
 EXACT = LineWeights(kind=2.0, failure=2.0, added_line=1.0, removed_line=0.5, decision=0.5,
                     call=0.5)
 SEMANTIC = LineWeights(kind=0.5, failure=0.5, dense=1.0, lexical=1.2, range=0.35, role=1.0,
-                       date=0.8, speaker=0.2, neighbor_share=0.5)
+                       date=0.8, speaker=0.2, neighbor_share=0.5, mine=0.3)
 DATE_BOOST = SEMANTIC.date
 SPEAKER_BOOST = SEMANTIC.speaker
 POOL_IDF = True
@@ -295,6 +296,7 @@ def _fused(groups: list[_Group], weights: dict[str, float],
         dense = w.dense * normalised
         rng = w.range * range_score.get(f.memory_id, 0.0)
         role = bool(intent.role) and roles.get(f.passage.event_id) == intent.role
+        mine = intent.first_person and roles.get(f.passage.event_id) == "user"
         date = f.passage.event_id in dated
         header = _edit_header(f.passage, lines, keys)
         for line in lines:
@@ -311,6 +313,8 @@ def _fused(groups: list[_Group], weights: dict[str, float],
             score += rng + (_boosts(line[2], intent, w) if boosted else 0.0)
             if role:
                 score += w.role
+            elif mine:
+                score += w.mine
             if date:
                 score += w.date
             out.append(score)

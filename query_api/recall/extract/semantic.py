@@ -63,7 +63,8 @@ class LinesByMeaning:
         pool = merge(ranges[0::2], ranges[1::2], into=retrieved.found)
         best = top[0].score if top and top[0].score > 0 else 1.0
         range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
-        roles = _roles(self.raw, user_id, pool.values()) if query.intent.role else None
+        roles = (_roles(self.raw, user_id, pool.values())
+                 if query.intent.role or query.intent.first_person else None)
         dated = dated_events(self.raw, user_id, query.text,
                              (f.passage.event_id for f in pool.values()), retrieved.request.now)
         terms = with_verb_forms(query.terms)  # "graded" meets a test named ``…_and_grade``
