@@ -11,7 +11,10 @@ Exactness: an event enters the cache when the transaction that inserted it commi
 rollback forgets it); a statement that changes ``raw_events`` other than by inserting
 (the archive's ``DELETE``) empties the cache, so a range read never returns an event the
 table no longer holds. Events read from SQL are not cached; a range not complete in memory
-is read from SQL as before. At most :data:`EVENT_CACHE_MAX` events are kept.
+is read from SQL as before. At most :data:`EVENT_CACHE_MAX` events and
+:data:`EVENT_CACHE_BYTES` of their contents are kept: real sessions' tool outputs and file
+bodies run to tens of kilobytes an event, so a bound by count alone held hundreds of
+megabytes (the soak's server grew with every stored event until the count was reached).
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ ThreadEvents = dict[tuple[str, str], dict[int, Event]]  # (user_id, thread_id) -
 #: Events kept at most (cleared, not evicted one by one, when reached; a miss only costs
 #: the read it used to).
 EVENT_CACHE_MAX = 50_000
+#: ... and their contents at most (characters, plus :data:`EVENT_OVERHEAD` an event)
+EVENT_CACHE_BYTES = 16 * 2**20
+EVENT_OVERHEAD = 400  # an Event object, its attrs and the dict slots holding it
+
+
+def _weight(event: Event) -> int:
+    return len(event.content) + EVENT_OVERHEAD
 
 
 class CachedRangesMixin(SqlStore):
@@ -35,6 +45,7 @@ class CachedRangesMixin(SqlStore):
     def _init_event_cache(self) -> None:
         self._held: ThreadEvents = {}  # committed
         self._held_count = 0
+        self._held_bytes = 0
         self._held_tx: ThreadEvents = {}  # inserted in the open transaction
 
     def put_event(self, event: Event) -> bool:
@@ -83,18 +94,26 @@ class CachedRangesMixin(SqlStore):
         """The transaction committed: its inserted events are now in the table."""
         staged, self._held_tx = self._held_tx, {}
         count = sum(len(v) for v in staged.values())
-        if self._held_count + count > EVENT_CACHE_MAX:
-            self._held, self._held_count = {}, 0
+        weight = sum(_weight(e) for v in staged.values() for e in v.values())
+        if (self._held_count + count > EVENT_CACHE_MAX
+                or self._held_bytes + weight > EVENT_CACHE_BYTES):
+            self._held, self._held_count, self._held_bytes = {}, 0, 0
         for key, events in staged.items():
             mine = self._held.setdefault(key, {})
-            self._held_count += len(events) - len(mine.keys() & events.keys())
+            for index, event in events.items():
+                old = mine.get(index)
+                if old is None:
+                    self._held_count += 1
+                else:
+                    self._held_bytes -= _weight(old)
+                self._held_bytes += _weight(event)
             mine.update(events)
 
     def _events_discarded(self) -> None:
         self._held_tx = {}
 
     def _forget_events(self) -> None:
-        self._held, self._held_count, self._held_tx = {}, 0, {}
+        self._held, self._held_count, self._held_bytes, self._held_tx = {}, 0, 0, {}
 
     def _watch(self, sql: str) -> None:
         """Empty the cache before a statement that changes ``raw_events`` otherwise than by

@@ -55,3 +55,35 @@ def test_a_duplicate_put_event_is_not_held_twice(store: SqliteStore) -> None:
     store.close()
     store.open()
     assert store.get_range("alice", "t1", 0, 0) == [event(0)]  # from SQL after a reopen
+
+
+def test_the_cache_is_bounded_by_the_size_of_what_it_holds(store: SqliteStore,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    from breadcrumb.stores.sql import sqlite_events
+
+    monkeypatch.setattr(sqlite_events, "EVENT_CACHE_BYTES", 3 * 1000 + 3 * 400)
+    big = [Event(**{**event(i).to_dict(), "content": "x" * 1000}) for i in range(5)]
+    with store.transaction():
+        store.put_events(big[:3])
+    assert store._held_bytes == 3 * 1400 and store._held_count == 3
+    with store.transaction():  # over the bound: the cache starts again from this batch
+        store.put_events(big[3:])
+    assert store._held_count == 2 and store._held_bytes == 2 * 1400
+    assert store.get_range("alice", "t1", 0, 4) == big == from_sql(store, 0, 4)  # SQL
+
+
+def test_every_connection_maps_the_file_and_keeps_a_small_cache(store: SqliteStore) -> None:
+    from breadcrumb.stores.sql import sqlite_store
+
+    store.put_events([event(0)])
+    writer = store._conn
+    assert writer is not None
+    assert writer.execute("PRAGMA mmap_size").fetchone()[0] == sqlite_store.MMAP_BYTES
+    assert writer.execute("PRAGMA cache_size").fetchone()[0] == -sqlite_store.WRITER_CACHE_KB
+    reader = store._connect_reader()
+    try:
+        assert reader.execute("PRAGMA mmap_size").fetchone()[0] == sqlite_store.MMAP_BYTES
+        assert reader.execute("PRAGMA cache_size").fetchone()[0] == -sqlite_store.PAGE_CACHE_KB
+    finally:
+        reader.close()
