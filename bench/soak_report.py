@@ -47,7 +47,9 @@ def _rss(steady: list[dict[str, Any]], start: float, end: float) -> dict[str, An
 
 def cpu_use(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Per process over ``rows`` (one phase): share of one core busy, CPU ms per stored event
-    (a process restarted inside the phase counts from its first sample)."""
+    (a process restarted inside the phase counts from its first sample). A phase whose
+    samples span under a second (a drain of a few seconds sampled at its two ends) has no
+    share: CPU seconds over a few milliseconds of sampling said 2,000,000 %."""
     out: dict[str, Any] = {}
     if len(rows) < 2:
         return out
@@ -56,7 +58,7 @@ def cpu_use(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for name, end in rows[-1]["cpu_s"].items():
         start = next((r["cpu_s"][name] for r in rows if r["cpu_s"].get(name)), end)
         used = max(end - start, 0.0)
-        out[name] = {"core_pct": round(100 * used / max(seconds, 1e-6)),
+        out[name] = {"core_pct": round(100 * used / seconds) if seconds >= 1.0 else None,
                      "cpu_ms_per_event": round(1000 * used / stored, 1)}
     return out
 
@@ -178,7 +180,8 @@ def table(result: dict[str, Any]) -> list[str]:
 
 
 def _cpu(use: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v['core_pct']} % {v['cpu_ms_per_event']} ms" for k, v in use.items())
+    return ", ".join(f"{k} {'–' if v['core_pct'] is None else v['core_pct']} % "
+                     f"{v['cpu_ms_per_event']} ms" for k, v in use.items())
 
 
 def _r(value: float | None) -> str:
