@@ -22,7 +22,7 @@ from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import describe, is_transient
 from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
-from breadcrumb.topics.kafka_security import aiokafka_kwargs
+from breadcrumb.topics.kafka_security import aiokafka_kwargs, started
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
 
@@ -82,14 +82,13 @@ class KafkaGateway:
     async def _start_producer(self) -> None:
         if self.declare is not None:
             await self.declare()  # Faust never creates source topics; we do, once
-        self._producer = AIOKafkaProducer(
+        self._producer = await started(AIOKafkaProducer(
             bootstrap_servers=self.settings.kafka_bootstrap,
             **aiokafka_kwargs(self.settings),
             acks="all",
             enable_idempotence=True,
             linger_ms=5,
-        )
-        await self._producer.start()
+        ))
 
     def stop(self) -> None:
         if self._loop is None:

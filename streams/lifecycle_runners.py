@@ -31,14 +31,14 @@ class KafkaChangelog:
 
         from aiokafka import AIOKafkaProducer
 
+        from breadcrumb.topics.kafka_security import started
+
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, name="memory-status", daemon=True).start()
 
         async def make() -> Any:
-            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
-                                        enable_idempotence=True, **self.security)
-            await producer.start()
-            return producer
+            return await started(AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
+                                                  enable_idempotence=True, **self.security))
 
         self._producer = self._call(make())
 

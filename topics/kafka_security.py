@@ -60,3 +60,16 @@ def faust_credentials(settings: Any) -> Any:
                                      password=_password(settings), ssl_context=context,
                                      mechanism=settings.kafka_sasl_mechanism)
     return faust.SSLCredentials(context)
+
+
+async def started(client: Any) -> Any:
+    """``await client.start()`` and the client; one that fails to start (the cluster down, a
+    refused login) is stopped before the error goes on: aiokafka logs an "Unclosed
+    AIOKafkaProducer" traceback when it collects a producer that was never stopped, in
+    whatever process and test happens to collect it then."""
+    try:
+        await client.start()
+    except BaseException:
+        await client.stop()
+        raise
+    return client

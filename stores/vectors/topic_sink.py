@@ -119,6 +119,8 @@ class KafkaRecordSender:
     def _start(self) -> asyncio.AbstractEventLoop:
         from aiokafka import AIOKafkaProducer
 
+        from breadcrumb.topics.kafka_security import started
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -126,10 +128,8 @@ class KafkaRecordSender:
                                  daemon=True).start()
 
                 async def start() -> Any:
-                    producer = AIOKafkaProducer(acks="all", enable_idempotence=True,
-                                                **self._kafka)
-                    await producer.start()
-                    return producer
+                    return await started(AIOKafkaProducer(acks="all", enable_idempotence=True,
+                                                          **self._kafka))
                 self._producer = asyncio.run_coroutine_threadsafe(start(), loop).result(
                     self.timeout)
                 self._loop = loop
