@@ -21,6 +21,7 @@ from aiokafka import AIOKafkaProducer
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.tracking import DIRECT_HEADER
+from breadcrumb.topics.kafka_security import started
 from tests.conftest import example_events
 
 REPO = Path(__file__).resolve().parents[2]
@@ -216,9 +217,8 @@ async def produce(settings: Settings, messages: list[tuple[bytes, bytes | None]]
                   pause: float | Callable[[int], float] = 0.0) -> int:
     """Publish keyed messages with acks=all and the SDK's header (counted as received by
     the worker); returns how many the broker acknowledged."""
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
-                                enable_idempotence=True)
-    await producer.start()
+    producer = await started(AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap,
+                                              acks="all", enable_idempotence=True))
     acked = 0
     try:
         for key, value in messages:
