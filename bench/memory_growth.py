@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import os
 import sys
 import tempfile
 import time
@@ -30,16 +31,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.soak_events import SoakAgent  # noqa: E402
+from bench.soak_targets import rss_bytes  # noqa: E402
 
 
 def resident_mb() -> dict[str, int]:
     """VmRSS, RssAnon and RssFile of this process, in MB."""
-    out = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile"):
-            out[key] = int(value.split()[0]) // 1024
-    return out
+    return {field: rss_bytes(os.getpid(), field) // 2**20
+            for field in ("VmRSS", "RssAnon", "RssFile")}
 
 
 def trimmed() -> dict[str, int]:

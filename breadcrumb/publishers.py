@@ -202,17 +202,16 @@ class Publisher:
         """Connect, retrying with backoff while the cluster is unreachable."""
         from aiokafka import AIOKafkaProducer
 
+        from breadcrumb.topics.kafka_security import started
+
         KafkaError = _kafka_error()  # noqa: N806 - an exception class, imported late
         for attempt in range(self.backoff.retries + 1):
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
-                **self._options)
-            try:
-                await producer.start()
-                self._producer = producer
+            try:  # a producer that fails to start is stopped by started()
+                self._producer = await started(AIOKafkaProducer(
+                    bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
+                    **self._options))
                 return
             except KafkaError as exc:
-                await producer.stop()
                 if not _retriable(exc) or attempt == self.backoff.retries:
                     raise PublishError(f"cannot connect to Kafka at {self.bootstrap}: "
                                        f"{exc!r}") from exc
