@@ -12,6 +12,7 @@ contract (user/event ids <= 128 characters, thread ids <= 256, 4 bytes per chara
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -250,23 +251,60 @@ def observation_from_row(r: Sequence[Any]) -> Observation:
 def observations_from_rows(rows: Sequence[Sequence[Any]]) -> list[Observation]:
     """:func:`observation_from_row` of each row, reusing the memory decoded from an
     identical row before (recall reads the same memories over and over; the JSON columns
-    cost most). The key is the row's :data:`MEMORY_COLUMNS` part (``updated_at`` included,
-    the usage counters left out), so a changed memory is decoded afresh. The memories
-    are shared: callers derive new ones (``dataclasses.replace``), never mutate them."""
+    cost most). The row's :data:`MEMORY_COLUMNS` part (``updated_at`` included, the usage
+    counters left out) decides "identical", so a changed memory is decoded afresh. The
+    memories are shared: callers derive new ones (``dataclasses.replace``), never mutate
+    them."""
     out = []
     n = len(MEMORY_COLUMNS)
     for r in rows:
         key = tuple(r[:n])
         try:
-            out.append(_decoded(key))
+            out.append(_decoded.get(key))
         except TypeError:  # an unhashable value from a driver (bytearray): decode it
             out.append(observation_from_row(key))
     return out
 
 
-@lru_cache(maxsize=4096)
-def _decoded(key: tuple[Any, ...]) -> Observation:
-    return observation_from_row(key)
+class DecodedRows:
+    """An LRU of memories decoded from rows, keyed by the row's id, ``updated_at`` and the
+    hash of all its values: the raw JSON texts are not kept beside their decoded values
+    (an ``lru_cache`` keyed by the row held both, twice the memory: ~18 KB a row of the
+    soak's memories). Thread-safe; ``cache_clear`` empties it (forget)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._rows: dict[tuple[Any, Any, int], Observation] = {}
+        self._lock = threading.Lock()
+
+    def get(self, row: tuple[Any, ...]) -> Observation:
+        """The memory of ``row`` (``MEMORY_COLUMNS`` values), decoded once."""
+        key = (row[0], row[_UPDATED_AT], hash(row))  # TypeError: an unhashable value
+        with self._lock:
+            found = self._rows.pop(key, None)
+            if found is not None:
+                self._rows[key] = found  # most recently used last
+                return found
+        decoded = observation_from_row(row)
+        with self._lock:
+            self._rows[key] = decoded
+            while len(self._rows) > self.maxsize:
+                del self._rows[next(iter(self._rows))]
+        return decoded
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def cache_clear(self) -> None:
+        """Drop every decoded memory."""
+        with self._lock:
+            self._rows.clear()
+
+
+_UPDATED_AT = MEMORY_COLUMNS.index("updated_at")
+#: decoded memories kept (recall's candidates repeat across requests)
+DECODED_ROWS = 4096
+_decoded = DecodedRows(DECODED_ROWS)
 
 
 def memory_row_dict(r: Sequence[Any]) -> dict[str, Any]:
