@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,7 +55,7 @@ from breadcrumb.processors.log_rewrite_plan import (
 )
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.sql.tombstones import erased_positions
-from breadcrumb.topics.kafka_security import aiokafka_kwargs
+from breadcrumb.topics.kafka_security import aiokafka_kwargs, started
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.names import DEAD_LETTERS as DEAD_LETTERS_TOPIC
 from breadcrumb.topics.names import OBSERVATIONS as OBSERVATIONS_TOPIC
@@ -143,11 +144,13 @@ async def rewrite_topic(kafka: Kafka, topic: str, erased: Predicate,
     producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all",
                                 enable_idempotence=True, linger_ms=LINGER_MS,
                                 max_batch_size=BATCH_BYTES, **kafka.security)
-    await admin.start()
-    await consumer.start()
-    await producer.start()
     reports: list[PartitionReport] = []
-    try:
+    async with AsyncExitStack() as opened:  # each client started is stopped, even when a
+        # later one fails to start (a refused login, the cluster going down meanwhile)
+        opened.push_async_callback(admin.close)
+        await admin.start()
+        opened.push_async_callback((await started(consumer)).stop)
+        opened.push_async_callback((await started(producer)).stop)
         saved = await _topic_overrides(admin, topic)  # its configs, restored after a fence
         for partition in await _partitions(admin, topic):
             report = PartitionReport(topic, partition)
@@ -159,11 +162,7 @@ async def rewrite_topic(kafka: Kafka, topic: str, erased: Predicate,
                 fence = _Fence(admin, producer, topic, partition, kind, saved)
                 await _rewrite_partition(fence, consumer, report, records, gone, erased,
                                          max_rounds)
-        return reports
-    finally:
-        await producer.stop()
-        await consumer.stop()
-        await admin.close()
+    return reports
 
 
 @dataclass(slots=True)

@@ -1,0 +1,61 @@
+"""streams.log_rewrite.rewrite_topic stops every Kafka client it started when a later one
+fails to start (the operator's command must not leave an admin client or a consumer open).
+
+The aiokafka classes are replaced by recording stand-ins: this is a unit test of one
+function's start/stop order; tests/integration/test_log_rewrite.py runs it on Kafka."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiokafka
+import aiokafka.admin
+import pytest
+
+from breadcrumb.streams.log_rewrite import Kafka, rewrite_topic
+
+CALLS: list[str] = []
+
+
+class _Recorder:
+    name = ""
+    fails = False
+
+    def __init__(self, **_kwargs: Any) -> None:
+        pass
+
+    async def start(self) -> None:
+        CALLS.append(f"{self.name} start")
+        if self.fails:
+            raise ConnectionError("refused")
+
+    async def stop(self) -> None:
+        CALLS.append(f"{self.name} stop")
+
+    async def close(self) -> None:
+        CALLS.append(f"{self.name} close")
+
+
+class _Admin(_Recorder):
+    name = "admin"
+
+
+class _Consumer(_Recorder):
+    name = "consumer"
+
+
+class _FailingProducer(_Recorder):
+    name, fails = "producer", True
+
+
+def test_a_producer_that_fails_to_start_leaves_nothing_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    CALLS.clear()
+    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", _Admin)
+    monkeypatch.setattr(aiokafka, "AIOKafkaConsumer", _Consumer)
+    monkeypatch.setattr(aiokafka, "AIOKafkaProducer", _FailingProducer)
+    with pytest.raises(ConnectionError, match="refused"):
+        asyncio.run(rewrite_topic(Kafka("localhost:1"), "agent-events", lambda records: set()))
+    assert CALLS == ["admin start", "consumer start", "producer start", "producer stop",
+                     "consumer stop", "admin close"]
