@@ -48,15 +48,19 @@ class CachedRangesMixin(SqlStore):
         self._held_bytes = 0
         self._held_tx: ThreadEvents = {}  # inserted in the open transaction
 
+    # Staged inside the insert's transaction (a caller's, or one of its own): its commit
+    # moves them to ``_held`` at once, not at some later commit.
     def put_event(self, event: Event) -> bool:
-        inserted = super().put_event(event)
-        if inserted:
-            self._stage_events([event])
+        with self.transaction():
+            inserted = super().put_event(event)
+            if inserted:
+                self._stage_events([event])
         return inserted
 
     def put_events(self, events: Sequence[Event]) -> None:
-        super().put_events(events)
-        self._stage_events(events)
+        with self.transaction():
+            super().put_events(events)
+            self._stage_events(events)
 
     def _stage_events(self, events: Sequence[Event]) -> None:
         for event in events:

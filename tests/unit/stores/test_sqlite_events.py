@@ -32,6 +32,13 @@ def test_a_range_written_over_several_transactions_reads_as_sql_does(store: Sqli
     assert store.get_range("alice", "t1", 2, 1) == []
 
 
+def test_events_put_outside_a_transaction_are_held_once_committed(store: SqliteStore) -> None:
+    store.put_events([event(0), event(1)])  # its own transaction, committed on return
+    store.put_event(event(2))
+    assert store._held_tx == {}  # nothing waits for a later commit
+    assert sorted(store._held["alice", "t1"]) == [0, 1, 2]
+
+
 def test_a_rollback_forgets_its_events(store: SqliteStore) -> None:
     store.put_events([event(0)])
     with pytest.raises(RuntimeError), store.transaction():
