@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from breadcrumb.processors.hints import holds_kind
 from breadcrumb.processors.lexical import weighted_query
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
@@ -48,6 +49,10 @@ FOUND_BY_WORDS = 12  # ... and the best by the lexical channel alone (the cut is
 FOUND_KEYWORD = 0.6  # the lexical channel's weight against the dense one (as recall's)
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32
+#: a precise question (a typed value, a literal) also cuts the top chunks of the ranked
+#: memories after the followed ones, up to this many memories in all: the line scorer
+#: tells the value's line apart where the memory ranking did not (real sessions a03, a07)
+PRECISE_MEMORIES = 10
 
 
 class Sources:
@@ -77,10 +82,18 @@ class Sources:
             hops += replaced(hops, top)
         memory_ids = [c.memory.id for c in hops]
         query = retrieved.query
-        ranges = self.search(req.user_id, range_requests(req.user_id, memory_ids, query.dense,
-                                                         query.text))
+        kinds = query.intent.kinds
+        near = near_memories(retrieved.ranked, memory_ids) if kinds else []
+        near_ids = [c.memory.id for c in near]
+        searched = self.search(req.user_id, range_requests(
+            req.user_id, memory_ids + near_ids, query.dense, query.text))
+        ranges = searched[:2 * len(memory_ids)]
         cut = chunk_passages(memory_ids, [hits[:CUT_CHUNKS] for hits in ranges])
         found = found_ranges(retrieved.found, {c.memory.id: c for c in retrieved.ranked}, cut)
+        if near:
+            found = with_near(found, near, chunk_passages(
+                near_ids, [hits[:CUT_CHUNKS] for hits in searched[2 * len(memory_ids):]]),
+                kinds)
         return Recalled(retrieved, decision, True, hops, ranges, cut,
                         RangeReader(self.raw, req.user_id, retrieved.as_of), windows, found)
 
@@ -104,6 +117,33 @@ def hops_of(top: list[Candidate], query: str) -> list[Candidate]:
     best = top[0].score
     ratio = CONJUNCTION_HOP_RATIO if _CONJUNCTION.search(query) else HOP_RATIO
     return [top[0]] + [c for c in top[1:3] if best > 0 and c.score >= best * ratio]
+
+
+def near_memories(ranked: list[Candidate], followed: list[str],
+                  n: int = PRECISE_MEMORIES) -> list[Candidate]:
+    """The next best candidates after the followed ones, up to ``n`` memories in all."""
+    return [c for c in ranked[:n] if c.memory.id not in followed]
+
+
+def with_near(found: list[tuple[Candidate, list[Passage]]], near: list[Candidate],
+              passages: dict[str, list[Passage]], kinds: frozenset[str]
+              ) -> list[tuple[Candidate, list[Passage]]]:
+    """``found`` plus the near memories' top chunks that hold a value of ``kinds`` (joined
+    to a memory already there)."""
+    out = [(c, list(ps)) for c, ps in found]
+    at = {c.memory.id: ps for c, ps in out}
+    for cand in near:
+        seen = {(p.event_id, p.offset) for p in at.get(cand.memory.id, [])}
+        new = [p for p in passages.get(cand.memory.id, [])
+               if (p.event_id, p.offset) not in seen and holds_kind(p.text, kinds)]
+        if not new:
+            continue
+        mine = at.get(cand.memory.id)
+        if mine is None:
+            mine = at[cand.memory.id] = []
+            out.append((cand, mine))
+        mine += new
+    return out
 
 
 def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:
