@@ -79,8 +79,9 @@ def cluster_generations(runtime: Runtime) -> ClusterGenerations:
 
 def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:
     """With ``VECTOR_STORE=topic`` the query service owns the vector store: the one sink
-    of the ``vectors`` topic writes it (a Qdrant server at QDRANT_URL, else local mode)."""
-    from breadcrumb.infra.cluster_stores import build_qdrant_index
+    of the ``vectors`` topic writes it (a Qdrant server at QDRANT_URL, else Qdrant Edge
+    under the data dir)."""
+    from breadcrumb.infra.cluster_stores import build_sink_index, sink_group
     from breadcrumb.stores.vectors.topic_sink import SinkThread, TopicVectorIndex, VectorSink
 
     if settings.vector_store != "topic" or not (index is None
@@ -88,7 +89,6 @@ def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:
         return None  # a worker's topic index is write-only: the API reads the sink's store
     from breadcrumb.topics.names import VECTORS
 
-    store = build_qdrant_index(settings, embedder.dim)
+    store = build_sink_index(settings, embedder.dim)
     return SinkThread(VectorSink(store, settings.kafka_bootstrap, settings.topic(VECTORS),
-                                 f"{settings.worker_id}-vector-sink",
-                                 **aiokafka_kwargs(settings)))
+                                 sink_group(settings), **aiokafka_kwargs(settings)))

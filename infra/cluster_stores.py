@@ -8,8 +8,9 @@ from typing import Any
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.sql.mysql_store import mysql_store
 
-__all__ = ["build_cold_store", "build_qdrant_index", "build_sql_store", "build_vector_index",
-           "declare_topics", "group_members", "mysql_store", "split_store_reason"]
+__all__ = ["build_cold_store", "build_qdrant_index", "build_sink_index", "build_sql_store",
+           "build_vector_index", "declare_topics", "group_members", "mysql_store", "sink_group",
+           "split_store_reason"]
 
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,42 @@ def build_qdrant_index(settings: Settings, dim: int) -> Any:
     index = QdrantServerIndex(factory, settings.qdrant_collection_prefix, dim)
     index.ensure()
     return index
+
+
+def build_sink_index(settings: Settings, dim: int) -> Any:
+    """The store ``serve``'s vector sink writes and its recall reads: the Qdrant server at
+    ``QDRANT_URL``, else Qdrant Edge under ``data_dir/sink-vectors/<prefix>``
+    (:mod:`stores.vectors.edge_collections`; qdrant-client local mode before)."""
+    if settings.qdrant_url:
+        return build_qdrant_index(settings, dim)
+    from breadcrumb.stores.data_dir import StartupError, try_acquire
+    from breadcrumb.stores.vectors.edge_collections import EdgeCollections
+
+    root = sink_root(settings)
+    if try_acquire(root) is None:  # held for the process's life (the kernel drops it)
+        raise StartupError(
+            f"the vector store {root} (Qdrant Edge: no BREADCRUMB_QDRANT_URL) is held by "
+            "another process: give this serve its own BREADCRUMB_DATA_DIR, or set "
+            "BREADCRUMB_QDRANT_URL (a Qdrant server)")
+    index = EdgeCollections(root, settings.qdrant_collection_prefix, dim)
+    index.ensure()
+    return index
+
+
+def sink_root(settings: Settings) -> Any:
+    """Where ``serve`` keeps the sink's Qdrant Edge collections without a Qdrant server."""
+    return settings.data_dir / "sink-vectors"
+
+
+def sink_group(settings: Settings) -> str:
+    """The vector sink's consumer group: with a local store it names the store
+    (``store-id``), so a new or emptied store reads the ``vectors`` topic from its start."""
+    group = f"{settings.worker_id}-vector-sink"
+    if settings.qdrant_url:
+        return group
+    from breadcrumb.stores.vectors.edge_collections import store_id
+
+    return f"{group}-{store_id(sink_root(settings))}"
 
 
 def split_store_reason(settings: Settings, members: int | None) -> str | None:

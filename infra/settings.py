@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     mysql_ssl_verify_identity: bool = False
 
     # --- cluster: Qdrant ---------------------------------------------------------------
-    qdrant_url: str | None = None  # None: qdrant-client local mode under data_dir
+    qdrant_url: str | None = None  # None: Qdrant Edge (serve's sink) / local mode (a worker)
     qdrant_api_key: SecretStr | None = None
     qdrant_collection_prefix: str = "breadcrumb"
     # Issue 14, scale-out: "qdrant" = each worker writes Qdrant itself (a server at

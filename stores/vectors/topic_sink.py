@@ -26,7 +26,8 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.stores.ports import SparseVector
+from breadcrumb.stores.ports import DeferredFlush, SparseVector
+from breadcrumb.topics.kafka_security import started
 from breadcrumb.topics.records import Chunk, Observation
 
 log = logging.getLogger(__name__)
@@ -215,20 +216,21 @@ class VectorSink:
         """Apply records until ``stop`` is set (offsets committed after each write)."""
         from aiokafka import AIOKafkaConsumer
 
-        consumer = AIOKafkaConsumer(self.topic, enable_auto_commit=False,
-                                    auto_offset_reset="earliest", **self._kafka)
-        await consumer.start()
+        consumer = await started(AIOKafkaConsumer(
+            self.topic, enable_auto_commit=False, auto_offset_reset="earliest", **self._kafka))
+        loop = asyncio.get_running_loop()
         try:
             while not stop.is_set():
                 batch = await consumer.getmany(timeout_ms=poll_ms, max_records=2000)
                 values = [r.value for records in batch.values() for r in records
                           if r.value is not None]
                 if values:
-                    await asyncio.get_running_loop().run_in_executor(
-                        None, apply_records, self.index, values)
+                    await loop.run_in_executor(None, apply_records, self.index, values)
                     self.applied += len(values)
                 if batch:
                     await consumer.commit()
+                elif isinstance(self.index, DeferredFlush):  # idle: persist what is due
+                    await loop.run_in_executor(None, self.index.flush_due)
         finally:
             await consumer.stop()
 

@@ -183,4 +183,4 @@ def test_a_second_serve_on_the_data_dir_says_which_folder_in_one_line(
                           text=True)
     lines = done.stderr.strip().splitlines()
     assert done.returncode != 0 and len(lines) == 1, done.stderr
-    assert ".breadcrumb/qdrant" in lines[0] and "BREADCRUMB_DATA_DIR" in lines[0]
+    assert ".breadcrumb/sink-vectors" in lines[0] and "BREADCRUMB_DATA_DIR" in lines[0]

@@ -1,0 +1,84 @@
+"""serve's vector sink without a Qdrant server (``VECTOR_STORE=topic``): Qdrant Edge under
+the data dir, and a new or emptied store rebuilt from the compacted ``vectors`` topic (its
+consumer group names the store, so the offsets another store committed do not apply).
+Real Kafka from infra/."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from breadcrumb.infra.cluster_stores import build_sink_index, declare_topics, sink_group, sink_root
+from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.stores.embedders.hashing import HashEmbedder
+from breadcrumb.stores.vectors.edge_collections import EdgeCollections
+from breadcrumb.stores.vectors.topic_sink import KafkaRecordSender, TopicVectorIndex, VectorSink
+from breadcrumb.topics.names import VECTORS
+from breadcrumb.topics.records import Observation, SourceRange
+from tests.integration.conftest import cluster_settings, drop_database
+
+pytestmark = pytest.mark.integration
+N = 12
+
+
+def _memories() -> list[Observation]:
+    return [Observation(id=str(uuid.UUID(int=n + 1)), user_id="alice", project_id=None,
+                        summary=f"decision {n}: the email regex", retrieve_when="",
+                        source_range=SourceRange("t1", n, n), tags=(), query_hints=(),
+                        importance=0.5, created_at="2026-01-01T00:00:00Z")
+            for n in range(N)]
+
+
+def _drain(sink: VectorSink, quiet_polls: int = 6) -> int:
+    """Run the sink until nothing new arrives for ``quiet_polls`` half-seconds (bounded)."""
+    async def run() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(sink.run(stop, poll_ms=200))
+        last, still = -1, 0
+        for _ in range(120):
+            await asyncio.sleep(0.5)
+            still = still + 1 if sink.applied == last else 0
+            last = sink.applied
+            if still >= quiet_polls and (last or still >= 2 * quiet_polls):
+                break
+        stop.set()
+        await task
+    asyncio.run(run())
+    return sink.applied
+
+
+def test_a_new_sink_store_is_rebuilt_from_the_vectors_topic(tmp_path: Path) -> None:
+    settings = cluster_settings(tmp_path, vector_store="topic")
+    try:
+        asyncio.run(declare_topics(settings))
+        embedder = HashEmbedder()
+        sender = KafkaRecordSender(settings.kafka_bootstrap, settings.topic(VECTORS))
+        topic = TopicVectorIndex(sender, sender.close, prefix=settings.qdrant_collection_prefix)
+        memories = _memories()
+        texts = [m.summary for m in memories]
+        topic.upsert_memories(memories, embedder.embed_passages(texts),
+                              [sparse_vector(t) for t in texts])
+        topic.close()
+
+        def sink() -> tuple[VectorSink, EdgeCollections]:
+            store = build_sink_index(settings, embedder.dim)
+            return VectorSink(store, settings.kafka_bootstrap, settings.topic(VECTORS),
+                              sink_group(settings)), store
+
+        first, store = sink()
+        assert isinstance(store, EdgeCollections)
+        assert _drain(first) == N and store.count()["memories"] == N
+        store.close()
+        again, store = sink()  # the same store: its group resumes after its commit
+        assert _drain(again, quiet_polls=4) == 0 and store.count()["memories"] == N
+        store.close()
+        shutil.rmtree(sink_root(settings))  # the data dir lost: a new store, a new group
+        rebuilt, store = sink()
+        assert _drain(rebuilt) == N and store.count()["memories"] == N
+        store.close()
+    finally:
+        drop_database(settings.mysql_database)
