@@ -1,8 +1,10 @@
-"""Cluster-mode stores from settings: MySQL/TiDB, Qdrant (qdrant-client), S3, Kafka topics."""
+"""Cluster-mode stores from settings: MySQL/TiDB, Qdrant (a server or local mode; Qdrant Edge for
+serve's vector sink without a server), S3, Kafka topics."""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from breadcrumb.infra.settings import Settings
@@ -75,7 +77,7 @@ def build_sink_index(settings: Settings, dim: int) -> Any:
     return index
 
 
-def sink_root(settings: Settings) -> Any:
+def sink_root(settings: Settings) -> Path:
     """Where ``serve`` keeps the sink's Qdrant Edge collections without a Qdrant server."""
     return settings.data_dir / "sink-vectors"
 
