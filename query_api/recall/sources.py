@@ -49,9 +49,10 @@ FOUND_BY_WORDS = 12  # ... and the best by the lexical channel alone (the cut is
 FOUND_KEYWORD = 0.6  # the lexical channel's weight against the dense one (as recall's)
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32
-#: a precise question (a typed value, a literal) also cuts the top chunks of the ranked
-#: memories after the followed ones, up to this many memories in all: the line scorer
-#: tells the value's line apart where the memory ranking did not (real sessions a03, a07)
+#: a question for a value kind (a version, a port, a command, ...) also cuts the top chunks
+#: holding such a value of the ranked memories after the followed ones, up to this many
+#: memories in all: the line scorer tells the value's line apart where the memory ranking
+#: did not (real sessions a03, a07)
 PRECISE_MEMORIES = 10
 
 
