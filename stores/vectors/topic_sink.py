@@ -120,8 +120,6 @@ class KafkaRecordSender:
     def _start(self) -> asyncio.AbstractEventLoop:
         from aiokafka import AIOKafkaProducer
 
-        from breadcrumb.topics.kafka_security import started
-
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
