@@ -384,6 +384,17 @@ def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
     return [(kind, value) for value, kind in seen.items()]
 
 
+def value_kinds(text: str, max_lines: int = MAX_SCAN_LINES) -> frozenset[str]:
+    """Every kind a rule reads a value of ``text`` as. :func:`extract_typed_values` names
+    a value once (its first kind: ``"POSTGRES_15"`` is an identifier there); a line
+    holding a quoted value is one for a question about quoted values all the same."""
+    kinds = {kind for _o, piece in scan_segments(text, max_lines)
+             for _p, kind, _v in _rule_values(piece)}
+    kinds |= {kind for _o, piece in scan_segments(text, max_lines)
+              for _p, kind, value in _sql_values(piece) if value.lower() not in _SQL_WORDS}
+    return frozenset(kinds)
+
+
 _SQL_KINDS = frozenset({"sql", "sql_table", "sql_column"})
 #: Every kind some rule can name (a question may ask for others, e.g. "command").
 VALUE_KINDS = frozenset(k for rule in _RULES for k in rule.kinds) | _SQL_KINDS

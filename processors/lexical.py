@@ -248,6 +248,27 @@ def query_terms(text: str) -> dict[str, float]:
     return weights
 
 
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*[a-z]|\S+")
+COMPOUND_WEIGHT = 1.0  # a source's identifier naming two question words is one of them
+
+
+def with_compounds(question: str, terms: dict[str, float]) -> dict[str, float]:
+    """``terms`` plus the identifiers two adjacent plain words of ``question`` make
+    ("which database version" -> ``database_version``, ``database-version``,
+    ``databaseversion``: what :func:`lexical_terms` reads ``database_version``,
+    ``databaseVersion`` as whole), for matching source lines: the line that names the
+    two words as one name is about them (real session n04, terraform's
+    ``database_version = "POSTGRES_15"``)."""
+    out = dict(terms)
+    words = [w.lower() for w in _PLAIN_WORD.findall(question)]
+    for a, b in zip(words, words[1:], strict=False):
+        if (a.isalpha() and b.isalpha() and a.isascii() and b.isascii() and len(a) > 2
+                and len(b) > 2 and a not in EN_STOPWORDS and b not in EN_STOPWORDS):
+            for joined in (f"{a}_{b}", f"{a}-{b}", a + b):
+                out.setdefault(joined, COMPOUND_WEIGHT)
+    return out
+
+
 def with_verb_forms(terms: dict[str, float]) -> dict[str, float]:
     """``terms`` plus the plain form of each ``-ed`` word whose stem drops an ``e``
     ("graded" -> "grade": ``query_terms`` gives "grad"), for matching source lines (a

@@ -61,7 +61,13 @@ _OLDEST = re.compile(
     r"|(対策|変更|修正|更新|移行)前",
     re.IGNORECASE,
 )
-_FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception)\b|落ち|失敗|エラー",
+_FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception|reject\w*|refus\w*"
+                      r"|invalid|denied)\b"
+                      # "why couldn't task-master create the tag", "why isn't it working"
+                      r"|\bwhy (?:could|can|would|will|did|does|do|is|was|are|were)"
+                      r"(?:n[’']?t| not)\b"
+                      r"|\bwhy (?:can ?not|won[’']?t)\b|\bnot work(?:ing|s)?\b|n[’']?t work\b"
+                      r"|落ち|失敗|エラー",
                       re.IGNORECASE)
 #: "what the user said / asked", "ユーザーの発言": the answer is one of the user's own turns.
 _USER_WORDS = re.compile(
@@ -118,7 +124,7 @@ def analyze_query(query: str) -> QueryIntent:
     dated = _AFTER.sub(" ", query) if _ELAPSED.search(query) else query
     newest, oldest = bool(_NEWEST.search(dated)), bool(_OLDEST.search(dated))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
-    failure = bool(_FAILURE.search(query))
+    failure = bool(_FAILURE.search(query)) and "command" not in kinds
     advice = not kinds and not failure and _ADVICE.search(query) is not None
     role = "user" if advice or _USER_WORDS.search(query) else None
     many = _HOW_MANY.search(query)

@@ -17,6 +17,7 @@ from typing import Any
 
 from breadcrumb.processors.hints import holds_kind
 from breadcrumb.processors.lexical import weighted_query
+from breadcrumb.processors.shell import holds_command
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
@@ -129,14 +130,14 @@ def near_memories(ranked: list[Candidate], followed: list[str],
 def with_near(found: list[tuple[Candidate, list[Passage]]], near: list[Candidate],
               passages: dict[str, list[Passage]], kinds: frozenset[str]
               ) -> list[tuple[Candidate, list[Passage]]]:
-    """``found`` plus the near memories' top chunks that hold a value of ``kinds`` (joined
-    to a memory already there)."""
+    """``found`` plus the near memories' top chunks that hold a value of ``kinds``
+    (:func:`held`; joined to a memory already there)."""
     out = [(c, list(ps)) for c, ps in found]
     at = {c.memory.id: ps for c, ps in out}
     for cand in near:
         seen = {(p.event_id, p.offset) for p in at.get(cand.memory.id, [])}
         new = [p for p in passages.get(cand.memory.id, [])
-               if (p.event_id, p.offset) not in seen and holds_kind(p.text, kinds)]
+               if (p.event_id, p.offset) not in seen and held(p.text, kinds)]
         if not new:
             continue
         mine = at.get(cand.memory.id)
@@ -145,6 +146,12 @@ def with_near(found: list[tuple[Candidate, list[Passage]]], near: list[Candidate
             out.append((cand, mine))
         mine += new
     return out
+
+
+def held(text: str, kinds: frozenset[str]) -> bool:
+    """Whether ``text`` holds a value of ``kinds``: a typed value, or a shell command line
+    for a command question (no typed-value rule names one)."""
+    return holds_kind(text, kinds) or "command" in kinds and holds_command(text)
 
 
 def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:

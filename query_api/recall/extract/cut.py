@@ -45,7 +45,7 @@ RELATIVE_THRESHOLD = 0.5
 JOIN_TOKENS = 1
 #: A line of at least this many tokens that shares this share of its word 4-grams with a
 #: long line already packed is a near repeat of it (see :class:`NearRepeats`).
-NEAR_MIN_TOKENS = 30
+NEAR_MIN_TOKENS = 60
 NEAR_SHARE = 0.6
 _FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")
 

@@ -28,12 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 
-from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
+from breadcrumb.processors.hints import value_kinds
 from breadcrumb.processors.lexical import (
     EN_STOPWORDS,
     lexical_terms,
     query_terms,
+    with_compounds,
     with_verb_forms,
 )
 from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, EditLines, is_edit
@@ -41,6 +42,7 @@ from breadcrumb.query_api.recall.extract.shapes import (
     DECISION,
     DIFF_HEADER,
     FAILURE,
+    FAILURE_HEADER,
     IMPORT_MARKER,
     MAX_LINE_CHARS,
     command_line,
@@ -92,7 +94,7 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 @lru_cache(maxsize=32768)
 def _typed_kinds(text: str) -> frozenset[str]:
     """The kinds of typed value a line holds (cached: the same lines are cut again)."""
-    return frozenset(k for k, _v in extract_typed_values(text[:MAX_LINE_CHARS]))
+    return value_kinds(text[:MAX_LINE_CHARS])
 
 
 
@@ -115,6 +117,7 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
         edit = EditLines(passage, terms, groups) if is_edit(passage) else None
         call = passage.event_id in calls and set(lexical_terms(calls[passage.event_id]))
         context = {t: v for t, v in terms.items() if t in call} if call else {}
+        lead = after = 0.0  # the line before's score if a failure line; a header's
         for start, end, text in rows:
             if edit is not None and edit.marker(start, text):
                 continue
@@ -125,6 +128,8 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
                                edit is not None)
             if base > 0 and edit is not None and not edit.is_header(start):
                 base += edit.context(text, start)
+            if intent.failure:  # an error's detail line says what its header only names
+                base, lead, after = _in_failure(text, base, lead, after, w)
             if base > 0:
                 found.append((passage, start, end, text, base))
     # a shape seen in many *different* lines is damped (2,000 ``PASSED`` node ids); the
@@ -141,7 +146,7 @@ def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
     """The word-exact cut's question term weights: each term's weight times its rarity
     among the distinct ``lines`` (a term on every line of the source tells little; the
     same pool for every range one recall cuts, so their lines compare)."""
-    terms = with_verb_forms(query_terms(query))
+    terms = with_compounds(query, with_verb_forms(query_terms(query)))
     if not EXACT_IDF:
         return terms
     return pool_weights(terms, [_line_terms(text) for text in set(lines)])
@@ -171,6 +176,22 @@ def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIn
     return max(score, 0.0)
 
 
+def _in_failure(text: str, score: float, lead: float, after: float, w: LineWeights
+                ) -> tuple[float, float, float]:
+    """A line's score on a failure question, within an error's lines: the line after a
+    failure header (``🚨 Invalid docs.json:``, ``Error while validating view near:``)
+    takes the header's score, and a header takes that of a failure line right before it
+    (``…ParseError: while parsing …xml:17``). The detail (``#.colors: Unrecognized
+    key(s) in object: 'background'``) rarely holds the question's words; its header
+    does. Returns the line's score, the ``lead`` and ``after`` for the next line."""
+    failing = FAILURE.search(text[:MAX_LINE_CHARS]) is not None
+    header = text.rstrip().endswith(":") and (failing or FAILURE_HEADER.search(text) is not None)
+    if header and not failing:  # a header in other words (``Invalid``) is a failure line
+        score += w.failure
+    score = max(score, after, lead if header else 0.0)
+    return score, score if failing or header else 0.0, score if header else 0.0
+
+
 def _damped(score: float, repeats: int) -> float:
     if repeats < REPEAT_DAMPING_FROM:
         return score
@@ -181,7 +202,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
     """Boost the best lines that hold a value of a kind the question asks for (or the
     count a "how many" question asks for). On a failure question only failure lines:
     "which test failed" asks for the failing node id, and the 1,999 passing ones of the
-    same log hold that kind too."""
+    same log hold that kind too. On a command question only command lines."""
     if intent.counted:
         count = counts(intent.counted)
         lines = [Line(ln.event_id, ln.event_index, ln.start, ln.end, ln.text, ln.score + w.kind)
@@ -198,6 +219,8 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
         kinds = set(_typed_kinds(line.text))
         if command:
             kinds.add("command")
+        elif "command" in intent.kinds:  # "how did we retire the old … file": the
+            continue  # command is asked, the file only names what it acted on (n08)
         if kinds & intent.kinds:
             out[i] = Line(line.event_id, line.event_index, line.start, line.end, line.text,
                           line.score + w.kind)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.query_api.recall.query import QueryIntent
 
 MAX_LINE_CHARS = 4000  # a line is read this far (a minified bundle is one line)
@@ -25,24 +26,14 @@ FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗
 #: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
 #: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
 DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
+#: a failure header in other words than :data:`FAILURE`'s (a line ending in ``:`` whose
+#: next line says what failed): ``🚨 Invalid docs.json:``, ``Could not resolve:``
+FAILURE_HEADER = re.compile(r"(?i)\b(invalid|failed|cannot|could not|unable to|rejected"
+                            r"|not allowed|denied)\b")
 DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
 )
-#: a shell command line (the value a "which command ..." question asks for): a prompt,
-#: ``cd x &&``, ``VAR=value`` prefixes allowed, then a known program or a script
-SHELL_COMMAND = re.compile(
-    r"^\s*(?:\[[\w:.-]+\]\s+)?"  # a task runner's prefix: mise's ``[test] $ cargo …``
-    r"(?:[$>]\s+)?(?:sudo\s+)?(?:cd\s+\S+\s*&&\s*)?(?:[A-Z_][A-Z0-9_]*=\S+\s+)*"
-    r"(?:(?:[A-Za-z]:|~)?(?:[\\/][\w.-]+)*[\\/])?"  # a program by its path: C:\…\Scripts\aider
-    r"(?:npx|npm|pnpm|yarn|bunx?|git|make|cargo|go|python3?|pip3?|uvx?|pytest|docker"
-    r"|docker-compose|kubectl|helm|bash|sh|zsh|node|deno|tsc|curl|wget|rg|grep|find|sed"
-    r"|awk|terraform|gcloud|aws|az|dotnet|mvn|gradle|rustc|ruff|mypy|aider|claude|codex"
-    r"|gh|brew|apt(?:-get)?|ls|cat|mkdir|rm|cp|mv|chmod|ren|del|findstr|tail|head|java"
-    r"|ruby|bundle|rails|php|composer|mix|flutter|dart|swift|xcodebuild|adb|ssh|scp"
-    r"|rsync|tar|unzip|psql|mysql|sqlite3|redis-cli|openssl|jq|yq|just|task|turbo|nx"
-    r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
-    r"|\./\S+|\S+\.sh)(?:\.exe)?(?=\s|$)")
 DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 #: the importer's closing note of a session (``importers.common``): not what anyone said
 IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")

@@ -1,0 +1,156 @@
+"""Line shapes of public sessions the word-exact cut missed (real-session question set,
+eval/agents/real_questions.jsonl): an error's detail under its header (u03, c04), a
+failure asked for in other words (s03, u03), a command asked for among path lines (n08)
+and among a package manager's log lines (n05), two commands that differ in their last
+argument (n05), and a setting named by two question words (n04). Each line is written
+from the session's own text."""
+
+from __future__ import annotations
+
+from breadcrumb.processors.hints import value_kinds
+from breadcrumb.processors.lexical import with_compounds
+from breadcrumb.processors.shell import SHELL_COMMAND, holds_command
+from breadcrumb.processors.tokens import estimate_tokens
+from breadcrumb.query_api.recall.extract.cut import RELATIVE_THRESHOLD, best_lines
+from breadcrumb.query_api.recall.extract.scoring import score_exact
+from breadcrumb.query_api.recall.passages import Extract, Line, Passage
+from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.sources import held
+
+
+def _best(question: str, text: str, kind: str = "message") -> str:
+    lines = score_exact(question, [Passage("e", 0, 0, text, kind=kind)])
+    return max(lines, key=lambda ln: ln.score).text
+
+
+def _score(question: str, text: str, line: str) -> float:
+    scored = {ln.text: ln.score for ln in score_exact(question, [Passage("e", 0, 0, text)])}
+    return scored.get(line, 0.0)
+
+
+def test_failure_questions_in_other_words() -> None:
+    for question in ("Why couldn't task-master create the master tag?",
+                     "What did Mintlify reject in docs.json when I ran the docs?",
+                     "Why isn't the runner reachable?",
+                     "why is the privy connect not working"):
+        assert analyze_query(question).failure, question
+    for question in ("Why did we pick postgres?", "Which port does the API use?",
+                     "What did I work on yesterday?"):
+        assert not analyze_query(question).failure, question
+
+
+def test_a_command_question_is_not_a_failure_question() -> None:
+    """n05: "show only errors" says what the command does; its error lines are not asked."""
+    intent = analyze_query("Which command did we use to type-check the MRA project and "
+                           "show only errors?")
+    assert "command" in intent.kinds and not intent.failure
+    text = "\n".join([
+        r'cd c:\Apps\MRA04242026 && npx tsc --noEmit 2>&1 | findstr /i "error"',
+        "src/app/admin/page.tsx(378,83): error TS2322: Type 'string | undefined' is not "
+        "assignable to type 'string'.",
+    ])
+    assert _best("Which command did we use to type-check the MRA project and show only "
+                 "errors?", text).startswith("cd c:")
+
+
+def test_the_detail_under_a_failure_header_takes_its_score() -> None:
+    """u03 (Cursor): the line that says what was rejected holds none of the question's
+    words; the header above it names ``docs.json``."""
+    paste = "\n".join([
+        "> @leash/docs@ dev /Users/me/leash/apps/docs",
+        "> mintlify dev",
+        "🚨 Invalid docs.json:",
+        "#.colors: Unrecognized key(s) in object: 'background'",
+        "error prebuild step failed",
+        " ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  @leash/docs@ dev: `mintlify dev`",
+    ])
+    question = "What did Mintlify reject in docs.json when I ran the docs?"
+    detail = "#.colors: Unrecognized key(s) in object: 'background'"
+    assert _score(question, paste, detail) >= _score(question, paste, "🚨 Invalid docs.json:")
+    assert _score(question, paste, detail) > _score(question, paste, "> mintlify dev")
+    # not a failure question: the detail line holds nothing asked
+    assert _score("Which script ran the Mintlify docs?", paste, detail) == 0.0
+
+
+def test_a_header_takes_the_score_of_the_failure_line_before_it() -> None:
+    """c04 (Claude Code): the ParseError line names the view; the field error is two
+    lines under it, past a blank line."""
+    paste = "\n".join([
+        "odoo.tools.convert.ParseError: while parsing /mnt/extra-addons/"
+        "mail_activity_kpi_dashboard/views/mail_activity_weekly_performance_views.xml:17",
+        "Error while validating view near:",
+        "",
+        "",
+        'Field "day_name" does not exist in model "mail.activity.weekly.performance.line"',
+    ])
+    question = ("What error did the weekly performance view of mail_activity_kpi_dashboard "
+                "fail with?")
+    scored = {ln.text: ln.score for ln in score_exact(question, [Passage("e", 0, 0, paste)])}
+    field = paste.splitlines()[-1]
+    assert scored[field] == scored["Error while validating view near:"]
+    assert scored[field] >= RELATIVE_THRESHOLD * max(scored.values())  # kept by the cut
+    # a run of failure lines that are not headers keeps each line's own score
+    run = "FAILED tests/test_a.py::test_one\nFAILED tests/test_b.py::test_two"
+    own = {ln.text: ln.score for ln in score_exact("Which test failed in test_b?",
+                                                   [Passage("e", 0, 0, run)])}
+    assert own["FAILED tests/test_b.py::test_two"] > own["FAILED tests/test_a.py::test_one"]
+
+
+def test_a_command_question_boosts_command_lines_not_path_lines() -> None:
+    """n08 (Cline): "how did we retire the old … file" names a file (path kinds); every
+    import line of a file the session wrote held a path and outscored the ``ren``."""
+    written = Passage("w", 0, 0, "\n".join([
+        " * @file actions.ts",
+        "import { query } from '@/lib/db';",
+        "import type { PublicIncident } from '@/lib/types';",
+    ]), kind="file_edit")
+    ren = Passage("c", 1, 0, r"cd c:\Apps\MRA04242026 && ren src\lib\firebase.ts "
+                  r"firebase.ts.deprecated", kind="tool_call")
+    lines = score_exact("How did we retire the old firebase.ts lib file?", [written, ren])
+    assert max(lines, key=lambda ln: ln.score).text.startswith("cd c:")
+
+
+def test_a_package_managers_log_lines_are_not_commands() -> None:
+    for line in ("npm error code ERESOLVE", "npm WARN deprecated inflight@1.0.6",
+                 "npm ERR! missing script: dev", "pnpm warn peer dependencies"):
+        assert not SHELL_COMMAND.match(line), line
+    for line in ("npm install", "npm run error-report", "pnpm --filter @leash/web dev",
+                 "LEASH_RUNNER_URL=http://localhost:8787 pnpm --filter @leash/web dev"):
+        assert SHELL_COMMAND.match(line), line
+
+
+def test_a_near_memory_chunk_with_a_command_joins_a_command_question() -> None:
+    """n05: no typed-value rule names a command; a chunk holding one is held."""
+    chunk = 'Let me check.\ncd c:\\Apps\\MRA && npx tsc --noEmit 2>&1 | findstr /i "error"'
+    assert holds_command(chunk) and held(chunk, frozenset({"command", "error"}))
+    assert not held("We type-checked the project.", frozenset({"command"}))
+    assert not held(chunk, frozenset({"port"}))
+
+
+def test_two_commands_differing_in_their_filter_are_both_packed() -> None:
+    """n05: two ~35-token ``tsc`` commands share most word 4-grams; they are two commands,
+    not a long line said again (:class:`NearRepeats` reads only long lines)."""
+    said = [r'cd c:\Apps\MRA04242026 && npx tsc --noEmit 2>&1 | findstr /c:"error TS"',
+            r'cd c:\Apps\MRA04242026 && npx tsc --noEmit 2>&1 | findstr /i "error"']
+    lines = tuple(Line(f"e{n}", n, 0, len(t), t, 3.0) for n, t in enumerate(said))
+    kept = best_lines([Extract(lines, 3.0)], 200, estimate_tokens)[0]
+    assert [ln.text for ln in kept] == said
+
+
+def test_two_question_words_name_one_setting() -> None:
+    """n04 (Cline): ``database_version = "POSTGRES_15"`` against the ``description``
+    lines of the same terraform file, which hold "Cloud SQL instance" and a quoted value."""
+    terms = with_compounds("Which database version is the Cloud SQL instance in?", {})
+    assert {"database_version", "database-version", "databaseversion"} <= set(terms)
+    assert not any(t.startswith("which") for t in terms)
+    assert "quoted" in value_kinds('  database_version = "POSTGRES_15"')
+    tf = "\n".join([
+        'resource "google_sql_database_instance" "main" {',
+        '  name             = var.db_instance_name',
+        '  database_version = "POSTGRES_15"',
+        '  region           = var.region',
+        '  description = "Name of the Cloud SQL instance (leave empty for auto-generated)"',
+        '  description = "Cloud SQL instance connection name for Cloud Run"',
+    ])
+    question = "Which database version is the Cloud SQL instance in the terraform config?"
+    assert _best(question, tf) == '  database_version = "POSTGRES_15"'
