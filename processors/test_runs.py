@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from breadcrumb.topics.records import Event
 
@@ -148,3 +149,13 @@ def _ran(content: str, counts: str) -> int:
         return int(collected.group(1))
     total = _TOTAL.search(counts)
     return int(_group(total)) if total else sum(int(n) for n in _NUMBER.findall(counts))
+
+
+@lru_cache(maxsize=256)
+def counts(counted: str) -> re.Pattern[str]:
+    """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
+    ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing), or the
+    thing, then its count: vitest's ``Tests  40 passed (40)``, jest's ``Tests: 3 failed``."""
+    thing = re.escape(counted)
+    return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{thing}"
+                      rf"|\b{thing}s?:?\s+\d[\d,]*\s+(?:passed|failed|skipped|total|pass|fail)\b")

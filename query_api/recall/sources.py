@@ -11,13 +11,14 @@ stage hands on, when Extract finds that the chunk lines do not answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from breadcrumb.processors.hints import holds_kind
 from breadcrumb.processors.lexical import weighted_query
 from breadcrumb.processors.shell import holds_command
+from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
@@ -55,6 +56,8 @@ MAX_WINDOWS = 32
 #: memories in all: the line scorer tells the value's line apart where the memory ranking
 #: did not (real sessions a03, a07)
 PRECISE_MEMORIES = 10
+#: at most this many lines of a range quoting its summary's count are read
+QUOTED_LINES = 8
 
 
 class Sources:
@@ -95,9 +98,29 @@ class Sources:
         if near:
             found = with_near(found, near, chunk_passages(
                 near_ids, [hits[:CUT_CHUNKS] for hits in searched[2 * len(memory_ids):]]),
-                kinds)
+                lambda text: held(text, kinds))
+        quoted = False
+        if query.intent.counted:  # "how many tests …": the summary's count, in its source
+            quoting = summary_counts(near_memories(retrieved.ranked, memory_ids),
+                                     query.intent.counted)
+            lines = self.quoted_lines(req.user_id, quoting, retrieved.as_of)
+            quoted = any(lines.values())
+            found = with_near(found, [c for c, _q in quoting], lines, lambda _text: True)
         return Recalled(retrieved, decision, True, hops, ranges, cut,
-                        RangeReader(self.raw, req.user_id, retrieved.as_of), windows, found)
+                        RangeReader(self.raw, req.user_id, retrieved.as_of), windows, found,
+                        quoted)
+
+    def quoted_lines(self, user_id: str, quoting: list[tuple[Candidate, list[str]]],
+                     as_of: datetime | None) -> dict[str, list[Passage]]:
+        """Memory id -> the lines of its range (said by ``as_of``) holding a quote of its
+        summary, verbatim: the summary is a map back to the source."""
+        out: dict[str, list[Passage]] = {}
+        for cand, quotes in quoting:
+            rng = cand.memory.source_range
+            events = events_as_of(self.raw.get_range(user_id, rng.thread_id, rng.start_index,
+                                                      rng.end_index), as_of)
+            out[cand.memory.id] = lines_quoting(events, quotes)
+        return out
 
     def open_window_events(self, req: RecallRequest, as_of: datetime | None = None
                            ) -> list[tuple[OpenWindow, list[Event]]]:
@@ -128,16 +151,16 @@ def near_memories(ranked: list[Candidate], followed: list[str],
 
 
 def with_near(found: list[tuple[Candidate, list[Passage]]], near: list[Candidate],
-              passages: dict[str, list[Passage]], kinds: frozenset[str]
+              passages: dict[str, list[Passage]], keep: Callable[[str], bool]
               ) -> list[tuple[Candidate, list[Passage]]]:
-    """``found`` plus the near memories' top chunks that hold a value of ``kinds``
-    (:func:`held`; joined to a memory already there)."""
+    """``found`` plus the near memories' ``passages`` whose text ``keep`` accepts (a
+    value of the asked kinds: :func:`held`), joined to a memory already there."""
     out = [(c, list(ps)) for c, ps in found]
     at = {c.memory.id: ps for c, ps in out}
     for cand in near:
         seen = {(p.event_id, p.offset) for p in at.get(cand.memory.id, [])}
         new = [p for p in passages.get(cand.memory.id, [])
-               if (p.event_id, p.offset) not in seen and held(p.text, kinds)]
+               if (p.event_id, p.offset) not in seen and keep(p.text)]
         if not new:
             continue
         mine = at.get(cand.memory.id)
@@ -152,6 +175,46 @@ def held(text: str, kinds: frozenset[str]) -> bool:
     """Whether ``text`` holds a value of ``kinds``: a typed value, or a shell command line
     for a command question (no typed-value rule names one)."""
     return holds_kind(text, kinds) or "command" in kinds and holds_command(text)
+
+
+def summary_counts(ranked: list[Candidate], counted: str
+                   ) -> list[tuple[Candidate, list[str]]]:
+    """The candidates whose summary quotes a count of ``counted`` (``Ran 73 tests across
+    10 files``: the observer quotes a test run's counts), with the counts quoted (s05: the
+    memory ranked 7th, its count line outside its best chunks)."""
+    pattern = counts(counted)
+    out = []
+    for cand in ranked:
+        quotes = list(dict.fromkeys(m.group(0) for m in pattern.finditer(cand.memory.summary)))
+        if quotes:
+            out.append((cand, quotes))
+    return out
+
+
+def lines_quoting(events: Sequence[Event], quotes: list[str]) -> list[Passage]:
+    """Each line of ``events`` holding one of ``quotes`` (at most :data:`QUOTED_LINES`)."""
+    out: list[Passage] = []
+    for event in events:
+        text = event.content
+        starts = sorted({text.rfind("\n", 0, pos) + 1 for q in quotes
+                         for pos in _positions(text, q)})
+        for start in starts:
+            end = text.find("\n", start)
+            line = text[start:len(text) if end < 0 else end]
+            out.append(Passage(event.event_id, event.index or 0, start, line, event.kind,
+                               event.role))
+            if len(out) >= QUOTED_LINES:
+                return out
+    return out
+
+
+def _positions(text: str, quote: str) -> list[int]:
+    out: list[int] = []
+    pos = text.find(quote)
+    while pos >= 0 and len(out) < QUOTED_LINES:
+        out.append(pos)
+        pos = text.find(quote, pos + len(quote))
+    return out
 
 
 def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:

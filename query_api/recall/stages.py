@@ -120,6 +120,9 @@ class Recalled:
     #: the direct passage search's best passages outside the followed ranges, per memory
     #: (best first): the word-exact cut reads them too (level 1)
     found: list[tuple[Candidate, list[Passage]]] = field(default_factory=list)
+    #: a "how many" question whose count a ranked memory's summary quotes: the lines of
+    #: its range holding the quote are in ``found``; the word-exact cut answers it
+    quoted: bool = False
 
     @property
     def read(self) -> dict[str, Observation]:

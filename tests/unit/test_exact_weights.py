@@ -84,7 +84,7 @@ def test_a_compiler_diagnostic_is_a_failure_line() -> None:
 
 def test_a_count_after_the_thing_it_counts() -> None:
     """vitest prints ``Tests  40 passed (40)``, jest ``Tests: 3 failed, 40 total``."""
-    from breadcrumb.query_api.recall.extract.shapes import counts
+    from breadcrumb.processors.test_runs import counts
 
     test = counts("test")
     for line in ("      Tests  40 passed (40)", "Tests:       3 failed, 40 total", "Ran 73 tests"):

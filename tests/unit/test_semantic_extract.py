@@ -227,3 +227,19 @@ def test_a_kind_no_rule_names_does_not_discard_the_word_exact_cut() -> None:
     intent = analyze_query("what command ran the email validation tests?")  # kind "command"
     cut = [{"lines": [{"text": "npx vitest run tests/auth/validate-email.test.ts"}]}]
     assert holds_kind(cut, intent)
+
+
+def test_a_count_a_summary_quotes_keeps_the_word_exact_cut() -> None:
+    """s05: "how many tests …" is no precise question (LongMemEval's "how many days …"
+    are answered by meaning); once a ranked memory's summary quotes the count, the cut
+    holding a count line stands, and one without it still needs meaning."""
+    from breadcrumb.query_api.recall.extract.semantic import needs_meaning
+    from breadcrumb.query_api.recall.query import Query
+
+    text = "How many tests did the full bun test run on task #002 execute?"
+    query = Query(text, analyze_query(text), {}, [])
+    count = [{"lines": [{"text": "Ran 73 tests across 10 files. [20.34s]"}]}]
+    other = [{"lines": [{"text": "bun test src/domain/session.test.ts"}]}]
+    assert not query.precise and needs_meaning(count, query)
+    assert not needs_meaning(count, query, quoted=True)
+    assert needs_meaning(other, query, quoted=True) and needs_meaning([], query, quoted=True)

@@ -57,3 +57,26 @@ def test_the_fleets_own_line_survives_a_stale_digit() -> None:
                                                        "redis://cache-9:37270/0"}),
                               False, _count)
     assert kept.lines == ()  # the value itself replaced: the line is history
+
+
+def test_a_command_asked_for_is_kept_with_its_replaced_value_named() -> None:
+    """u02 (Cursor): "which command starts the web explorer against the runner" — the
+    command said was ``LEASH_RUNNER_URL=http://localhost:8787 pnpm …``; the port moved to
+    8788 later. The command is what was run: kept, 8787 named as replaced. Asked for the
+    command *now*, or for a value, the line is history and dropped."""
+    from breadcrumb.query_api.recall.query import analyze_query
+
+    command = "LEASH_RUNNER_URL=http://localhost:8787 pnpm --filter @leash/web dev"
+    memory = _memory(**{"port:LEASH_RUNNER_URL": "8787"})
+    asked = analyze_query("Which command starts the leash web explorer against the runner?")
+    kept, named = drop_superseded(_lines(command, "open http://localhost:3000"), memory,
+                                  False, _count, asked)
+    assert [ln.text for ln in kept.lines] == [command, "open http://localhost:3000"]
+    assert named == ["8787"]
+    for question in ("Which command starts the web explorer now?",
+                     "Which port does LEASH_RUNNER_URL point at?"):
+        kept, named = drop_superseded(_lines(command), memory, False, _count,
+                                      analyze_query(question))
+        assert kept.lines == () and named == [], question
+    kept, named = drop_superseded(_lines(command), memory, False, _count)  # no intent
+    assert kept.lines == ()

@@ -48,14 +48,15 @@ class Extractor:
 
     def _memory_evidence(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
-        precise always does: the cut only when those are none; a quoter: always cut)."""
+        precise always does: the cut only when those are none; a quoter: always cut). A
+        count a summary quotes (:attr:`Recalled.quoted`) is looked up by words."""
         query = recalled.retrieved.query
-        if self.quoter is None and not query.precise:
+        if self.quoter is None and not query.precise and not recalled.quoted:
             semantic, used = self.by_meaning(recalled)
             return (semantic, used) if semantic else self.word_exact(recalled)
         cut = self.word_exact.with_history(recalled)
         evidence, level = cut.evidence, cut.level
-        if needs_meaning(evidence, query):  # meaning and words
+        if needs_meaning(evidence, query, recalled.quoted):  # meaning and words
             semantic, used = self.by_meaning(recalled)
             if semantic and not (cut.history and not evidence
                                  and not names_the_literal(semantic, query)):

@@ -23,6 +23,7 @@ from typing import Any
 from breadcrumb.processors.calls import calls_of
 from breadcrumb.query_api.recall.extract.edits import removed_lines
 from breadcrumb.query_api.recall.extract.scoring import exact_weights, score_exact
+from breadcrumb.query_api.recall.extract.shapes import command_line
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Line,
@@ -129,14 +130,18 @@ def quoted_lines(quotes: Sequence[str], events: Sequence[Event], score: float = 
 
 
 def drop_superseded(
-    cut: Extract, memory: Observation, include: bool, count: Callable[[str], int]
+    cut: Extract, memory: Observation, include: bool, count: Callable[[str], int],
+    intent: QueryIntent | None = None,
 ) -> tuple[Extract, list[str]]:
     """Lines carrying a fact value that a newer memory replaced are history, not answers.
 
     Without ``include_superseded`` they are dropped (the memory's other, still-valid facts
     stay); with it they are kept and the values are named in ``superseded_values``. A
     failure line (``Error: connect ECONNREFUSED 127.0.0.1:5432``) is what happened, not a
-    value claimed now: it stays. A value counts where it stands whole (:func:`holds_value`):
+    value claimed now: it stays. So does a command line asked for ("which command starts
+    the web explorer", not "… now"): the command that was run, its replaced values named
+    in ``superseded_values`` (u02: ``LEASH_RUNNER_URL=http://localhost:8787 pnpm …``, the
+    port moved to 8788 later). A value counts where it stands whole (:func:`holds_value`):
     a stale ``80`` leaves ``8080`` alone.
     """
     facts = memory.metadata.get("superseded_facts") or {}
@@ -146,9 +151,12 @@ def drop_superseded(
         return cut, []
     if include:
         return cut, [v for v in stale if holds_value(cut.text, v)]
-    kept = tuple(ln for ln in cut.lines if _FAILURE_LINE.search(ln.text)
+    ran = intent if intent is not None and intent.temporal != "newest" else None
+    commands = [ln for ln in cut.lines if ran is not None and command_line(ln.text, ran)]
+    kept = tuple(ln for ln in cut.lines if _FAILURE_LINE.search(ln.text) or ln in commands
                  or not any(holds_value(ln.text, v) for v in stale))
-    return Extract.joined(kept, count, cut.best_score), []  # costed as its joined text
+    named = [v for v in stale if any(holds_value(ln.text, v) for ln in commands)]
+    return Extract.joined(kept, count, cut.best_score), named  # costed as its joined text
 
 
 def holds_value(text: str, value: str) -> bool:
@@ -283,7 +291,7 @@ class WordExactCut:
                                     recalled.cut_passages[cand.memory.id], recalled.events,
                                     terms)
             cut, stale = drop_superseded(whole, cand.memory, req.include_superseded,
-                                         self.count)
+                                         self.count, query.intent)
             if not cut.lines:
                 if whole.lines and history_tokens + whole.tokens <= total:
                     _cut, stale = drop_superseded(whole, cand.memory, True, self.count)
@@ -303,8 +311,7 @@ class WordExactCut:
             cut = Extract.joined(lines, self.count, cut.best_score)
             level = max(level, used)
             evidence.append(self._record(recalled, memory, cut, used,
-                                         [v for v in stale if holds_value(cut.text, v)]
-                                         if req.include_superseded else stale))
+                                         [v for v in stale if holds_value(cut.text, v)]))
         return CutEvidence(evidence, level, history, history_level)
 
     def _found(self, recalled: Recalled, best: float, terms: dict[str, float]
@@ -317,7 +324,8 @@ class WordExactCut:
         for cand, passages in recalled.found:
             whole = extract_lines(query.text, passages, total, self.count, intent=query.intent,
                                   terms=terms)
-            cut, stale = drop_superseded(whole, cand.memory, req.include_superseded, self.count)
+            cut, stale = drop_superseded(whole, cand.memory, req.include_superseded, self.count,
+                                         query.intent)
             if cut.lines:
                 cuts.append((cand.memory, cut, 1, stale))
         floor = RELATIVE_THRESHOLD * max([best, *(c.best_score for _m, c, _u, _s in cuts)])

@@ -37,6 +37,7 @@ from breadcrumb.processors.lexical import (
     with_compounds,
     with_verb_forms,
 )
+from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, EditLines, is_edit
 from breadcrumb.query_api.recall.extract.shapes import (
     DECISION,
@@ -46,7 +47,6 @@ from breadcrumb.query_api.recall.extract.shapes import (
     IMPORT_MARKER,
     MAX_LINE_CHARS,
     command_line,
-    counts,
 )
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.extract.term_groups import TermGroups

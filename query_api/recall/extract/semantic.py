@@ -19,6 +19,7 @@ from typing import Any
 from breadcrumb.processors.hints import VALUE_KINDS
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import with_verb_forms
+from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
@@ -153,7 +154,13 @@ def names_the_literal(evidence: list[dict[str, Any]], query: Query) -> bool:
     return any(literal in str(ln["text"]) for item in evidence for ln in item["lines"])
 
 
-def needs_meaning(evidence: list[dict[str, Any]], query: Query) -> bool:
+def needs_meaning(evidence: list[dict[str, Any]], query: Query, quoted: bool = False) -> bool:
     """Whether lines chosen by meaning should replace the word-exact cut: it found
-    nothing, the question is not a precise lookup, or it missed the asked value kind."""
+    nothing, the question is not a precise lookup, or it missed the asked value kind.
+    ``quoted``: a count asked for that a summary quotes — the cut needs meaning only if
+    it holds no count of the thing."""
+    if quoted and query.intent.counted:
+        count = counts(query.intent.counted)
+        return not any(count.search(str(ln["text"])[:MAX_LINE_CHARS])
+                       for item in evidence for ln in item["lines"])
     return not evidence or not query.precise or not holds_kind(evidence, query.intent)

@@ -10,7 +10,6 @@ program started by its path (``C:\\…\\Scripts\\aider --model …``), a compile
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
 from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.query_api.recall.query import QueryIntent
@@ -37,16 +36,6 @@ DECISION = re.compile(
 DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 #: the importer's closing note of a session (``importers.common``): not what anyone said
 IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
-
-
-@lru_cache(maxsize=256)
-def counts(counted: str) -> re.Pattern[str]:
-    """A count of ``counted`` on a line: ``Ran 73 tests``, ``1773 modules transformed``,
-    ``Wrote 4 schema page(s)`` (a number, at most two words, then the thing), or the
-    thing, then its count: vitest's ``Tests  40 passed (40)``, jest's ``Tests: 3 failed``."""
-    thing = re.escape(counted)
-    return re.compile(rf"(?i)(?<![\w.])\d[\d,]*\s+(?:[\w-]+\s+){{0,2}}{thing}"
-                      rf"|\b{thing}s?:?\s+\d[\d,]*\s+(?:passed|failed|skipped|total|pass|fail)\b")
 
 
 def command_line(text: str, intent: QueryIntent) -> bool:
