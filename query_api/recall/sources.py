@@ -200,7 +200,7 @@ def lines_quoting(events: Sequence[Event], quotes: list[str]) -> list[Passage]:
                          for pos in _positions(text, q)})
         for start in starts:
             end = text.find("\n", start)
-            line = text[start:len(text) if end < 0 else end]
+            line = text[start:len(text) if end < 0 else end].rstrip("\r")
             out.append(Passage(event.event_id, event.index or 0, start, line, event.kind,
                                event.role))
             if len(out) >= QUOTED_LINES:
@@ -209,12 +209,9 @@ def lines_quoting(events: Sequence[Event], quotes: list[str]) -> list[Passage]:
 
 
 def _positions(text: str, quote: str) -> list[int]:
-    out: list[int] = []
-    pos = text.find(quote)
-    while pos >= 0 and len(out) < QUOTED_LINES:
-        out.append(pos)
-        pos = text.find(quote, pos + len(quote))
-    return out
+    """Where ``quote`` stands in ``text``, not inside a longer number (``173 tests``)."""
+    found = re.finditer(r"(?<![\w.])" + re.escape(quote), text)
+    return [m.start() for _n, m in zip(range(QUOTED_LINES), found, strict=False)]
 
 
 def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:

@@ -59,8 +59,9 @@ def test_a_count_a_summary_quotes_is_read_back_from_its_source() -> None:
     events = [Event("e1", "alice", "t", "2025-04-30T17:43:00Z", "tool", "tool_result", output,
                     index=4),
               Event("e2", "alice", "t", "2025-04-30T17:44:00Z", "assistant", "message",
-                    "73 tests ran; 17 failed.", index=5)]
+                    "173 tests before the split\n73 tests ran; 17 failed.", index=5)]
     lines = lines_quoting(events, ["73 test"])
     assert [(p.event_id, p.text) for p in lines] == [
         ("e1", "Ran 73 tests across 10 files. [20.34s]"), ("e2", "73 tests ran; 17 failed.")]
-    assert all(output[p.offset:p.offset + len(p.text)] == p.text for p in lines[:1])
+    assert output[lines[0].offset:lines[0].offset + len(lines[0].text)] == lines[0].text
+    assert events[1].content[lines[1].offset:] == lines[1].text  # not the "173 tests" line
