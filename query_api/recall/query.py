@@ -43,7 +43,7 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
          r"|remove|delete|deploy)\b|\bflags?\b[^?]*\b(?:start|run|launch)", ("command",)),
         # "which test checks / graded ...": a test's node id or its function name
         (r"\bwhich\b[^?]*\btests?\b|\bpytest\b|どのテスト", ("nodeid", "identifier")),
-        (r"\bversion|バージョン", ("version",)),
+        (r"\bversion|\bpin(?:s|ned)?\b|バージョン", ("version",)),
     )
 )
 #: A question for the current value ("now", "latest", "今", "変更後") ...
@@ -115,12 +115,54 @@ _FIRST_PERSON = re.compile(r"(?i)\b(i|me|my|mine|myself)\b|私|僕|俺|自分")
 _SECOND_PERSON = re.compile(r"(?i)\b(you|your|yours)\b|あなた")
 
 
-def analyze_query(query: str) -> QueryIntent:
-    """Value kinds asked for, newest/oldest preference and failure interest of a query."""
+#: "which X", "what X": the thing asked for comes right after the question word ...
+_WH = re.compile(r"(?i)\b(?:which|what)\b")
+#: ... up to the verb ("which Swashbuckle version *does* …", "what volume mount *did* …")
+_AUX = re.compile(r"(?i)\b(?:did|does|do|is|are|was|were|has|have|had|should|can|could|will"
+                  r"|would|we|i|you|they|it|in|of|for|on|at|to|from|with|about|by)\b|[?,;:]")
+ASKED_WORDS = 4  # at most this many words after the question word name the thing asked
+
+
+def asked_phrase(query: str) -> str | None:
+    """The words naming what an English question asks for — the question word and up to
+    :data:`ASKED_WORDS` words before its verb ("Which Swashbuckle version", "what volume
+    mount") — or None where there are none ("What did odoo complain about …", "How did we
+    retire …", a Japanese question): then the whole question names the kinds."""
+    wh = _WH.search(query)
+    if wh is None:
+        return None
+    rest = query[wh.end():]
+    verb = _AUX.search(rest)
+    words = (rest if verb is None else rest[:verb.start()]).split()
+    return f"{wh.group(0)} {' '.join(words[:ASKED_WORDS])}" if words else None
+
+
+#: what a question's shape asks for, read over the whole question: "which script did we
+#: run …", "with which model and flags did I start …", "how did we retire …"
+_SHAPED = re.compile(r"(?i)\bscript\b.*\b(?:run|ran)\b|\b(?:what|how) did (?:we|i) (?:install"
+                     r"|run|execute|start|launch|retire|rename|remove|delete|deploy)\b"
+                     r"|\bflags?\b[^?]*\b(?:start|run|launch)")
+
+
+def _kinds_in(text: str) -> set[str]:
     kinds: set[str] = set()
     for pattern, found in _KIND_WORDS:
-        if pattern.search(query):
+        if pattern.search(text):
             kinds.update(found)
+    return kinds
+
+
+def analyze_query(query: str) -> QueryIntent:
+    """Value kinds asked for, newest/oldest preference and failure interest of a query.
+
+    The kinds are those the words naming the thing asked for name (:func:`asked_phrase`:
+    "which Swashbuckle version does the … project *file* reference" asks for a version,
+    not a path; "what field … instead of separate *image* fields" for no kind), else
+    those of the whole question."""
+    asked = asked_phrase(query)
+    kinds = _kinds_in(query if asked is None else asked)
+    if _SHAPED.search(query):
+        kinds.add("command")
     dated = _AFTER.sub(" ", query) if _ELAPSED.search(query) else query
     newest, oldest = bool(_NEWEST.search(dated)), bool(_OLDEST.search(dated))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None

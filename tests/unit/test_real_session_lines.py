@@ -154,3 +154,71 @@ def test_two_question_words_name_one_setting() -> None:
     ])
     question = "Which database version is the Cloud SQL instance in the terraform config?"
     assert _best(question, tf) == '  database_version = "POSTGRES_15"'
+
+
+def test_the_words_after_the_question_word_name_the_kind_asked() -> None:
+    """Held-out real-session questions: a word of the question's context (a project
+    *file*, *image* fields, a *docker*-compose service) named kinds it does not ask for,
+    and every line holding such a value outscored the answer."""
+    from breadcrumb.query_api.recall.query import asked_phrase
+
+    kinds = {q: analyze_query(q).kinds for q in (
+        "Which Swashbuckle version does the pfm-categorization WebApi project file reference?",
+        "In the review of the plan, what field did Codex recommend adding to Document "
+        "instead of separate image/audio/video fields?",
+        "What volume mount did we add to the Odoo docker-compose web service?",
+        "Which pnpm pin in the root package.json became the single source of truth?",
+    )}
+    assert list(kinds.values()) == [frozenset({"version"}), frozenset(), frozenset(),
+                                    frozenset({"version"})]
+    assert asked_phrase("Which Swashbuckle version does it reference?") == \
+        "Which Swashbuckle version"
+    # no words between the question word and its verb, or no English question word:
+    # the whole question names the kinds, as before
+    assert asked_phrase("What did odoo complain about?") is None
+    assert "regex" in analyze_query("What is the email validation regex?").kinds
+    assert "regex" in analyze_query("認証のメールアドレス正規表現をもう一回出して").kinds
+    # what the question's shape asks for is read over the whole question
+    for question in ("Which script did we run to export the session?",
+                     "With which model and flags did I start aider?",
+                     "How did we retire the old firebase.ts lib file?"):
+        assert "command" in analyze_query(question).kinds, question
+
+
+def test_a_tool_calls_lookup_arguments_are_not_what_was_found() -> None:
+    """Held-out (OpenCode): ``{"filePath": "…/HomeController.cs"}`` — the request to read
+    a file — named every word of the project path and outscored the csproj line."""
+    question = ("Which Swashbuckle version does the pfm-categorization WebApi project file "
+                "reference?")
+    read = Passage("r", 0, 0, '{"filePath":"/home/me/pfm-categorization/src/'
+                   'Pfm.Categorization.WebApi/Controllers/HomeController.cs"}', kind="tool_call")
+    csproj = Passage("o", 1, 0, "<Project Sdk=\"Microsoft.NET.Sdk.Web\">\n"
+                     '    <PackageReference Include="Swashbuckle.AspNetCore" Version="6.6.2"/>',
+                     kind="tool_result")
+    lines = score_exact(question, [read, csproj])
+    assert max(lines, key=lambda ln: ln.score).text.strip().startswith("<PackageReference")
+
+
+def test_a_setting_named_a_version_holds_one() -> None:
+    from breadcrumb.query_api.recall.extract.scoring import _typed_kinds
+
+    for line in ('  database_version = "POSTGRES_15"', '"node-version": "lts/*"',
+                 "python_version: 3.11"):
+        assert "version" in _typed_kinds(line), line
+    assert "version" not in _typed_kinds("the version we chose is fine")
+
+
+def test_a_paragraph_does_not_outscore_the_error_it_explains_by_length_alone() -> None:
+    """Held-out (aider): five long explanations of a ``DuplicateTableError`` held more
+    question words by their length than the lines quoting the error itself."""
+    error = ('asyncpg.exceptions.DuplicateTableError: relation "ix_document_chunks_chunk_id"'
+             ' already exists')
+    prose = ("By adding `checkfirst=True`, SQLAlchemy will first issue queries to see if a "
+             "table or index exists on the backend and will only attempt to create it if "
+             "it does not already exist, so a restart of the server at startup no longer "
+             "recreates the index for the document chunks table during table creation.")
+    question = ("After table creation was added to startup, what error did the RFP backend "
+                "hit on restart about an index that already existed?")
+    scored = {ln.text: ln.score for ln in score_exact(question,
+                                                      [Passage("e", 0, 0, f"{prose}\n{error}")])}
+    assert scored[error] > scored[prose]

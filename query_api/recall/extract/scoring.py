@@ -45,6 +45,7 @@ from breadcrumb.query_api.recall.extract.shapes import (
     FAILURE,
     FAILURE_HEADER,
     IMPORT_MARKER,
+    LOOKUP_ARGS,
     MAX_LINE_CHARS,
     command_line,
 )
@@ -83,9 +84,16 @@ DATE_BOOST = SEMANTIC.date
 SPEAKER_BOOST = SEMANTIC.speaker
 POOL_IDF = True
 EXACT_IDF = True  # word-exact: question terms weighted by their rarity among the lines cut
+LONG_LINE_TERMS = 24  # word-exact: a line of more distinct terms ...
+BREVITY_POWER = 1.0  # ... keeps (LONG_LINE_TERMS / terms) ** this of its term weight
+#: word-exact: what a tool call's lookup arguments (:data:`.shapes.LOOKUP_ARGS`) keep of
+#: their score (held-out real sessions: ``{"filePath": "…/HomeController.cs"}`` outscored
+#: the csproj line it asked about)
+LOOKUP_SHARE = 0.5
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
+_KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>=-]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
 _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
@@ -94,7 +102,10 @@ _holds_kind = lru_cache(maxsize=32768)(text_holds_kind)
 @lru_cache(maxsize=32768)
 def _typed_kinds(text: str) -> frozenset[str]:
     """The kinds of typed value a line holds (cached: the same lines are cut again)."""
-    return value_kinds(text[:MAX_LINE_CHARS])
+    kinds = value_kinds(text[:MAX_LINE_CHARS])
+    # a setting named a version holds one, whatever it looks like: ``database_version =
+    # "POSTGRES_15"``, ``"node-version": "lts/*"``
+    return kinds | {"version"} if _KEYED_VERSION.search(text[:MAX_LINE_CHARS]) else kinds
 
 
 
@@ -139,7 +150,8 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
         Line(p.event_id, p.event_index, s, e, text, _damped(b, shapes[_shape(text)]))
         for p, s, e, text, b in found
     ]
-    return _kind_boosted(lines, intent, w)
+    return [Line(ln.event_id, ln.event_index, ln.start, ln.end, ln.text, ln.score * LOOKUP_SHARE)
+            if LOOKUP_ARGS.match(ln.text) else ln for ln in _kind_boosted(lines, intent, w)]
 
 
 def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
@@ -157,7 +169,7 @@ def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIn
                 edit: bool = False) -> float:
     line_terms = _line_terms(text)  # cached: the same lines recur across ranges and recalls
     held = [t for t in groups.terms if t in line_terms]
-    score = words = groups.weight(held)
+    score = words = groups.weight(held) * _brevity(len(line_terms))
     if intent.failure and FAILURE.search(text):
         score += w.failure
     if score <= 0:
@@ -190,6 +202,13 @@ def _in_failure(text: str, score: float, lead: float, after: float, w: LineWeigh
         score += w.failure
     score = max(score, after, lead if header else 0.0)
     return score, score if failing or header else 0.0, score if header else 0.0
+
+
+def _brevity(terms: int) -> float:
+    """What a line of ``terms`` distinct terms keeps of its question-term weight: a long
+    line holds many question words by its length alone (a paragraph explaining an error
+    outscored the error it quotes)."""
+    return 1.0 if terms <= LONG_LINE_TERMS else (LONG_LINE_TERMS / terms) ** BREVITY_POWER
 
 
 def _damped(score: float, repeats: int) -> float:

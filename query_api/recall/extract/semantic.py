@@ -128,7 +128,7 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     the question asks for no kind): a word-exact cut without one missed the value."""
     kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
     failure = intent.failure or "error" in intent.kinds
-    if not kinds and not failure:
+    if not kinds and not failure and "command" not in intent.kinds:
         return True
     for item in evidence:
         for ln in item["lines"]:

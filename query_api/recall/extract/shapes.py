@@ -33,6 +33,11 @@ DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
 )
+#: a tool call's arguments that say where to look (Claude Code's ``Read`` / ``Grep``,
+#: Cline's ``read_file`` / ``search_files`` with its ``task_progress`` checklist, OpenCode's
+#: ``read``): the request, not what was found; it names every path and plan word again
+LOOKUP_ARGS = re.compile(r'^\s*\{\s*"(?:path|file_path|filePath|absolutePath|pattern|regex'
+                         r'|glob)"\s*:')
 DIFF_HEADER = re.compile(r"^(---|\+\+\+) |^@@")
 #: the importer's closing note of a session (``importers.common``): not what anyone said
 IMPORT_MARKER = re.compile(r"^end of imported [\w-]+ session \S+ \(")
