@@ -62,7 +62,7 @@ _OLDEST = re.compile(
     re.IGNORECASE,
 )
 _FAILURE = re.compile(r"\b(fail\w*|error\w*|broke\w*|crash\w*|exception|reject\w*|refus\w*"
-                      r"|invalid|denied)\b"
+                      r"|invalid|denied|complain\w*|went wrong|go(?:es)? wrong)\b"
                       # "why couldn't task-master create the tag", "why isn't it working"
                       r"|\bwhy (?:could|can|would|will|did|does|do|is|was|are|were)"
                       r"(?:n[’']?t| not)\b"
@@ -161,12 +161,20 @@ def analyze_query(query: str) -> QueryIntent:
     those of the whole question."""
     asked = asked_phrase(query)
     kinds = _kinds_in(query if asked is None else asked)
-    if _SHAPED.search(query):
+    shaped = _SHAPED.search(query) is not None
+    if shaped:
         kinds.add("command")
+    # a command asked for ("which command … show only errors") is no failure question; a
+    # failure named before the question word is context ("after the CI step complained
+    # about …, which pnpm pin …"), so is a command named after it ("what did odoo
+    # complain about when we passed … to the upgrade command")
+    wh = _WH.search(query)
+    main = query if wh is None else query[wh.start():]
+    command_asked = "command" in kinds and (asked is not None or shaped)
     dated = _AFTER.sub(" ", query) if _ELAPSED.search(query) else query
     newest, oldest = bool(_NEWEST.search(dated)), bool(_OLDEST.search(dated))
     temporal = "newest" if newest and not oldest else "oldest" if oldest and not newest else None
-    failure = bool(_FAILURE.search(query)) and "command" not in kinds
+    failure = bool(_FAILURE.search(main)) and not command_asked
     advice = not kinds and not failure and _ADVICE.search(query) is not None
     role = "user" if advice or _USER_WORDS.search(query) else None
     many = _HOW_MANY.search(query)

@@ -222,3 +222,25 @@ def test_a_paragraph_does_not_outscore_the_error_it_explains_by_length_alone() -
     scored = {ln.text: ln.score for ln in score_exact(question,
                                                       [Passage("e", 0, 0, f"{prose}\n{error}")])}
     assert scored[error] > scored[prose]
+
+
+def test_a_shells_own_error_lines_are_failure_lines() -> None:
+    """Held-out (Codex, OpenAI agents): ``zsh:11: operation not permitted: …`` and
+    ``/bin/bash: line 1: cd: …: No such file or directory`` say what failed."""
+    from breadcrumb.query_api.recall.extract.shapes import FAILURE
+
+    for line in ("zsh:11: operation not permitted: /Users/me/.superstack/telemetry.jsonl",
+                 "/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory",
+                 "bash: imc: command not found", "cp: x: Permission denied"):
+        assert FAILURE.search(line), line
+    assert not FAILURE.search("the shell ran the preamble")
+
+
+def test_a_failure_is_asked_in_the_main_clause() -> None:
+    for question in ("What did odoo complain about when we passed the config file to the "
+                     "module upgrade command?",
+                     "What went wrong when the agent first tried to change into the folder?"):
+        assert analyze_query(question).failure, question
+    context = ("After the CI pnpm setup step complained about conflicting pnpm versions, which "
+               "pnpm pin in the root package.json became the single source of truth?")
+    assert not analyze_query(context).failure

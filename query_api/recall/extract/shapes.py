@@ -19,6 +19,10 @@ MAX_LINE_CHARS = 4000  # a line is read this far (a minified bundle is one line)
 #: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
 FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー"
                      r"|\berror(?=[\[:]| code\b| TS\d))"
+                     # what a shell or the OS says: ``zsh:11: operation not permitted: …``,
+                     # ``/bin/bash: line 1: cd: sim: No such file or directory``
+                     r"|^\S*sh: (?:line )?\d+: |(?i:no such file or directory|permission denied"
+                     r"|operation not permitted|command not found)"
                      # a compiler's diagnostic: ``internal/export/csv.go:4:2: undefined: csv``
                      r"|^\S+\.\w{1,5}:\d+:\d+: \S")
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
