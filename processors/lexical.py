@@ -248,7 +248,6 @@ def query_terms(text: str) -> dict[str, float]:
     return weights
 
 
-_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*[a-z]|\S+")
 COMPOUND_WEIGHT = 1.0  # a source's identifier naming two question words is one of them
 
 
@@ -260,7 +259,7 @@ def with_compounds(question: str, terms: dict[str, float]) -> dict[str, float]:
     two words as one name is about them (real session n04, terraform's
     ``database_version = "POSTGRES_15"``)."""
     out = dict(terms)
-    words = [w.lower() for w in _PLAIN_WORD.findall(question)]
+    words = [w.strip("?!.,;:()[]\"'`").lower() for w in question.split()]
     for a, b in zip(words, words[1:], strict=False):
         if (a.isalpha() and b.isalpha() and a.isascii() and b.isascii() and len(a) > 2
                 and len(b) > 2 and a not in EN_STOPWORDS and b not in EN_STOPWORDS):

@@ -244,3 +244,10 @@ def test_a_failure_is_asked_in_the_main_clause() -> None:
     context = ("After the CI pnpm setup step complained about conflicting pnpm versions, which "
                "pnpm pin in the root package.json became the single source of truth?")
     assert not analyze_query(context).failure
+
+
+def test_compounds_join_whole_words_of_the_question_only() -> None:
+    """``FundWise`` is one word of the question: no ``wise_production`` across it."""
+    terms = with_compounds("Which FundWise production build did we check?", {})
+    assert "fundwise_production" in terms and "production_build" in terms
+    assert not any(t.startswith("wise") for t in terms)
