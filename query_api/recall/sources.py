@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from breadcrumb.processors.failures import holds_failure
 from breadcrumb.processors.hints import holds_kind
 from breadcrumb.processors.lexical import weighted_query
 from breadcrumb.processors.shell import holds_command
@@ -51,10 +52,10 @@ FOUND_BY_WORDS = 12  # ... and the best by the lexical channel alone (the cut is
 FOUND_KEYWORD = 0.6  # the lexical channel's weight against the dense one (as recall's)
 #: At most this many open windows (the most recently active first) are read per recall.
 MAX_WINDOWS = 32
-#: a question for a value kind (a version, a port, a command, ...) also cuts the top chunks
-#: holding such a value of the ranked memories after the followed ones, up to this many
-#: memories in all: the line scorer tells the value's line apart where the memory ranking
-#: did not (real sessions a03, a07)
+#: a question for a value kind (a version, a port, a command, ...) or a failure also cuts the
+#: top chunks holding such a value (a failure line) of the ranked memories after the
+#: followed ones, up to this many memories in all: the line scorer tells the value's line
+#: apart where the memory ranking did not (real sessions a03, a07; held-out hp1)
 PRECISE_MEMORIES = 10
 #: at most this many lines of a range quoting its summary's count are read
 QUOTED_LINES = 8
@@ -88,7 +89,8 @@ class Sources:
         memory_ids = [c.memory.id for c in hops]
         query = retrieved.query
         kinds = query.intent.kinds
-        near = near_memories(retrieved.ranked, memory_ids) if kinds else []
+        failing = query.intent.failure
+        near = near_memories(retrieved.ranked, memory_ids) if kinds or failing else []
         near_ids = [c.memory.id for c in near]
         searched = self.search(req.user_id, range_requests(
             req.user_id, memory_ids + near_ids, query.dense, query.text))
@@ -98,7 +100,7 @@ class Sources:
         if near:
             found = with_near(found, near, chunk_passages(
                 near_ids, [hits[:CUT_CHUNKS] for hits in searched[2 * len(memory_ids):]]),
-                lambda text: held(text, kinds))
+                lambda text: held(text, kinds) or failing and holds_failure(text))
         quoted = False
         if query.intent.counted:  # "how many tests …": the summary's count, in its source
             quoting = summary_counts(near_memories(retrieved.ranked, memory_ids),

@@ -251,3 +251,18 @@ def test_compounds_join_whole_words_of_the_question_only() -> None:
     terms = with_compounds("Which FundWise production build did we check?", {})
     assert "fundwise_production" in terms and "production_build" in terms
     assert not any(t.startswith("wise") for t in terms)
+
+
+def test_a_count_of_no_failures_is_no_failure_line() -> None:
+    """Held-out (OpenAI agents): ``UVM_ERROR :    0`` — a simulator's summary that
+    nothing failed — filled the answer to "what went wrong when …"."""
+    from breadcrumb.processors.failures import failure_line, holds_failure
+
+    for line in ("UVM_ERROR :    0", "Number of caught UVM_ERROR reports   :    0",
+                 "       UVM Errors:   0", "Tests: 0 failed, 40 passed"):
+        assert not failure_line(line), line
+    for line in ("ERROR: connection refused", "Errors: 10", "Error at line 0",
+                 "FAILED tests/a.py::test_one", "error TS2304: Cannot find name 'x'"):
+        assert failure_line(line), line
+    chunk = "cd sim/cadence_sim\n/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory"
+    assert holds_failure(chunk) and not holds_failure("UVM_ERROR :    0\nall done")

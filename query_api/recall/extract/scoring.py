@@ -42,12 +42,12 @@ from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, EditLi
 from breadcrumb.query_api.recall.extract.shapes import (
     DECISION,
     DIFF_HEADER,
-    FAILURE,
     FAILURE_HEADER,
     IMPORT_MARKER,
     LOOKUP_ARGS,
     MAX_LINE_CHARS,
     command_line,
+    failure_line,
 )
 from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.extract.term_groups import TermGroups
@@ -170,7 +170,7 @@ def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIn
     line_terms = _line_terms(text)  # cached: the same lines recur across ranges and recalls
     held = [t for t in groups.terms if t in line_terms]
     score = words = groups.weight(held) * _brevity(len(line_terms))
-    if intent.failure and FAILURE.search(text):
+    if intent.failure and failure_line(text):
         score += w.failure
     if score <= 0:
         return 0.0
@@ -196,7 +196,7 @@ def _in_failure(text: str, score: float, lead: float, after: float, w: LineWeigh
     (``…ParseError: while parsing …xml:17``). The detail (``#.colors: Unrecognized
     key(s) in object: 'background'``) rarely holds the question's words; its header
     does. Returns the line's score, the ``lead`` and ``after`` for the next line."""
-    failing = FAILURE.search(text[:MAX_LINE_CHARS]) is not None
+    failing = failure_line(text)
     header = text.rstrip().endswith(":") and (failing or FAILURE_HEADER.search(text) is not None)
     if header and not failing:  # a header in other words (``Invalid``) is a failure line
         score += w.failure
@@ -233,7 +233,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
     for i in order:
         line = lines[i]
         command = command_line(line.text, intent)
-        if intent.failure and not command and not FAILURE.search(line.text[:MAX_LINE_CHARS]):
+        if intent.failure and not command and not failure_line(line.text):
             continue  # "which command showed only the errors": its command line still
         kinds = set(_typed_kinds(line.text))
         if command:
@@ -448,7 +448,7 @@ def _boosts(text: str, intent: QueryIntent, w: LineWeights) -> float:
     boost = 0.0
     if intent.counted and counts(intent.counted).search(text[:MAX_LINE_CHARS]):
         boost += w.kind
-    if intent.failure and FAILURE.search(text):
+    if intent.failure and failure_line(text):
         boost += w.failure
     if intent.kinds and (_holds_kind(text[:MAX_LINE_CHARS], intent.kinds)
                          or command_line(text, intent)):

@@ -26,9 +26,9 @@ from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
 from breadcrumb.query_api.recall.extract.shapes import (
     DIAGNOSTIC,
-    FAILURE,
     MAX_LINE_CHARS,
     command_line,
+    failure_line,
 )
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
 from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
@@ -133,7 +133,7 @@ def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
     for item in evidence:
         for ln in item["lines"]:
             text = str(ln["text"])[:MAX_LINE_CHARS]
-            if failure and (FAILURE.search(text) or DIAGNOSTIC.match(text)):
+            if failure and (failure_line(text) or DIAGNOSTIC.match(text)):
                 return True  # a failure line the typed-value rules do not name (Go, tsc ...)
             if kinds and text_holds_kind(text, kinds):
                 return True

@@ -11,20 +11,12 @@ from __future__ import annotations
 
 import re
 
+from breadcrumb.processors.failures import FAILURE as FAILURE
+from breadcrumb.processors.failures import failure_line as failure_line
+from breadcrumb.processors.shell import MAX_LINE_CHARS as MAX_LINE_CHARS
 from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.query_api.recall.query import QueryIntent
 
-MAX_LINE_CHARS = 4000  # a line is read this far (a minified bundle is one line)
-#: a failure line; a lower-case ``error`` only where a tool reports one (``error:``,
-#: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
-FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗|エラー"
-                     r"|\berror(?=[\[:]| code\b| TS\d))"
-                     # what a shell or the OS says: ``zsh:11: operation not permitted: …``,
-                     # ``/bin/bash: line 1: cd: sim: No such file or directory``
-                     r"|^\S*sh: (?:line )?\d+: |(?i:no such file or directory|permission denied"
-                     r"|operation not permitted|command not found)"
-                     # a compiler's diagnostic: ``internal/export/csv.go:4:2: undefined: csv``
-                     r"|^\S+\.\w{1,5}:\d+:\d+: \S")
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
 #: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
 #: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
