@@ -7,7 +7,9 @@ Two scorers share one weights object (:class:`LineWeights`), one instance per ca
   plus boosts for holding the *kind* of exact value the question asks for (regex, port,
   SQL, ...; :func:`processors.hints.extract_typed_values`), failure lines on failure
   questions, lines a file edit added, and decisions. Lines that repeat one shape many
-  times (2,000 ``PASSED`` lines) are damped.
+  times (2,000 ``PASSED`` lines) are damped, a long line's term weight shrinks with its
+  length, a tool call's lookup arguments keep half their score, and an error's detail line
+  takes its header's score.
 * :func:`score_semantic` (:data:`SEMANTIC`) — lines by meaning: the passage's dense
   similarity (min-max over the pool), the line's lexical coverage of the question terms
   (each weighted by its rarity among the pool's lines), the kind / failure boosts, the
