@@ -57,7 +57,7 @@ def test_the_detail_under_a_failure_header_takes_its_score() -> None:
     """u03 (Cursor): the line that says what was rejected holds none of the question's
     words; the header above it names ``docs.json``."""
     paste = "\n".join([
-        "> @leash/docs@ dev /Users/me/leash/apps/docs",
+        "> @leash/docs@ dev ~/leash/apps/docs",
         "> mintlify dev",
         "🚨 Invalid docs.json:",
         "#.colors: Unrecognized key(s) in object: 'background'",
@@ -190,7 +190,7 @@ def test_a_tool_calls_lookup_arguments_are_not_what_was_found() -> None:
     a file — named every word of the project path and outscored the csproj line."""
     question = ("Which Swashbuckle version does the pfm-categorization WebApi project file "
                 "reference?")
-    read = Passage("r", 0, 0, '{"filePath":"/home/me/pfm-categorization/src/'
+    read = Passage("r", 0, 0, '{"filePath":"~/pfm-categorization/src/'
                    'Pfm.Categorization.WebApi/Controllers/HomeController.cs"}', kind="tool_call")
     csproj = Passage("o", 1, 0, "<Project Sdk=\"Microsoft.NET.Sdk.Web\">\n"
                      '    <PackageReference Include="Swashbuckle.AspNetCore" Version="6.6.2"/>',
@@ -229,7 +229,7 @@ def test_a_shells_own_error_lines_are_failure_lines() -> None:
     ``/bin/bash: line 1: cd: …: No such file or directory`` say what failed."""
     from breadcrumb.query_api.recall.extract.shapes import FAILURE
 
-    for line in ("zsh:11: operation not permitted: /Users/me/.superstack/telemetry.jsonl",
+    for line in ("zsh:11: operation not permitted: ~/.superstack/telemetry.jsonl",
                  "/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory",
                  "bash: imc: command not found", "cp: x: Permission denied"):
         assert FAILURE.search(line), line
