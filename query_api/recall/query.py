@@ -36,11 +36,10 @@ _KIND_WORDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (r"\bpapers?\b|arxiv|論文", ("arxiv", "arxiv_id")),
         (r"\bfunction|method|関数", ("identifier",)),
         (r"\bdomains?\b|ドメイン", ("env", "domain")),
-        # "which command", "which script did we run", "what did we install", "how did we
-        # retire the old file", "with which flags did I start aider": a command line
-        (r"\bcommands?\b|\bscript\b.*\b(?:run|ran)\b|コマンド"
-         r"|\b(?:what|how) did (?:we|i) (?:install|run|execute|start|launch|retire|rename"
-         r"|remove|delete|deploy)\b|\bflags?\b[^?]*\b(?:start|run|launch)", ("command",)),
+        # "which command": a command line (what a question's shape asks for — "which
+        # script did we run", "how did we retire …" — is :data:`_SHAPED`, read over the
+        # whole question)
+        (r"\bcommands?\b|コマンド", ("command",)),
         # "which test checks / graded ...": a test's node id or its function name
         (r"\bwhich\b[^?]*\btests?\b|\bpytest\b|どのテスト", ("nodeid", "identifier")),
         (r"\bversion|\bpin(?:s|ned)?\b|バージョン", ("version",)),
