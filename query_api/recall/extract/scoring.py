@@ -136,13 +136,14 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
                 continue
             if DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):
                 continue
-            base = _line_score(text, passage, groups, intent, w,
+            failing = intent.failure and failure_line(text)  # read once a line
+            base = _line_score(text, passage, groups, failing, w,
                                edit.side(start) if edit is not None else "", context,
                                edit is not None)
             if base > 0 and edit is not None and not edit.is_header(start):
                 base += edit.context(text, start)
             if intent.failure:  # an error's detail line says what its header only names
-                base, lead, after = _in_failure(text, base, lead, after, w)
+                base, lead, after = _in_failure(text, failing, base, lead, after, w)
             if base > 0:
                 found.append((passage, start, end, text, base))
     # a shape seen in many *different* lines is damped (2,000 ``PASSED`` node ids); the
@@ -166,13 +167,14 @@ def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
     return pool_weights(terms, [_line_terms(text) for text in set(lines)])
 
 
-def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIntent,
+def _line_score(text: str, passage: Passage, groups: TermGroups, failing: bool,
                 w: LineWeights, side: str = "", context: dict[str, float] | None = None,
                 edit: bool = False) -> float:
+    """``failing``: a failure line on a failure question (it gets ``w.failure``)."""
     line_terms = _line_terms(text)  # cached: the same lines recur across ranges and recalls
     held = [t for t in groups.terms if t in line_terms]
     score = words = groups.weight(held) * _brevity(len(line_terms))
-    if intent.failure and failure_line(text):
+    if failing:
         score += w.failure
     if score <= 0:
         return 0.0
@@ -190,15 +192,15 @@ def _line_score(text: str, passage: Passage, groups: TermGroups, intent: QueryIn
     return max(score, 0.0)
 
 
-def _in_failure(text: str, score: float, lead: float, after: float, w: LineWeights
-                ) -> tuple[float, float, float]:
+def _in_failure(text: str, failing: bool, score: float, lead: float, after: float,
+                w: LineWeights) -> tuple[float, float, float]:
     """A line's score on a failure question, within an error's lines: the line after a
     failure header (``🚨 Invalid docs.json:``, ``Error while validating view near:``)
     takes the header's score, and a header takes that of a failure line right before it
     (``…ParseError: while parsing …xml:17``). The detail (``#.colors: Unrecognized
     key(s) in object: 'background'``) rarely holds the question's words; its header
-    does. Returns the line's score, the ``lead`` and ``after`` for the next line."""
-    failing = failure_line(text)
+    does. ``failing``: :func:`.shapes.failure_line` of ``text``. Returns the line's score,
+    the ``lead`` and ``after`` for the next line."""
     header = text.rstrip().endswith(":") and (failing or FAILURE_HEADER.search(text) is not None)
     if header and not failing:  # a header in other words (``Invalid``) is a failure line
         score += w.failure
