@@ -24,7 +24,7 @@ from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
 from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
-from breadcrumb.query_api.recall.passages import Found, Passage, passage_of
+from breadcrumb.query_api.recall.passages import Found, Passage, passage_of, split_lines
 from breadcrumb.query_api.recall.rank import Candidate, ratio
 from breadcrumb.query_api.recall.stages import OpenWindow, RangeReader, Recalled, Retrieved
 from breadcrumb.stores.ports import (
@@ -90,7 +90,8 @@ class Sources:
         query = retrieved.query
         kinds = query.intent.kinds
         failing = query.intent.failure
-        near = near_memories(retrieved.ranked, memory_ids) if kinds or failing else []
+        later = near_memories(retrieved.ranked, memory_ids)  # ranked after the followed
+        near = later if kinds or failing else []
         near_ids = [c.memory.id for c in near]
         searched = self.search(req.user_id, range_requests(
             req.user_id, memory_ids + near_ids, query.dense, query.text))
@@ -103,8 +104,7 @@ class Sources:
                 lambda text: held(text, kinds) or failing and holds_failure(text))
         quoted = False
         if query.intent.counted:  # "how many tests …": the summary's count, in its source
-            quoting = summary_counts(near_memories(retrieved.ranked, memory_ids),
-                                     query.intent.counted)
+            quoting = summary_counts(later, query.intent.counted)
             lines = self.quoted_lines(req.user_id, quoting, retrieved.as_of)
             quoted = any(lines.values())
             found = with_near(found, [c for c, _q in quoting], lines, lambda _text: True)
@@ -194,26 +194,20 @@ def summary_counts(ranked: list[Candidate], counted: str
 
 
 def lines_quoting(events: Sequence[Event], quotes: list[str]) -> list[Passage]:
-    """Each line of ``events`` holding one of ``quotes`` (at most :data:`QUOTED_LINES`)."""
+    """Each line of ``events`` holding one of ``quotes`` where it stands whole (not inside
+    ``173 tests``), at most :data:`QUOTED_LINES`."""
+    quoted = re.compile("|".join(r"(?<![\w.])" + re.escape(q) for q in quotes))
     out: list[Passage] = []
     for event in events:
-        text = event.content
-        starts = sorted({text.rfind("\n", 0, pos) + 1 for q in quotes
-                         for pos in _positions(text, q)})
-        for start in starts:
-            end = text.find("\n", start)
-            line = text[start:len(text) if end < 0 else end].rstrip("\r")
-            out.append(Passage(event.event_id, event.index or 0, start, line, event.kind,
-                               event.role))
-            if len(out) >= QUOTED_LINES:
-                return out
+        if quoted.search(event.content) is None:  # most events: no line split
+            continue
+        for start, _end, line in split_lines(event):
+            if quoted.search(line) is not None:
+                out.append(Passage(event.event_id, event.index or 0, start, line, event.kind,
+                                   event.role))
+                if len(out) >= QUOTED_LINES:
+                    return out
     return out
-
-
-def _positions(text: str, quote: str) -> list[int]:
-    """Where ``quote`` stands in ``text``, not inside a longer number (``173 tests``)."""
-    found = re.finditer(r"(?<![\w.])" + re.escape(quote), text)
-    return [m.start() for _n, m in zip(range(QUOTED_LINES), found, strict=False)]
 
 
 def replaced(hops: list[Candidate], top: list[Candidate]) -> list[Candidate]:
