@@ -388,10 +388,11 @@ def value_kinds(text: str, max_lines: int = MAX_SCAN_LINES) -> frozenset[str]:
     """Every kind a rule reads a value of ``text`` as. :func:`extract_typed_values` names
     a value once (its first kind: ``"POSTGRES_15"`` is an identifier there); a line
     holding a quoted value is one for a question about quoted values all the same."""
-    kinds = {kind for _o, piece in scan_segments(text, max_lines)
-             for _p, kind, _v in _rule_values(piece)}
-    kinds |= {kind for _o, piece in scan_segments(text, max_lines)
-              for _p, kind, value in _sql_values(piece) if value.lower() not in _SQL_WORDS}
+    kinds: set[str] = set()
+    for _o, piece in scan_segments(text, max_lines):  # segmented once for both rule sets
+        kinds.update(kind for _p, kind, _v in _rule_values(piece))
+        kinds.update(kind for _p, kind, value in _sql_values(piece)
+                     if value.lower() not in _SQL_WORDS)
     return frozenset(kinds)
 
 
