@@ -24,6 +24,10 @@ FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗
 _NONE_FAILED = re.compile(r"(?i)(?:errors?|failures?|failed|fatal)\w*"
                           r"(?:\s+(?:reports?|messages?|count|total|found))?\**\s*"
                           r"[:=]?\s*0(?![\w.])|(?<![\w.])0\s+(?:errors?|failures?|failed)\b")
+#: a failure header in other words than :data:`FAILURE`'s (a line ending in ``:`` whose
+#: next line says what failed): ``🚨 Invalid docs.json:``, ``Could not resolve:``
+FAILURE_HEADER = re.compile(r"(?i)\b(invalid|failed|cannot|could not|unable to|rejected"
+                            r"|not allowed|denied)\b")
 
 
 def failure_line(text: str) -> bool:

@@ -127,7 +127,11 @@ def asked_phrase(query: str) -> str | None:
     :data:`ASKED_WORDS` words before its verb ("Which Swashbuckle version", "what volume
     mount") — or None where there are none ("What did odoo complain about …", "How did we
     retire …", a Japanese question): then the whole question names the kinds."""
-    wh = _WH.search(query)
+    return _asked_after(query, _WH.search(query))
+
+
+def _asked_after(query: str, wh: re.Match[str] | None) -> str | None:
+    """:func:`asked_phrase` from the question word found (``wh``, searched once)."""
     if wh is None:
         return None
     rest = query[wh.end():]
@@ -158,7 +162,8 @@ def analyze_query(query: str) -> QueryIntent:
     "which Swashbuckle version does the … project *file* reference" asks for a version,
     not a path; "what field … instead of separate *image* fields" for no kind), else
     those of the whole question."""
-    asked = asked_phrase(query)
+    wh = _WH.search(query)
+    asked = _asked_after(query, wh)
     kinds = _kinds_in(query if asked is None else asked)
     shaped = _SHAPED.search(query) is not None
     if shaped:
@@ -167,7 +172,6 @@ def analyze_query(query: str) -> QueryIntent:
     # failure named before the question word is context ("after the CI step complained
     # about …, which pnpm pin …"), so is a command named after it ("what did odoo
     # complain about when we passed … to the upgrade command")
-    wh = _WH.search(query)
     main = query if wh is None else query[wh.start():]
     command_asked = "command" in kinds and (asked is not None or shaped)
     dated = _AFTER.sub(" ", query) if _ELAPSED.search(query) else query

@@ -105,14 +105,14 @@ class Sources:
         quoted = False
         if query.intent.counted:  # "how many tests …": the summary's count, in its source
             quoting = summary_counts(later, query.intent.counted)
-            lines = self.quoted_lines(req.user_id, quoting, retrieved.as_of)
+            lines = self.count_lines(req.user_id, quoting, retrieved.as_of)
             quoted = any(lines.values())
             found = with_near(found, [c for c, _q in quoting], lines, lambda _text: True)
         return Recalled(retrieved, decision, True, hops, ranges, cut,
                         RangeReader(self.raw, req.user_id, retrieved.as_of), windows, found,
                         quoted)
 
-    def quoted_lines(self, user_id: str, quoting: list[tuple[Candidate, list[str]]],
+    def count_lines(self, user_id: str, quoting: list[tuple[Candidate, list[str]]],
                      as_of: datetime | None) -> dict[str, list[Passage]]:
         """Memory id -> the lines of its range (said by ``as_of``) holding a quote of its
         summary, verbatim: the summary is a map back to the source."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from breadcrumb.processors.failures import FAILURE as FAILURE
+from breadcrumb.processors.failures import FAILURE_HEADER as FAILURE_HEADER
 from breadcrumb.processors.failures import failure_line as failure_line
 from breadcrumb.processors.shell import MAX_LINE_CHARS as MAX_LINE_CHARS
 from breadcrumb.processors.shell import SHELL_COMMAND
@@ -21,10 +22,6 @@ from breadcrumb.query_api.recall.query import QueryIntent
 #: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
 #: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
 DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
-#: a failure header in other words than :data:`FAILURE`'s (a line ending in ``:`` whose
-#: next line says what failed): ``🚨 Invalid docs.json:``, ``Could not resolve:``
-FAILURE_HEADER = re.compile(r"(?i)\b(invalid|failed|cannot|could not|unable to|rejected"
-                            r"|not allowed|denied)\b")
 DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
