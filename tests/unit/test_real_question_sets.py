@@ -1,0 +1,37 @@
+"""The real-session question sets shipped in eval/agents: each loads, and the held-out
+sets ask for no value another set asks for (a held-out set measures only if it is new)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from breadcrumb.eval.realsessions import DEFAULT_QUESTIONS, load_questions
+
+SETS = sorted(DEFAULT_QUESTIONS.parent.glob("real_questions*.jsonl"))
+
+
+def test_the_tuned_set_and_three_held_out_sets_are_shipped() -> None:
+    assert [p.name for p in SETS] == ["real_questions.jsonl", "real_questions_heldout.jsonl",
+                                      "real_questions_heldout2.jsonl",
+                                      "real_questions_heldout3.jsonl"]
+
+
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
+def test_each_set_covers_eight_agents_with_named_sources(path: Path) -> None:
+    questions = load_questions(path)
+    assert len({q.agent for q in questions}) >= 8
+    assert all({"repo", "commit", "path"} <= set(q.source) for q in questions)
+
+
+def test_no_value_or_id_is_asked_by_two_sets() -> None:
+    values: dict[str, str] = {}
+    ids: set[str] = set()
+    for path in SETS:
+        for q in load_questions(path):
+            assert q.qid not in ids, q.qid
+            ids.add(q.qid)
+            for other, where in values.items():
+                assert q.value not in other and other not in q.value, (q.qid, where)
+            values[q.value] = q.qid
