@@ -22,6 +22,7 @@ from breadcrumb.query_api.recall.extract.semantic import (
     names_the_literal,
     needs_meaning,
 )
+from breadcrumb.query_api.recall.passages import Line
 from breadcrumb.query_api.recall.stages import Extracted, Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 
@@ -52,8 +53,7 @@ class Extractor:
         count a summary quotes (:attr:`Recalled.quoted`) is looked up by words."""
         query = recalled.retrieved.query
         if self.quoter is None and not query.precise and not recalled.quoted:
-            semantic, used = self.by_meaning(recalled)
-            return (semantic, used) if semantic else self.word_exact(recalled)
+            return self._words_and_meaning(recalled)
         cut = self.word_exact.with_history(recalled)
         evidence, level = cut.evidence, cut.level
         if needs_meaning(evidence, query, recalled.quoted):  # meaning and words
@@ -64,3 +64,29 @@ class Extractor:
         if not evidence and cut.history:  # the exact lines, marked as history, not none
             return cut.history, cut.history_level
         return evidence, level
+
+    def _words_and_meaning(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
+        """A question that is no precise lookup: lines by meaning, with the word-exact
+        cut's lines of the followed ranges' tool calls, outputs, edits and notes among the
+        candidates, lifted by their word score (:func:`tool_lines`)."""
+        cut = self.word_exact.with_history(recalled)
+        semantic = self.by_meaning.evidence(recalled, recalled.retrieved.evidence_budget,
+                                            tool_lines(recalled, cut.lines))
+        if not semantic:  # nothing by meaning: the word-exact cut
+            return cut.evidence, cut.level
+        return semantic, 1
+
+
+def tool_lines(recalled: Recalled, lines: list[tuple[str, Line]]) -> list[tuple[str, Line]]:
+    """The ``lines`` (memory id, line) of the followed ranges' events that are no message.
+
+    What a tool printed, a command, an edit, a test result is found by its words: a
+    terraform ``Plan: 27 to add, 0 to change, 0 to destroy.`` holding every word of the
+    question lost, by meaning alone, to the plan's prose in a closer chunk, and an ``ls:
+    …: No such file or directory`` to the ``ls -l`` before it. A message is found by
+    meaning: lifting the word-exact cut's conversation turns cost LoCoMo evidence
+    (0.766 -> 0.753 on the same stored dir)."""
+    if recalled.events is None:
+        return []
+    kinds = {e.event_id: e.kind for c in recalled.hops for e in recalled.events.events(c.memory)}
+    return [(mid, ln) for mid, ln in lines if kinds.get(ln.event_id, "message") != "message"]

@@ -257,6 +257,8 @@ class CutEvidence:
     level: int
     history: list[dict[str, Any]] = field(default_factory=list)
     history_level: int = 0
+    #: the lines of ``evidence`` with their scores, and the memory of each
+    lines: list[tuple[str, Line]] = field(default_factory=list)
 
 
 class WordExactCut:
@@ -305,14 +307,16 @@ class WordExactCut:
         kept = best_lines([cut for _m, cut, _u, _s in cuts], total, self.count)
         evidence: list[dict[str, Any]] = []
         level = 0
+        scored: list[tuple[str, Line]] = []
         for (memory, cut, used, stale), lines in zip(cuts, kept, strict=True):
             if not lines:
                 continue
+            scored += [(memory.id, ln) for ln in lines]
             cut = Extract.joined(lines, self.count, cut.best_score)
             level = max(level, used)
             evidence.append(self._record(recalled, memory, cut, used,
                                          [v for v in stale if holds_value(cut.text, v)]))
-        return CutEvidence(evidence, level, history, history_level)
+        return CutEvidence(evidence, level, history, history_level, scored)
 
     def _found(self, recalled: Recalled, best: float, terms: dict[str, float]
                ) -> list[tuple[Observation, Extract, int, list[str]]]:

@@ -76,11 +76,15 @@ class LineWeights:
     date: float = 0.0  # semantic: said within the period named ("in August 2023")
     speaker: float = 0.0  # semantic: a transcript line of a person the question names
     neighbor_share: float = 0.0  # semantic: share of an adjacent turn's lead (question -> answer)
+    words: float = 0.0  # semantic: a line the word-exact cut chose, times its share of the best
 
 
+#: lines by meaning: a word-exact line's lift at the best word score (:func:`line_pool`)
+WORDS = 2.0
 EXACT = LineWeights(kind=2.0, failure=2.0, added_line=1.0, removed_line=0.5, decision=0.5,
                     call=0.5)
 SEMANTIC = LineWeights(kind=0.5, failure=0.5, dense=1.0, lexical=1.2, range=0.35, role=1.0,
+                       words=WORDS,
                        date=0.8, speaker=0.2, neighbor_share=0.5, mine=0.3)
 DATE_BOOST = SEMANTIC.date
 SPEAKER_BOOST = SEMANTIC.speaker
@@ -95,6 +99,7 @@ LOOKUP_SHARE = 0.5
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
+_WORDY = re.compile(r"\w")  # a line of punctuation alone (``.``, ``>``, ``});``) answers nothing
 _KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>=-]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
 _shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
@@ -284,13 +289,18 @@ class LinePool:
 def line_pool(found: Iterable[Found], terms: dict[str, float], intent: QueryIntent,
               range_score: dict[str, float], roles: dict[str, str] | None = None,
               dated: frozenset[str] = frozenset(), question: str = "",
-              w: LineWeights = SEMANTIC) -> LinePool:
-    """Every distinct line of the candidate passages, scored (see :func:`score_semantic`)."""
+              w: LineWeights = SEMANTIC, words: Mapping[tuple[str, int], float] | None = None
+              ) -> LinePool:
+    """Every distinct line of the candidate passages, scored (see :func:`score_semantic`).
+    ``words``: (event id, start) -> a word-exact score's share of the best (0..1)."""
     groups = _groups(list(found), intent.temporal == "oldest")
     rows = [(f, line) for f, _dense, lines in groups for line in lines]
     lines = [line for _f, line in rows]
     weights = pool_weights(terms, [ln[3] for ln in lines])
     raw = _fused(groups, weights, intent, range_score, roles or {}, dated, w)
+    if words:
+        raw = [sc + w.words * words.get((f.passage.event_id, ln[0]), 0.0)
+               for sc, (f, ln) in zip(raw, rows, strict=True)]
     lifted = _with_neighbors(raw, groups, w.neighbor_share) if w.neighbor_share > 0 else raw
     # 40 different lines of one shape: one of them is enough; one line repeated verbatim
     # (an output the next turn quotes again) is one line, and packing keeps one copy
@@ -406,7 +416,7 @@ def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     return tuple((start, end, line, _line_terms(line), _shape(line))
                  for start, end, line in split_lines(Passage("", 0, offset, text))
                  if not (diff and _removed(line)) and line not in EDIT_MARKERS
-                 and not IMPORT_MARKER.match(line))
+                 and not IMPORT_MARKER.match(line) and _WORDY.search(line))
 
 
 def _removed(line: str) -> bool:

@@ -13,7 +13,7 @@ by :func:`.pack.pack_pool`. Text stays verbatim: every line is a slice of stored
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from breadcrumb.processors.hints import VALUE_KINDS
@@ -30,7 +30,14 @@ from breadcrumb.query_api.recall.extract.shapes import (
     command_line,
     failure_line,
 )
-from breadcrumb.query_api.recall.passages import Extract, Found, Line, evidence_record, merge
+from breadcrumb.query_api.recall.passages import (
+    Extract,
+    Found,
+    Line,
+    Passage,
+    evidence_record,
+    merge,
+)
 from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
 from breadcrumb.query_api.recall.sources import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
@@ -56,12 +63,21 @@ class LinesByMeaning:
         evidence = self.evidence(recalled, recalled.retrieved.evidence_budget)
         return evidence, 1 if evidence else 0
 
-    def evidence(self, recalled: Recalled, budget: int) -> list[dict[str, Any]]:
-        """Evidence records within ``budget`` tokens, the group of the best line first."""
+    def evidence(self, recalled: Recalled, budget: int,
+                 words: Sequence[tuple[str, Line]] = ()) -> list[dict[str, Any]]:
+        """Evidence records within ``budget`` tokens, the group of the best line first;
+        ``words``: the word-exact cut's lines (memory id, line): candidates too, lifted
+        by their share of its best line's score."""
         retrieved = recalled.retrieved
         query, top, user_id = retrieved.query, retrieved.top, retrieved.request.user_id
         ranges = recalled.ranges
         pool = merge(ranges[0::2], ranges[1::2], into=retrieved.found)
+        best_words = max((ln.score for _m, ln in words), default=0.0)
+        lifted = {(ln.event_id, ln.start): ln.score / best_words for _m, ln in words
+                  } if best_words > 0 else {}
+        for mid, ln in words:  # after the chunks: a line already in one is read there
+            pool[f"words:{ln.event_id}:{ln.start}"] = Found(
+                Passage(ln.event_id, ln.event_index, ln.start, ln.text), mid)
         best = top[0].score if top and top[0].score > 0 else 1.0
         range_score = {c.memory.id: max(0.0, c.score / best) for c in top}
         roles = (_roles(self.raw, user_id, pool.values())
@@ -70,7 +86,7 @@ class LinesByMeaning:
                              (f.passage.event_id for f in pool.values()), retrieved.request.now)
         terms = with_verb_forms(query.terms)  # "graded" meets a test named ``…_and_grade``
         ranked = line_pool(pool.values(), terms, query.intent, range_score, roles, dated,
-                           query.text)
+                           query.text, words=lifted)
         known = {**recalled.read, **{c.memory.id: c.memory for c in top}}
         missing = [mid for mid in dict.fromkeys(f.memory_id for f in pool.values())
                    if mid not in known]

@@ -1,0 +1,63 @@
+"""Lines by meaning with the word-exact cut's tool lines among them (held-out 2's kn1,
+kx3: a terraform plan's summary line and an ``ls`` error, each holding the question's
+words, lost to prose of a closer chunk when only meaning chose)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
+
+from breadcrumb.processors.lexical import query_terms
+from breadcrumb.query_api.recall.extract import tool_lines
+from breadcrumb.query_api.recall.extract.scoring import line_pool
+from breadcrumb.query_api.recall.passages import Found, Line, Passage
+from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.stages import Recalled
+
+QUESTION = ("After clearing the old terraform state, what did terraform plan report it "
+            "would add, change and destroy in the new dev project?")
+PLAN = "Plan: 27 to add, 0 to change, 0 to destroy."
+PROSE = ("The current terraform state file references resources in the OLD project; "
+         "clear the terraform state so the new dev project is a fresh deployment.")
+
+
+def _pool(words: dict[tuple[str, int], float] | None) -> list[str]:
+    found = [Found(Passage("prose", 1, 0, PROSE), "m1", 0.90),
+             Found(Passage("plan", 2, 0, f"Terraform will perform the following actions:\n{PLAN}"),
+                   "m1", 0.80)]
+    pool = line_pool(found, query_terms(QUESTION), analyze_query(QUESTION), {}, words=words)
+    return [pool.line[i][2] for i in pool.order]
+
+
+def test_a_word_exact_line_is_lifted_by_its_share_of_the_best_word_score() -> None:
+    assert _pool(None)[0] == PROSE  # by meaning alone the closer chunk's prose wins
+    start = len("Terraform will perform the following actions:\n")
+    assert _pool({("plan", start): 1.0})[0] == PLAN
+    assert _pool({("plan", start): 0.0})[0] == PROSE  # no word score, no lift
+
+
+def _event(event_id: str, kind: str) -> SimpleNamespace:
+    return SimpleNamespace(event_id=event_id, kind=kind)
+
+
+def test_tool_lines_keep_what_a_tool_printed_and_leave_messages_to_meaning() -> None:
+    memory = SimpleNamespace(id="m1")
+    events = {"m1": [_event("said", "message"), _event("ran", "tool_result"),
+                     _event("edit", "file_edit")]}
+    reader = SimpleNamespace(events=lambda m: events[m.id])
+    recalled = cast(Recalled, cast(Any, SimpleNamespace(
+        events=reader, hops=[SimpleNamespace(memory=memory)])))
+    lines = [("m1", Line(eid, 0, 0, 4, "text", 1.0)) for eid in ("said", "ran", "edit", "far")]
+    kept = [ln.event_id for _m, ln in tool_lines(recalled, lines)]
+    # a message is found by meaning; a line of another range (kind unknown) is left too
+    assert kept == ["ran", "edit"]
+    assert tool_lines(cast(Recalled, cast(Any, SimpleNamespace(events=None, hops=[]))),
+                      lines) == []
+
+
+def test_a_line_of_punctuation_alone_is_no_candidate() -> None:
+    """kp2: ``.`` and ``>`` of a close chunk cost a token each and filled the answer."""
+    question = "What efficiency figure did the grading report show?"
+    found = [Found(Passage("e", 1, 0, ".\n>\n});\nEfficiency:   26.810 coverage%/μs"), "m1", 0.9)]
+    pool = line_pool(found, query_terms(question), analyze_query(question), {})
+    assert [pool.line[i][2] for i in pool.order] == ["Efficiency:   26.810 coverage%/μs"]
