@@ -147,6 +147,11 @@ _SHAPED = re.compile(r"(?i)\bscript\b.*\b(?:run|ran)\b|\b(?:what|how) did (?:we|
                      r"|\bflags?\b[^?]*\b(?:start|run|launch)")
 
 
+#: a dotenv file named anywhere in the question (``.env``, ``.env.local``): what it holds
+#: is asked for, ``KEY=value`` lines (held-out hn1, ka1)
+_DOTENV = re.compile(r"(?<![\w.])\.env(?:\.[\w-]+)?(?![\w.-])")
+
+
 def _kinds_in(text: str) -> set[str]:
     kinds: set[str] = set()
     for pattern, found in _KIND_WORDS:
@@ -168,6 +173,8 @@ def analyze_query(query: str) -> QueryIntent:
     shaped = _SHAPED.search(query) is not None
     if shaped:
         kinds.add("command")
+    if _DOTENV.search(query):
+        kinds.add("env")
     # a command asked for ("which command … show only errors") is no failure question; a
     # failure named before the question word is context ("after the CI step complained
     # about …, which pnpm pin …"), so is a command named after it ("what did odoo

