@@ -40,19 +40,26 @@ def _event(event_id: str, kind: str) -> SimpleNamespace:
     return SimpleNamespace(event_id=event_id, kind=kind)
 
 
+def _recalled(events: Any, hops: list[Any]) -> Recalled:
+    query = SimpleNamespace(text=QUESTION)
+    return cast(Recalled, cast(Any, SimpleNamespace(
+        events=events, hops=hops, retrieved=SimpleNamespace(query=query))))
+
+
 def test_tool_lines_keep_what_a_tool_printed_and_leave_messages_to_meaning() -> None:
     memory = SimpleNamespace(id="m1")
     events = {"m1": [_event("said", "message"), _event("ran", "tool_result"),
-                     _event("edit", "file_edit")]}
+                     _event("edit", "file_edit"), _event("init", "tool_call")]}
     reader = SimpleNamespace(events=lambda m: events[m.id])
-    recalled = cast(Recalled, cast(Any, SimpleNamespace(
-        events=reader, hops=[SimpleNamespace(memory=memory)])))
-    lines = [("m1", Line(eid, 0, 0, 4, "text", 1.0)) for eid in ("said", "ran", "edit", "far")]
+    recalled = _recalled(reader, [SimpleNamespace(memory=memory)])
+    lines = [("m1", Line(eid, 0, 0, len(PLAN), PLAN, 1.0))
+             for eid in ("said", "ran", "edit", "far")]
+    # one word of the question (the tool's name) is no answer however it ranks by words
+    lines.append(("m1", Line("init", 0, 0, 14, "terraform init", 1.0)))
     kept = [ln.event_id for _m, ln in tool_lines(recalled, lines)]
     # a message is found by meaning; a line of another range (kind unknown) is left too
     assert kept == ["ran", "edit"]
-    assert tool_lines(cast(Recalled, cast(Any, SimpleNamespace(events=None, hops=[]))),
-                      lines) == []
+    assert tool_lines(_recalled(None, []), lines) == []
 
 
 def test_a_line_of_punctuation_alone_is_no_candidate() -> None:

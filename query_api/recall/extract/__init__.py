@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from breadcrumb.processors.lexical import lexical_terms, query_terms, with_verb_forms
+from breadcrumb.processors.shell import MAX_LINE_CHARS
 from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
 from breadcrumb.query_api.recall.extract.semantic import (
@@ -25,6 +27,10 @@ from breadcrumb.query_api.recall.extract.semantic import (
 from breadcrumb.query_api.recall.passages import Line
 from breadcrumb.query_api.recall.stages import Extracted, Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
+
+#: a tool line the word-exact cut chose is lifted among lines by meaning only if it holds
+#: at least this many of the question's words
+TOOL_LINE_WORDS = 2
 
 
 class Extractor:
@@ -85,8 +91,19 @@ def tool_lines(recalled: Recalled, lines: list[tuple[str, Line]]) -> list[tuple[
     question lost, by meaning alone, to the plan's prose in a closer chunk, and an ``ls:
     …: No such file or directory`` to the ``ls -l`` before it. A message is found by
     meaning: lifting the word-exact cut's conversation turns cost LoCoMo evidence
-    (0.766 -> 0.753 on the same stored dir)."""
+    (0.766 -> 0.753 on the same stored dir). A line holding fewer than
+    :data:`TOOL_LINE_WORDS` of the question's words is not lifted: the best of a poor
+    cut (``ls -la …/pfm-categorization/src/``, the project's name alone) is no answer."""
     if recalled.events is None:
         return []
     kinds = {e.event_id: e.kind for c in recalled.hops for e in recalled.events.events(c.memory)}
-    return [(mid, ln) for mid, ln in lines if kinds.get(ln.event_id, "message") != "message"]
+    asked = list(dict.fromkeys(terms for word in recalled.retrieved.query.text.split()
+                               if (terms := frozenset(with_verb_forms(query_terms(word))))))
+    return [(mid, ln) for mid, ln in lines if kinds.get(ln.event_id, "message") != "message"
+            and _words_held(asked, ln.text) >= TOOL_LINE_WORDS]
+
+
+def _words_held(asked: list[frozenset[str]], text: str) -> int:
+    """How many of the question's words (``asked``: each word's terms) ``text`` holds."""
+    held = frozenset(lexical_terms(text[:MAX_LINE_CHARS]))
+    return sum(1 for terms in asked if terms & held)
