@@ -141,9 +141,10 @@ class ChunkedStores(FakeStores):
 
 def test_a_question_by_meaning_is_answered_by_meaning_with_its_ranges_read() -> None:
     # not a precise lookup: lines by meaning answer it; the followed ranges are read too,
-    # for the word-exact cut's tool lines among the candidates (session 21: before, the
-    # raw range was never read for such a question, and a terraform plan line holding
-    # every word of the question lost to prose); a precise one cuts by words first
+    # to know whether they hold tool events, whose lines the word-exact cut adds among the
+    # candidates (session 21: before, the raw range was never read for such a question,
+    # and a terraform plan line holding every word of the question lost to prose); these
+    # ranges are messages alone, so meaning alone answers; a precise one cuts by words
     events = {t: Event(f"{t}-0", "u", t, "2024-05-01T00:00:00Z", "assistant", "message",
                        f"we moved the database to a bigger host ({t})\nunrelated", index=0)
               for t in ("a", "b")}

@@ -4,15 +4,11 @@ words, lost to prose of a closer chunk when only meaning chose)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, cast
-
 from breadcrumb.processors.lexical import query_terms
 from breadcrumb.query_api.recall.extract import tool_lines
 from breadcrumb.query_api.recall.extract.scoring import line_pool
 from breadcrumb.query_api.recall.passages import Found, Line, Passage
 from breadcrumb.query_api.recall.query import analyze_query
-from breadcrumb.query_api.recall.stages import Recalled
 
 QUESTION = ("After clearing the old terraform state, what did terraform plan report it "
             "would add, change and destroy in the new dev project?")
@@ -36,30 +32,16 @@ def test_a_word_exact_line_is_lifted_by_its_share_of_the_best_word_score() -> No
     assert _pool({("plan", start): 0.0})[0] == PROSE  # no word score, no lift
 
 
-def _event(event_id: str, kind: str) -> SimpleNamespace:
-    return SimpleNamespace(event_id=event_id, kind=kind)
-
-
-def _recalled(events: Any, hops: list[Any]) -> Recalled:
-    query = SimpleNamespace(text=QUESTION)
-    return cast(Recalled, cast(Any, SimpleNamespace(
-        events=events, hops=hops, retrieved=SimpleNamespace(query=query))))
-
-
 def test_tool_lines_keep_what_a_tool_printed_and_leave_messages_to_meaning() -> None:
-    memory = SimpleNamespace(id="m1")
-    events = {"m1": [_event("said", "message"), _event("ran", "tool_result"),
-                     _event("edit", "file_edit"), _event("init", "tool_call")]}
-    reader = SimpleNamespace(events=lambda m: events[m.id])
-    recalled = _recalled(reader, [SimpleNamespace(memory=memory)])
+    kinds = {"said": "message", "ran": "tool_result", "edit": "file_edit",
+             "init": "tool_call", "end": "session_end"}
     lines = [("m1", Line(eid, 0, 0, len(PLAN), PLAN, 1.0))
-             for eid in ("said", "ran", "edit", "far")]
+             for eid in ("said", "ran", "edit", "end", "far")]
     # one word of the question (the tool's name) is no answer however it ranks by words
     lines.append(("m1", Line("init", 0, 0, 14, "terraform init", 1.0)))
-    kept = [ln.event_id for _m, ln in tool_lines(recalled, lines)]
+    kept = [ln.event_id for _m, ln in tool_lines(QUESTION, lines, kinds)]
     # a message is found by meaning; a line of another range (kind unknown) is left too
     assert kept == ["ran", "edit"]
-    assert tool_lines(_recalled(None, []), lines) == []
 
 
 def test_a_line_of_punctuation_alone_is_no_candidate() -> None:

@@ -12,7 +12,7 @@ date and speaker boosts their inputs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from breadcrumb.processors.lexical import lexical_terms, query_terms, with_verb_forms
@@ -31,6 +31,9 @@ from breadcrumb.stores.ports import MemoryStore, RawEventStore
 #: a tool line the word-exact cut chose is lifted among lines by meaning only if it holds
 #: at least this many of the question's words
 TOOL_LINE_WORDS = 2
+#: event kinds of a conversation: their lines are found by meaning (a tool call, its
+#: output, an edit, a test result, an importer's note are not)
+_TALK = frozenset({"message", "topic_change", "session_end"})
 
 
 class Extractor:
@@ -75,16 +78,30 @@ class Extractor:
         """A question that is no precise lookup: lines by meaning, with the word-exact
         cut's lines of the followed ranges' tool calls, outputs, edits and notes among the
         candidates, lifted by their word score (:func:`tool_lines`)."""
+        kinds = _hop_kinds(recalled)
+        if all(kind in _TALK for kind in kinds.values()):  # a conversation: meaning
+            semantic, used = self.by_meaning(recalled)
+            return (semantic, used) if semantic else self.word_exact(recalled)
         cut = self.word_exact.with_history(recalled)
+        question = recalled.retrieved.query.text
         semantic = self.by_meaning.evidence(recalled, recalled.retrieved.evidence_budget,
-                                            tool_lines(recalled, cut.lines))
+                                            tool_lines(question, cut.lines, kinds))
         if not semantic:  # nothing by meaning: the word-exact cut
             return cut.evidence, cut.level
         return semantic, 1
 
 
-def tool_lines(recalled: Recalled, lines: list[tuple[str, Line]]) -> list[tuple[str, Line]]:
-    """The ``lines`` (memory id, line) of the followed ranges' events that are no message.
+def _hop_kinds(recalled: Recalled) -> dict[str, str]:
+    """Event id -> kind of the followed ranges' events (read once, by the range reader)."""
+    if recalled.events is None:
+        return {}
+    return {e.event_id: e.kind for c in recalled.hops for e in recalled.events.events(c.memory)}
+
+
+def tool_lines(question: str, lines: list[tuple[str, Line]], kinds: Mapping[str, str]
+               ) -> list[tuple[str, Line]]:
+    """The ``lines`` (memory id, line) of events that are no message (``kinds``: event id
+    -> kind, of the followed ranges; a line of another event is left out).
 
     What a tool printed, a command, an edit, a test result is found by its words: a
     terraform ``Plan: 27 to add, 0 to change, 0 to destroy.`` holding every word of the
@@ -93,13 +110,11 @@ def tool_lines(recalled: Recalled, lines: list[tuple[str, Line]]) -> list[tuple[
     meaning: lifting the word-exact cut's conversation turns cost LoCoMo evidence
     (0.766 -> 0.753 on the same stored dir). A line holding fewer than
     :data:`TOOL_LINE_WORDS` of the question's words is not lifted: the best of a poor
-    cut (``ls -la …/pfm-categorization/src/``, the project's name alone) is no answer."""
-    if recalled.events is None:
-        return []
-    kinds = {e.event_id: e.kind for c in recalled.hops for e in recalled.events.events(c.memory)}
-    asked = list(dict.fromkeys(terms for word in recalled.retrieved.query.text.split()
+    cut (``ls -la …/pfm-categorization/src/``, the project's name alone) is no answer.
+    Ranges of messages alone (a conversation) are not cut by words at all."""
+    asked = list(dict.fromkeys(terms for word in question.split()
                                if (terms := frozenset(with_verb_forms(query_terms(word))))))
-    return [(mid, ln) for mid, ln in lines if kinds.get(ln.event_id, "message") != "message"
+    return [(mid, ln) for mid, ln in lines if kinds.get(ln.event_id, "message") not in _TALK
             and _words_held(asked, ln.text) >= TOOL_LINE_WORDS]
 
 
