@@ -200,7 +200,7 @@ def test_a_tool_calls_lookup_arguments_are_not_what_was_found() -> None:
 
 
 def test_a_setting_named_a_version_holds_one() -> None:
-    from breadcrumb.query_api.recall.extract.scoring import _typed_kinds
+    from breadcrumb.query_api.recall.extract.scoring.exact import _typed_kinds
 
     for line in ('  database_version = "POSTGRES_15"', '"node-version": "lts/*"',
                  "python_version: 3.11"):

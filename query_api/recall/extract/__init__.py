@@ -4,7 +4,7 @@
 an :class:`~..stages.Extracted` out). It chooses between two cuts of the followed
 ranges — the word-exact cut (:mod:`.cut`, levels 1–3) and lines by meaning
 (:mod:`.semantic`) — and adds the open windows' lines (:mod:`.fresh_tail`). Every
-line is scored in one module, :mod:`.scoring` (one :class:`~.scoring.LineWeights`
+line is scored in one package, :mod:`.scoring` (one :class:`~.scoring.LineWeights`
 per caller), and packed by :mod:`.pack`; :mod:`.dated` and :mod:`.speakers` give the
 date and speaker boosts their inputs.
 """
