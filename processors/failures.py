@@ -17,7 +17,10 @@ FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗
                      # what a shell or the OS says: ``zsh:11: operation not permitted: …``,
                      # ``/bin/bash: line 1: cd: sim: No such file or directory``
                      r"|^\S*sh: (?:line )?\d+: |(?i:no such file or directory|permission denied"
-                     r"|operation not permitted|command not found)"
+                     r"|operation not permitted|command not found"
+                     # an access check's refusal: Odoo's ``You are not allowed to access
+                     # 'Recruitment Stages' (hr.recruitment.stage) records.``
+                     r"|not allowed to access|access denied)"
                      # a compiler's diagnostic: ``internal/export/csv.go:4:2: undefined: csv``
                      r"|^\S+\.\w{1,5}:\d+:\d+: \S")
 #: a count of no failures: ``UVM_ERROR :    0``, ``Errors: 0``, ``0 failed``, ``0 errors``

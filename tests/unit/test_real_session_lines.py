@@ -295,3 +295,28 @@ def test_a_dotenv_file_named_asks_for_its_settings() -> None:
         "```",
     ])
     assert _best(question, text) == 'OPENAI_EMBEDDING_MODEL="text-embedding-3-small"'
+
+
+def test_an_access_checks_refusal_is_a_failure_line() -> None:
+    """Held-out kc2 (Claude Code, Odoo; session 21): the user pastes the refusal the portal
+    showed; it holds no ``Error`` and lost to every ``raise AccessError(…)`` of the code."""
+    from breadcrumb.processors.failures import failure_line
+
+    question = ("After the Applicant access problem on the recruitment candidate portal was "
+                "handled, what access error did a test user still get under My/applications?")
+    refusal = ("this appear in My/applications when try with one user You are not allowed to "
+               "access 'Recruitment Stages' (hr.recruitment.stage) records.")
+    assert failure_line(refusal) and failure_line("403 Access denied for user 'app'")
+    assert not failure_line("Only portal users are allowed to access their own applications")
+    text = "\n".join([  # the range's other lines naming an access error: code
+        '                raise AccessError(_("This item cannot be uploaded by the candidate"))',
+        "from odoo.exceptions import AccessError, MissingError",
+        "        except (AccessError, MissingError):",
+        "            raise AccessError(_('You can only see your own applications'))",
+        "The portal route now reads the applicant with sudo() after checking the partner.",
+        refusal,
+    ])
+    # the code lines name the error by its class and hold more of the question's words;
+    # the refusal, a failure line now, is within the cut's relative threshold of the best
+    scored = {ln.text: ln.score for ln in score_exact(question, [Passage("e", 0, 0, text)])}
+    assert scored[refusal] >= RELATIVE_THRESHOLD * max(scored.values())
