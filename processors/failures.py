@@ -1,14 +1,14 @@
 """What a failure line looks like: a tool's, a compiler's, a shell's or the OS's own
 words that something failed, and not a count of none (``UVM_ERROR :    0``). Patterns
 only: Extract weighs them; Recall reads a near memory's chunk for a failure question
-only if it holds one (:func:`holds_failure`).
+only if it holds one (:func:`processors.asked.holds_asked`).
 """
 
 from __future__ import annotations
 
 import re
 
-from breadcrumb.processors.shell import MAX_CHUNK_LINES, MAX_LINE_CHARS
+from breadcrumb.processors.shell import MAX_LINE_CHARS
 
 #: a failure line; a lower-case ``error`` only where a tool reports one (``error:``,
 #: ``error[E0599]``, ``npm error code``, tsc's ``error TS2304``), not in prose
@@ -27,6 +27,10 @@ FAILURE = re.compile(r"(FAIL|ERROR|Error|Exception|Traceback|assert|panic|失敗
 _NONE_FAILED = re.compile(r"(?i)(?:errors?|failures?|failed|fatal)\w*"
                           r"(?:\s+(?:reports?|messages?|count|total|found))?\**\s*"
                           r"[:=]?\s*0(?![\w.])|(?<![\w.])0\s+(?:errors?|failures?|failed)\b")
+#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
+#: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
+#: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
+DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 #: a failure header in other words than :data:`FAILURE`'s (a line ending in ``:`` whose
 #: next line says what failed): ``🚨 Invalid docs.json:``, ``Could not resolve:``
 FAILURE_HEADER = re.compile(r"(?i)\b(invalid|failed|cannot|could not|unable to|rejected"
@@ -38,8 +42,3 @@ def failure_line(text: str) -> bool:
     :data:`FAILURE` line that is not a count of none (``UVM_ERROR :    0``)."""
     head = text[:MAX_LINE_CHARS]
     return FAILURE.search(head) is not None and _NONE_FAILED.search(head) is None
-
-
-def holds_failure(text: str, max_lines: int = MAX_CHUNK_LINES) -> bool:
-    """Whether a line of ``text`` (its first ``max_lines``) is a failure line."""
-    return any(failure_line(line) for line in text.splitlines()[:max_lines])

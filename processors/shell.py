@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 MAX_LINE_CHARS = 4000  # a line is read this far (a minified bundle is one line)
-MAX_CHUNK_LINES = 200  # :func:`holds_command` reads a text this many lines deep
+MAX_CHUNK_LINES = 200  # :func:`processors.asked.holds_asked` reads a text this deep
 
 #: a shell command line (the value a "which command ..." question asks for): a prompt,
 #: ``cd x &&``, ``VAR=value`` prefixes allowed, then a known program or a script
@@ -28,9 +28,3 @@ SHELL_COMMAND = re.compile(
     r"|rsync|tar|unzip|psql|mysql|sqlite3|redis-cli|openssl|jq|yq|just|task|turbo|nx"
     r"|vite|next|jest|vitest|playwright|tox|nox|poetry|pdm|hatch|conda|mamba|ollama"
     r"|\./\S+|\S+\.sh)(?:\.exe)?(?=\s|$)")
-
-
-def holds_command(text: str, max_lines: int = MAX_CHUNK_LINES) -> bool:
-    """Whether a line of ``text`` (its first ``max_lines``) is a shell command line."""
-    return any(SHELL_COMMAND.match(line[:MAX_LINE_CHARS]) is not None
-               for line in text.splitlines()[:max_lines])

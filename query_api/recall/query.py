@@ -100,6 +100,11 @@ class QueryIntent:
     #: "which bike did I fix", "my", "me", without "you": the asker's own turns say it
     first_person: bool = False
 
+    @property
+    def failure_asked(self) -> bool:
+        """A failure question, or one for an error value ("which error …")."""
+        return self.failure or "error" in self.kinds
+
 
 _HOW_MANY = re.compile(r"(?i)\bhow many\s+([a-z][a-z_-]{2,})")
 #: "how many days did it take … after …": time elapsed between two events; its "after"

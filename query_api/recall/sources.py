@@ -15,10 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from breadcrumb.processors.failures import holds_failure
-from breadcrumb.processors.hints import holds_kind
+from breadcrumb.processors.asked import holds_asked
 from breadcrumb.processors.lexical import weighted_query
-from breadcrumb.processors.shell import holds_command
 from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
@@ -89,7 +87,7 @@ class Sources:
         memory_ids = [c.memory.id for c in hops]
         query = retrieved.query
         kinds = query.intent.kinds
-        failing = query.intent.failure
+        failing = query.intent.failure_asked
         later = near_memories(retrieved.ranked, memory_ids)  # ranked after the followed
         near = later if kinds or failing else []
         near_ids = [c.memory.id for c in near]
@@ -101,7 +99,7 @@ class Sources:
         if near:
             found = with_near(found, near, chunk_passages(
                 near_ids, [hits[:CUT_CHUNKS] for hits in searched[2 * len(memory_ids):]]),
-                lambda text: held(text, kinds) or failing and holds_failure(text))
+                lambda text: holds_asked(text, kinds, failing))
         quoted = False
         if query.intent.counted:  # "how many tests …": the summary's count, in its source
             quoting = summary_counts(later, query.intent.counted)
@@ -171,12 +169,6 @@ def with_near(found: list[tuple[Candidate, list[Passage]]], near: list[Candidate
             out.append((cand, mine))
         mine += new
     return out
-
-
-def held(text: str, kinds: frozenset[str]) -> bool:
-    """Whether ``text`` holds a value of ``kinds``: a typed value, or a shell command line
-    for a command question (no typed-value rule names one)."""
-    return holds_kind(text, kinds) or "command" in kinds and holds_command(text)
 
 
 def summary_counts(ranked: list[Candidate], counted: str

@@ -5,11 +5,11 @@ and 9th, their lines score first once cut)."""
 
 from __future__ import annotations
 
+from breadcrumb.processors.asked import holds_asked
 from breadcrumb.query_api.recall.passages import Passage
 from breadcrumb.query_api.recall.rank import Candidate
 from breadcrumb.query_api.recall.sources import (
     PRECISE_MEMORIES,
-    held,
     lines_quoting,
     near_memories,
     summary_counts,
@@ -38,7 +38,7 @@ def test_only_chunks_holding_the_asked_kind_join_and_none_twice() -> None:
     found_before = [(_cand("m1", 5.0), [pin])]
     near = [_cand("m1", 5.0), _cand("m8", 2.0), _cand("m9", 1.0)]
     out = with_near(found_before, near, {"m1": [pin], "m8": [prose, pin], "m9": [prose]},
-                    lambda text: held(text, frozenset({"version"})))
+                    lambda text: holds_asked(text, frozenset({"version"}), False))
     assert [(c.memory.id, ps) for c, ps in out] == [("m1", [pin]), ("m8", [pin])]
     assert found_before[0][1] == [pin]  # the caller's lists are not changed
 

@@ -7,15 +7,15 @@ from the session's own text."""
 
 from __future__ import annotations
 
+from breadcrumb.processors.asked import holds_asked
 from breadcrumb.processors.hints import value_kinds
 from breadcrumb.processors.lexical import with_compounds
-from breadcrumb.processors.shell import SHELL_COMMAND, holds_command
+from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.cut import RELATIVE_THRESHOLD, best_lines
 from breadcrumb.query_api.recall.extract.scoring import score_exact
 from breadcrumb.query_api.recall.passages import Extract, Line, Passage
 from breadcrumb.query_api.recall.query import analyze_query
-from breadcrumb.query_api.recall.sources import held
 
 
 def _best(question: str, text: str, kind: str = "message") -> str:
@@ -122,9 +122,9 @@ def test_a_package_managers_log_lines_are_not_commands() -> None:
 def test_a_near_memory_chunk_with_a_command_joins_a_command_question() -> None:
     """n05: no typed-value rule names a command; a chunk holding one is held."""
     chunk = 'Let me check.\ncd c:\\Apps\\MRA && npx tsc --noEmit 2>&1 | findstr /i "error"'
-    assert holds_command(chunk) and held(chunk, frozenset({"command", "error"}))
-    assert not held("We type-checked the project.", frozenset({"command"}))
-    assert not held(chunk, frozenset({"port"}))
+    assert holds_asked(chunk, frozenset({"command", "error"}), False)
+    assert not holds_asked("We type-checked the project.", frozenset({"command"}), False)
+    assert not holds_asked(chunk, frozenset({"port"}), False)
 
 
 def test_two_commands_differing_in_their_filter_are_both_packed() -> None:
@@ -256,7 +256,7 @@ def test_compounds_join_whole_words_of_the_question_only() -> None:
 def test_a_count_of_no_failures_is_no_failure_line() -> None:
     """Held-out (OpenAI agents): ``UVM_ERROR :    0`` — a simulator's summary that
     nothing failed — filled the answer to "what went wrong when …"."""
-    from breadcrumb.processors.failures import failure_line, holds_failure
+    from breadcrumb.processors.failures import failure_line
 
     for line in ("UVM_ERROR :    0", "Number of caught UVM_ERROR reports   :    0",
                  "       UVM Errors:   0", "Tests: 0 failed, 40 passed"):
@@ -265,7 +265,8 @@ def test_a_count_of_no_failures_is_no_failure_line() -> None:
                  "FAILED tests/a.py::test_one", "error TS2304: Cannot find name 'x'"):
         assert failure_line(line), line
     chunk = "cd sim/cadence_sim\n/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory"
-    assert holds_failure(chunk) and not holds_failure("UVM_ERROR :    0\nall done")
+    assert holds_asked(chunk, frozenset(), True)
+    assert not holds_asked("UVM_ERROR :    0\nall done", frozenset(), True)
 
 
 def test_a_dotenv_file_named_asks_for_its_settings() -> None:

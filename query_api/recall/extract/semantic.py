@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from breadcrumb.processors.hints import VALUE_KINDS
-from breadcrumb.processors.hints import holds_kind as text_holds_kind
+from breadcrumb.processors.asked import asks_anything, holds_asked
 from breadcrumb.processors.lexical import with_verb_forms
 from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
@@ -25,10 +24,7 @@ from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
 from breadcrumb.query_api.recall.extract.shapes import (
-    DIAGNOSTIC,
     MAX_LINE_CHARS,
-    command_line,
-    failure_line,
 )
 from breadcrumb.query_api.recall.passages import (
     Extract,
@@ -140,22 +136,15 @@ def _roles(raw: RawEventStore, user_id: str, found: Iterable[Found]) -> dict[str
 
 
 def holds_kind(evidence: list[dict[str, Any]], intent: QueryIntent) -> bool:
-    """Whether some evidence line holds a value of a kind the question asks for (or
-    the question asks for no kind): a word-exact cut without one missed the value."""
-    kinds = intent.kinds & VALUE_KINDS  # a kind no rule names cannot be checked
-    failure = intent.failure or "error" in intent.kinds
-    if not kinds and not failure and "command" not in intent.kinds:
+    """Whether some evidence line holds what the question asks for
+    (:func:`processors.asked.holds_asked`: a value of an asked kind, a command, a failure
+    line), or the question asks for nothing it can tell: a word-exact cut without one
+    missed the value."""
+    failure = intent.failure_asked
+    if not asks_anything(intent.kinds, failure):
         return True
-    for item in evidence:
-        for ln in item["lines"]:
-            text = str(ln["text"])[:MAX_LINE_CHARS]
-            if failure and (failure_line(text) or DIAGNOSTIC.match(text)):
-                return True  # a failure line the typed-value rules do not name (Go, tsc ...)
-            if kinds and text_holds_kind(text, kinds):
-                return True
-            if command_line(text, intent):
-                return True  # "which command …" ("… in the docker container" asks no image)
-    return False
+    return any(holds_asked(str(ln["text"]), intent.kinds, failure)
+               for item in evidence for ln in item["lines"])
 
 
 def names_the_literal(evidence: list[dict[str, Any]], query: Query) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from breadcrumb.processors.failures import DIAGNOSTIC as DIAGNOSTIC
 from breadcrumb.processors.failures import FAILURE as FAILURE
 from breadcrumb.processors.failures import FAILURE_HEADER as FAILURE_HEADER
 from breadcrumb.processors.failures import failure_line as failure_line
@@ -18,10 +19,6 @@ from breadcrumb.processors.shell import MAX_LINE_CHARS as MAX_LINE_CHARS
 from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.query_api.recall.query import QueryIntent
 
-#: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
-#: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
-#: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
-DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"
     r"|決定|決め|採用|にします"
