@@ -28,8 +28,9 @@ _NONE_FAILED = re.compile(r"(?i)(?:errors?|failures?|failed|fatal)\w*"
                           r"(?:\s+(?:reports?|messages?|count|total|found))?\**\s*"
                           r"[:=]?\s*0(?![\w.])|(?<![\w.])0\s+(?:errors?|failures?|failed)\b")
 #: a compiler / linter diagnostic: ``path:line[:col]: message`` (Go, gcc, tsc, ruff ...):
-#: what lines by meaning accept as a failure line besides :data:`FAILURE` (whose own
-#: diagnostic form wants the column and a file extension: ``grep -n`` output is not one)
+#: what :func:`processors.asked.holds_asked` accepts as a failure line besides
+#: :data:`FAILURE` (whose own diagnostic form wants the column and a file extension:
+#: ``grep -n`` output is not one, and is no failure line for Extract's scoring)
 DIAGNOSTIC = re.compile(r"^\s*[\w./\\-]+:\d+(?::\d+)?:\s*\S")
 #: a failure header in other words than :data:`FAILURE`'s (a line ending in ``:`` whose
 #: next line says what failed): ``🚨 Invalid docs.json:``, ``Could not resolve:``

@@ -23,9 +23,7 @@ from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
-from breadcrumb.query_api.recall.extract.shapes import (
-    MAX_LINE_CHARS,
-)
+from breadcrumb.query_api.recall.extract.shapes import MAX_LINE_CHARS
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Found,
