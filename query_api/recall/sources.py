@@ -111,7 +111,7 @@ class Sources:
                         quoted)
 
     def count_lines(self, user_id: str, quoting: list[tuple[Candidate, list[str]]],
-                     as_of: datetime | None) -> dict[str, list[Passage]]:
+                    as_of: datetime | None) -> dict[str, list[Passage]]:
         """Memory id -> the lines of its range (said by ``as_of``) holding a quote of its
         summary, verbatim: the summary is a map back to the source."""
         out: dict[str, list[Passage]] = {}
