@@ -35,6 +35,7 @@ from breadcrumb.infra.cluster import declare_topics  # noqa: E402
 from breadcrumb.infra.settings import Settings  # noqa: E402
 from breadcrumb.infra.topic_admin import TopicAdmin  # noqa: E402
 from breadcrumb.sdk import HttpPublisher, Publisher, checked  # noqa: E402
+from breadcrumb.topics.kafka_security import started  # noqa: E402
 from breadcrumb.topics.names import topic_specs  # noqa: E402
 
 
@@ -52,16 +53,15 @@ def keyed(events: list[dict[str, Any]]) -> list[tuple[bytes, bytes]]:
 async def kafka_raw(settings: Settings, events: list[dict[str, Any]]) -> float:
     """Baseline: aiokafka, same producer settings, bytes prepared before the clock starts."""
     pairs = keyed(events)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
-                                enable_idempotence=True, linger_ms=5,
-                                max_batch_size=256 * 1024)
-    await producer.start()
+    producer = await started(AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+        linger_ms=5, max_batch_size=256 * 1024))
     try:
-        started = time.perf_counter()
+        begun = time.perf_counter()
         futures = [await producer.send(settings.topic("agent-events"), value, key=key)
                    for key, value in pairs]
         await asyncio.gather(*futures)
-        return time.perf_counter() - started
+        return time.perf_counter() - begun
     finally:
         await producer.stop()
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import httpx
 
 from breadcrumb.streams.tracking import DIRECT_HEADER
+from breadcrumb.topics.loops import run_on
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.records import thread_key
 
@@ -414,7 +415,7 @@ class SyncPublisher:
         self.close()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout)
+        return run_on(self._loop, coro, self.timeout)
 
     def start(self) -> None:
         if not self._started:

@@ -56,6 +56,7 @@ from breadcrumb.sdk_models import (
     SourceRange,
     build_events,
 )
+from breadcrumb.topics.loops import run_on
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.records import thread_key
 
@@ -223,7 +224,7 @@ class Breadcrumb:
         self.close()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout)
+        return run_on(self._loop, coro, self.timeout)
 
     def add(self, items: Iterable[Mapping[str, Any]], **options: Any) -> AddResult:
         """See :meth:`AsyncBreadcrumb.add`."""

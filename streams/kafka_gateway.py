@@ -23,6 +23,7 @@ from breadcrumb.streams.failure_policy import describe, is_transient
 from breadcrumb.streams.freshness import summary_from_counters
 from breadcrumb.streams.gateway import SubmitResult, check_batch, limits_of
 from breadcrumb.topics.kafka_security import aiokafka_kwargs, started
+from breadcrumb.topics.loops import run_on
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS
 from breadcrumb.topics.records import FlushMarker, thread_key
 
@@ -108,7 +109,7 @@ class KafkaGateway:
         if self._loop is None:
             self.start()
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return run_on(self._loop, coro, timeout)
 
     # ------------------------------------------------------------------ gateway
     def submit(self, items: Sequence[Any], source: str = "http") -> SubmitResult:

@@ -8,6 +8,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from breadcrumb.topics.loops import run_on
+
 if TYPE_CHECKING:
     from breadcrumb.streams.lifecycle import LifecycleService
 
@@ -43,9 +45,7 @@ class KafkaChangelog:
         self._producer = self._call(make())
 
     def _call(self, coro: Any) -> Any:
-        import asyncio
-
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(60)
+        return run_on(self._loop, coro, 60)
 
     def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
         data = None if value is None else json.dumps(value, ensure_ascii=False).encode()

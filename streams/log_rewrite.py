@@ -138,19 +138,22 @@ async def rewrite_topic(kafka: Kafka, topic: str, erased: Predicate,
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap, **kafka.security)
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap, enable_auto_commit=False,
-                                group_id=None, **kafka.security)
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all",
-                                enable_idempotence=True, linger_ms=LINGER_MS,
-                                max_batch_size=BATCH_BYTES, **kafka.security)
     reports: list[PartitionReport] = []
     async with AsyncExitStack() as opened:  # each client started is stopped, even when a
-        # later one fails to start (a refused login, the cluster going down meanwhile)
+        # later one fails to start (a refused login, the cluster going down meanwhile); each
+        # is made only once the one before it started: aiokafka reports a producer made and
+        # never stopped ("Unclosed AIOKafkaProducer") wherever it is collected
+        admin = AIOKafkaAdminClient(bootstrap_servers=kafka.bootstrap, **kafka.security)
         opened.push_async_callback(admin.close)
         await admin.start()
-        opened.push_async_callback((await started(consumer)).stop)
-        opened.push_async_callback((await started(producer)).stop)
+        consumer = await started(AIOKafkaConsumer(
+            bootstrap_servers=kafka.bootstrap, enable_auto_commit=False, group_id=None,
+            **kafka.security))
+        opened.push_async_callback(consumer.stop)
+        producer = await started(AIOKafkaProducer(
+            bootstrap_servers=kafka.bootstrap, acks="all", enable_idempotence=True,
+            linger_ms=LINGER_MS, max_batch_size=BATCH_BYTES, **kafka.security))
+        opened.push_async_callback(producer.stop)
         saved = await _topic_overrides(admin, topic)  # its configs, restored after a fence
         for partition in await _partitions(admin, topic):
             report = PartitionReport(topic, partition)

@@ -28,6 +28,7 @@ import orjson
 
 from breadcrumb.stores.ports import DeferredFlush, SparseVector
 from breadcrumb.topics.kafka_security import started
+from breadcrumb.topics.loops import run_on
 from breadcrumb.topics.records import Chunk, Observation
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,7 @@ class KafkaRecordSender:
                 async def start() -> Any:
                     return await started(AIOKafkaProducer(acks="all", enable_idempotence=True,
                                                           **self._kafka))
-                self._producer = asyncio.run_coroutine_threadsafe(start(), loop).result(
-                    self.timeout)
+                self._producer = run_on(loop, start(), self.timeout)
                 self._loop = loop
             return self._loop
 
@@ -141,12 +141,12 @@ class KafkaRecordSender:
             futures = [await self._producer.send(self.topic, value, key=key)
                        for key, value in records]
             await asyncio.gather(*futures)
-        asyncio.run_coroutine_threadsafe(send(), loop).result(self.timeout)
+        run_on(loop, send(), self.timeout)
 
     def close(self) -> None:
         loop, self._loop = self._loop, None
         if loop is not None:
-            asyncio.run_coroutine_threadsafe(self._producer.stop(), loop).result(self.timeout)
+            run_on(loop, self._producer.stop(), self.timeout)
             loop.call_soon_threadsafe(loop.stop)
 
 

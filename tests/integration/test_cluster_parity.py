@@ -17,6 +17,7 @@ from breadcrumb.infra.bootstrap import build_runtime, utc_now_iso
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.infra.settings import Settings
 from breadcrumb.streams.kafka_gateway import KafkaGateway
+from breadcrumb.topics.kafka_security import started
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
 
@@ -112,8 +113,7 @@ def test_idle_thread_is_flushed_by_a_keyed_message(cluster: tuple[Settings, Any]
 
 
 async def _publish_raw(settings: Settings, messages: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap)
-    await producer.start()
+    producer = await started(AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap))
     try:
         for key, value in messages:
             await producer.send_and_wait(settings.topic("agent-events"), value, key=key)

@@ -17,6 +17,7 @@ from qdrant_client import QdrantClient
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.infra.settings import Settings
+from breadcrumb.topics.kafka_security import started
 from tests.conftest import wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker
 
@@ -30,8 +31,8 @@ def corpus(copies: int = 2) -> list[dict[str, Any]]:
 
 
 async def publish(settings: Settings, messages: list[tuple[bytes, bytes]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all")
-    await producer.start()
+    producer = await started(AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap, acks="all"))
     try:
         for key, value in messages:
             await producer.send(settings.topic("agent-events"), value, key=key)

@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.infra.topic_admin import TopicAdmin, TopicAdminError
+from breadcrumb.topics.kafka_security import started
 from breadcrumb.topics.names import (
     AGENT_EVENTS,
     DEAD_LETTERS,
@@ -79,8 +80,8 @@ async def test_delete_then_describe_reports_the_topic_missing() -> None:
 async def test_kafka_keyed_message_round_trip(declared_prefix: str) -> None:
     topic = declared_prefix + AGENT_EVENTS
     key, value = b"user-1/thread-42", "記憶 🍞 breadcrumb".encode()
-    producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, acks="all")
-    await producer.start()
+    producer = await started(AIOKafkaProducer(
+        bootstrap_servers=SETTINGS.kafka_bootstrap, acks="all"))
     try:
         first = await producer.send_and_wait(topic, value, key=key)
         second = await producer.send_and_wait(topic, b"second", key=key)

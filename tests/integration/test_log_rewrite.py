@@ -19,6 +19,7 @@ from aiokafka.structs import TopicPartition
 
 from breadcrumb.processors.log_rewrite_plan import LogRecord
 from breadcrumb.streams.log_rewrite import FENCE_THREAD, Kafka, rewrite_topic
+from breadcrumb.topics.kafka_security import started
 from breadcrumb.topics.records import FlushMarker
 from tests.integration.kafka_disk import holders, read_to_end, topic_dirs, wait_removed
 
@@ -96,9 +97,8 @@ async def _scenario(topic: str, secret: bytes) -> tuple[list[Any], dict[str, lis
     await admin.create_topics([NewTopic(topic, 2, 1, topic_configs={
         "retention.ms": "-1", "file.delete.delay.ms": str(DELETE_DELAY_MS)})])
     await admin.close()
-    producer = AIOKafkaProducer(bootstrap_servers=BOOTSTRAP, acks="all",
-                                enable_idempotence=True)
-    await producer.start()
+    producer = await started(AIOKafkaProducer(
+        bootstrap_servers=BOOTSTRAP, acks="all", enable_idempotence=True))
     sent: dict[str, list[int]] = {}
     try:
         for seq in range(40):  # both partitions: erased records among survivors

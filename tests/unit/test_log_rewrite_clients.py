@@ -16,6 +16,7 @@ import pytest
 from breadcrumb.streams.log_rewrite import Kafka, rewrite_topic
 
 CALLS: list[str] = []
+MADE: list[str] = []
 
 
 class _Recorder:
@@ -23,7 +24,7 @@ class _Recorder:
     fails = False
 
     def __init__(self, **_kwargs: Any) -> None:
-        pass
+        MADE.append(self.name)
 
     async def start(self) -> None:
         CALLS.append(f"{self.name} start")
@@ -59,3 +60,26 @@ def test_a_producer_that_fails_to_start_leaves_nothing_open(
         asyncio.run(rewrite_topic(Kafka("localhost:1"), "agent-events", lambda records: set()))
     assert CALLS == ["admin start", "consumer start", "producer start", "producer stop",
                      "consumer stop", "admin close"]
+
+
+class _FailingAdmin(_Recorder):
+    name, fails = "admin", True
+
+
+class _Producer(_Recorder):
+    name = "producer"
+
+
+def test_no_client_is_made_before_the_one_before_it_started(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # aiokafka reports a producer made and never stopped ("Unclosed AIOKafkaProducer") when
+    # it is collected, started or not: the cluster down at the admin's start made two
+    CALLS.clear()
+    MADE.clear()
+    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", _FailingAdmin)
+    monkeypatch.setattr(aiokafka, "AIOKafkaConsumer", _Consumer)
+    monkeypatch.setattr(aiokafka, "AIOKafkaProducer", _Producer)
+    with pytest.raises(ConnectionError, match="refused"):
+        asyncio.run(rewrite_topic(Kafka("localhost:1"), "agent-events", lambda records: set()))
+    assert MADE == ["admin"]
+    assert CALLS == ["admin start", "admin close"]
