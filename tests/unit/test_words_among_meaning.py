@@ -44,6 +44,19 @@ def test_tool_lines_keep_what_a_tool_printed_and_leave_messages_to_meaning() -> 
     assert kept == ["ran", "edit"]
 
 
+def test_a_stopword_a_question_word_derives_is_no_word_held() -> None:
+    # "used" also asks its verb forms, among them "us": a line holding "us" and one more
+    # word of the question holds one word, not two
+    question = "Which docker image was used for the worker?"
+    kinds = {"out": "tool_result"}
+    line = "docker pulled it for us"
+    lines = [("m1", Line("out", 0, 0, len(line), line, 1.0))]
+    assert tool_lines(question, lines, kinds) == []
+    line = "docker pulled the worker image"
+    lines = [("m1", Line("out", 0, 0, len(line), line, 1.0))]
+    assert len(tool_lines(question, lines, kinds)) == 1
+
+
 def test_a_line_of_punctuation_alone_is_no_candidate() -> None:
     """kp2: ``.`` and ``>`` of a close chunk cost a token each and filled the answer."""
     question = "What efficiency figure did the grading report show?"

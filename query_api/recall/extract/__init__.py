@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from breadcrumb.processors.lexical import lexical_terms, query_terms, with_verb_forms
-from breadcrumb.processors.shell import MAX_LINE_CHARS
+from breadcrumb.processors.lexical import query_terms, with_verb_forms
 from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
+from breadcrumb.query_api.recall.extract.scoring.weights import line_terms
 from breadcrumb.query_api.recall.extract.semantic import (
     LinesByMeaning,
     names_the_literal,
@@ -120,5 +120,6 @@ def tool_lines(question: str, lines: list[tuple[str, Line]], kinds: Mapping[str,
 
 def _words_held(asked: list[frozenset[str]], text: str) -> int:
     """How many of the question's words (``asked``: each word's terms) ``text`` holds."""
-    held = frozenset(lexical_terms(text[:MAX_LINE_CHARS]))
+    held = line_terms(text)  # the scorers' own reading of a line (cached; no stopwords:
+    # ``used`` also asks ``us``, a stopword, which is no word of the question in a line)
     return sum(1 for terms in asked if terms & held)
