@@ -74,6 +74,7 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
     groups = TermGroups(query, terms)
     calls = calls or {}
     found: list[tuple[Passage, int, int, str, float]] = []
+    failing_at: set[tuple[str, int]] = set()  # (event id, start) of the failure lines
     for passage, rows in split:
         edit = EditLines(passage, terms, groups) if is_edit(passage) else None
         call = passage.event_id in calls and set(lexical_terms(calls[passage.event_id]))
@@ -85,6 +86,8 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
             if DIFF_HEADER.match(text) or IMPORT_MARKER.match(text):
                 continue
             failing = intent.failure and failure_line(text)  # read once a line
+            if failing:
+                failing_at.add((passage.event_id, start))
             base = _line_score(text, passage, groups, failing, w,
                                edit.side(start) if edit is not None else "", context,
                                edit is not None)
@@ -102,7 +105,8 @@ def score_exact(query: str, items: Sequence[Passage], intent: QueryIntent | None
         for p, s, e, text, b in found
     ]
     return [Line(ln.event_id, ln.event_index, ln.start, ln.end, ln.text, ln.score * LOOKUP_SHARE)
-            if LOOKUP_ARGS.match(ln.text) else ln for ln in _kind_boosted(lines, intent, w)]
+            if LOOKUP_ARGS.match(ln.text) else ln
+            for ln in _kind_boosted(lines, intent, w, failing_at)]
 
 
 def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
@@ -169,11 +173,13 @@ def _damped(score: float, repeats: int) -> float:
     return score / (1.0 + math.log2(repeats))
 
 
-def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> list[Line]:
+def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights,
+                  failing_at: set[tuple[str, int]]) -> list[Line]:
     """Boost the best lines that hold a value of a kind the question asks for (or the
     count a "how many" question asks for). On a failure question only failure lines:
     "which test failed" asks for the failing node id, and the 1,999 passing ones of the
-    same log hold that kind too. On a command question only command lines."""
+    same log hold that kind too (``failing_at``: the failure lines' event id and start, as
+    :func:`score_exact` read them). On a command question only command lines."""
     if intent.counted:
         count = counts(intent.counted)
         lines = [Line(ln.event_id, ln.event_index, ln.start, ln.end, ln.text, ln.score + w.kind)
@@ -185,7 +191,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights) -> lis
     for i in order:
         line = lines[i]
         command = command_line(line.text, intent)
-        if intent.failure and not command and not failure_line(line.text):
+        if intent.failure and not command and (line.event_id, line.start) not in failing_at:
             continue  # "which command showed only the errors": its command line still
         kinds = set(_typed_kinds(line.text))
         if command:
