@@ -2,11 +2,11 @@
 :mod:`processors.phrases`).
 
 Every value :func:`extract_exact_values` returns is a verbatim substring of its input
-(identifiers, paths, env assignments, SQL, regex literals, ports, image tags, error
-lines, cron, arXiv ids, quoted config values). Patterns are ASCII-bounded so that a
-value glued to Japanese text (``EMAIL_REを``) is still found. Huge texts (tool output)
-are scanned by head, tail and every error-looking line, so a 2,000-line log costs a
-few milliseconds and its one failing line is still caught.
+(identifiers, paths, env assignments, SQL (:mod:`.sql_values`), regex literals, ports,
+image tags, error lines, cron, arXiv ids, quoted config values). Patterns are
+ASCII-bounded so that a value glued to Japanese text (``EMAIL_REを``) is still found.
+Huge texts (tool output) are scanned by head, tail and every error-looking line, so a
+2,000-line log costs a few milliseconds and its one failing line is still caught.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+
+from breadcrumb.processors.sql_values import SQL_KINDS, sql_values
 
 #: Texts with more lines than this are scanned by head/tail/error lines only.
 MAX_SCAN_LINES = 300
@@ -193,72 +195,6 @@ _STRIP_KINDS = frozenset(
     {"url", "path", "endpoint", "env", "env_value", "image", "flag", "version"}
 )
 
-# ---- SQL ------------------------------------------------------------------------------
-_SQL_START = re.compile(
-    r"\b(?:CREATE[ \t]+(?:UNIQUE[ \t]+)?(?:TABLE|INDEX)|ALTER[ \t]+TABLE|INSERT[ \t]+INTO|SELECT"
-    r"|UPDATE[ \t]+\w+[ \t]+SET|DELETE[ \t]+FROM|DROP[ \t]+TABLE)\b",
-    _F,
-)
-_SQL_START_LOWER = re.compile(
-    r"\b(?:create\s+table|alter\s+table|insert\s+into|select|delete\s+from)\b", _F
-)
-_SQL_TABLE = re.compile(
-    r"\b(?i:TABLE(?:\s+IF\s+(?:NOT\s+)?EXISTS)?|FROM|JOIN|INTO|UPDATE|ON)\s+([A-Za-z_][\w.]*)", _F
-)
-_SQL_COLUMN = re.compile(
-    r"(?:^|[(,])\s*[+]?\s*([A-Za-z_]\w*)\s+(?=[A-Za-z])"  # CREATE TABLE column definitions
-    r"|\b([A-Za-z_][\w.]*)\s*(?:=|<>|!=|>=|<=|<|>|\s(?i:IN|LIKE|IS|BETWEEN)\b)"
-    r"|\b(?i:ADD\s+(?:COLUMN\s+)?)([A-Za-z_]\w*)",
-    _F,
-)
-_SQL_SELECT_LIST = re.compile(r"\b(?i:SELECT)\s+(?:(?i:DISTINCT)\s+)?(.*?)\s(?i:FROM)\b", _F | re.S)
-_SQL_WORDS = frozenset(
-    "select from where and or not null table create alter insert into values update set delete"
-    " join on as by order group limit primary key unique constraint foreign references check"
-    " default index if exists now interval in is like between count sum max min avg distinct"
-    " case when then else end desc asc add column inner left right outer having returning drop"
-    " true false cascade".split()
-)
-_MAX_SQL_STATEMENT = 400
-
-
-def _sql_statements(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of SQL statements: to ``;`` when one follows on the same paragraph, else EOL."""
-    starts = [m.start() for m in _SQL_START.finditer(text)]
-    for m in _SQL_START_LOWER.finditer(text):
-        semi = text.find(";", m.start(), m.start() + _MAX_SQL_STATEMENT)
-        if semi > 0 and "\n\n" not in text[m.start():semi]:
-            starts.append(m.start())
-    last_end = -1
-    for start in sorted(set(starts)):
-        if start < last_end:
-            continue
-        semi = text.find(";", start, start + _MAX_SQL_STATEMENT)
-        eol = text.find("\n", start)
-        eol = len(text) if eol < 0 else eol
-        end = semi + 1 if semi > 0 and "\n\n" not in text[start:semi] else eol
-        body = text[start:end]
-        if body.startswith(("SELECT", "select")) and not re.search(r"(?i)\bfrom\b", body):
-            continue
-        last_end = end
-        yield start, end
-
-
-def _sql_values(text: str) -> Iterator[tuple[int, str, str]]:
-    for start, end in _sql_statements(text):
-        stmt = text[start:end]
-        if len(stmt) <= _MAX_SQL_STATEMENT:
-            yield start, "sql", stmt
-        for m in _SQL_TABLE.finditer(stmt):
-            yield start + m.start(1), "sql_table", m.group(1)
-        for m in _SQL_COLUMN.finditer(stmt):
-            g = next(i for i in (1, 2, 3) if m.group(i) is not None)
-            yield start + m.start(g), "sql_column", m.group(g)
-        for m in _SQL_SELECT_LIST.finditer(stmt):
-            for col in re.finditer(r"[A-Za-z_][\w.]*(?![\w(])", m.group(1)):
-                yield start + m.start(1) + col.start(), "sql_column", col.group(0)
-
-
 # ---- scanning -------------------------------------------------------------------------
 #: Lines holding one of these (any case) are always scanned, however long the text.
 ERROR_WORDS = (
@@ -374,9 +310,8 @@ def _typed_values(text: str, max_lines: int) -> list[tuple[str, str]]:
     for offset, piece in scan_segments(text, max_lines):
         for pos, kind, value in _rule_values(piece):
             found.append((offset + pos, -len(value), kind, value))
-        for pos, kind, value in _sql_values(piece):
-            if value.lower() not in _SQL_WORDS:
-                found.append((offset + pos, -len(value), kind, value))
+        for pos, kind, value in sql_values(piece):
+            found.append((offset + pos, -len(value), kind, value))
     found.sort()
     seen: dict[str, str] = {}
     for _pos, _neg_len, kind, value in found:
@@ -391,14 +326,12 @@ def value_kinds(text: str, max_lines: int = MAX_SCAN_LINES) -> frozenset[str]:
     kinds: set[str] = set()
     for _o, piece in scan_segments(text, max_lines):  # segmented once for both rule sets
         kinds.update(kind for _p, kind, _v in _rule_values(piece))
-        kinds.update(kind for _p, kind, value in _sql_values(piece)
-                     if value.lower() not in _SQL_WORDS)
+        kinds.update(kind for _p, kind, _v in sql_values(piece))
     return frozenset(kinds)
 
 
-_SQL_KINDS = frozenset({"sql", "sql_table", "sql_column"})
 #: Every kind some rule can name (a question may ask for others, e.g. "command").
-VALUE_KINDS = frozenset(k for rule in _RULES for k in rule.kinds) | _SQL_KINDS
+VALUE_KINDS = frozenset(k for rule in _RULES for k in rule.kinds) | SQL_KINDS
 
 
 @lru_cache(maxsize=64)
@@ -412,7 +345,7 @@ def holds_kind(text: str, kinds: frozenset[str], max_lines: int = MAX_SCAN_LINES
     Same answer, cheaper: when no rule that can emit those kinds matches (most lines),
     the other rules never run; otherwise the full (cached) extraction decides.
     """
-    if not kinds & _SQL_KINDS:
+    if not kinds & SQL_KINDS:
         rules = _rules_of(kinds)
         if not any(True for _o, piece in scan_segments(text, max_lines)
                    for _v in _rule_values(piece, rules)):
