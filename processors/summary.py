@@ -11,9 +11,11 @@ conclusions stay verbatim in their own language.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from breadcrumb.processors.phrases import detect_language
 from breadcrumb.processors.test_runs import TEST_COMMAND, TestRun
@@ -35,6 +37,11 @@ _PATCH_ENVELOPE = re.compile(r"^\*\*\* (?:Begin|End) Patch\b|^\*\*\* End of File
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S.*)$")
 #: A tool's markup around what it read (``<path>…</path>``, ``<content>``): the inside counts.
 _MARKUP = re.compile(r"</?[a-z][\w-]*>")
+#: What a tool call given as its arguments' JSON (``Read``, ``Grep``, ``read_file`` …) is
+#: about, in this order: where it looks, then what it looks for, then what it says.
+_ARG_KEYS = ("file_path", "filePath", "path", "absolute_path", "absolutePath", "target_file",
+             "notebook_path", "url", "pattern", "regex", "glob", "query", "description",
+             "prompt", "question", "response", "message")
 #: Exchanges shown in a summary (the range's first ones; files and tests follow).
 _MAX_EXCHANGES = 3
 
@@ -100,6 +107,8 @@ def _said(events: Sequence[Event], role: str, last: bool = False, limit: int = 1
 def _opening(event: Event, ja: bool) -> str:
     """What a range without a user request starts with: the command, else a wordy line."""
     command = event.attrs.get("command") or (event.content if event.kind == "tool_call" else "")
+    if isinstance(command, str) and command.startswith("{") and not event.attrs.get("command"):
+        command = call_gist(event.tool, command)
     if isinstance(command, str) and command.strip():
         return f"`{gist(command, 100)}` の出力" if ja else f"output of `{gist(command, 100)}`"
     lines = event.content.splitlines()[:50]
@@ -115,6 +124,42 @@ def _opening(event: Event, ja: bool) -> str:
         if _WORDY.search(line) and not _PATCH_ENVELOPE.match(line):
             return gist(line)
     return gist(event.content)
+
+
+def call_gist(tool: str | None, arguments: str) -> str:
+    """A tool call stored as its arguments' JSON, as a reader says it: ``Read /src/app.py``,
+    ``Grep TODO``; the JSON itself when it holds no string to name (or is no JSON)."""
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return arguments
+    value = _named_arg(args) if isinstance(args, dict) else None
+    if value is None:
+        value = next(_strings(args), None)
+    if value is None:
+        return arguments
+    return f"{tool} {value}" if tool else value
+
+
+def _named_arg(args: dict[str, Any]) -> str | None:
+    for key in _ARG_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _strings(value: Any) -> Any:
+    """The non-empty strings of a JSON value, depth first."""
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _exit_code(event: Event) -> int | None:

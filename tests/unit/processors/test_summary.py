@@ -15,7 +15,7 @@ import pytest
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.observer import ObserverConfig, observe
-from breadcrumb.processors.summary import exchanges, gist, range_language
+from breadcrumb.processors.summary import call_gist, exchanges, gist, range_language
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.topics.records import ClosedRange, Event, SourceRange
 
@@ -162,3 +162,27 @@ def test_a_bun_test_run_has_a_test_outcome() -> None:
                       "tool_result", command="bun test", exit_code=1)
     summary = summary_of([run])
     assert "Ran 73 tests across 10 files." in summary and "tests fail (exit 1)" in summary
+
+
+def test_a_lookup_call_stored_as_its_arguments_json_is_summarised_as_a_reader_says_it() -> None:
+    # Claude Code's Read and OpenCode's read are stored as their arguments' JSON (importers)
+    read = Event.from_dict({"event_id": "r0", "user_id": "u", "thread_id": "t", "index": 0,
+                            "ts": "2026-01-01T00:00:00Z", "role": "assistant",
+                            "kind": "tool_call", "tool": "Read",
+                            "content": '{"file_path":"X:\\\\addons\\\\models\\\\activity.py",'
+                                       '"limit":100}'})
+    summary = summary_of([read, _tool_event("1  from odoo import models", "tool_result", 1)])
+    assert summary.startswith("output of `Read X:\\addons\\models\\activity.py`"), summary
+    assert '{"file_path"' not in summary
+
+
+@pytest.mark.parametrize(("tool", "arguments", "said"), [
+    ("Grep", '{"pattern": "TODO", "glob": "*.py"}', "Grep TODO"),
+    ("AskUserQuestion", '{"timeoutMs": 60000, "questions": [{"header": "Brand"}]}',
+     "AskUserQuestion Brand"),
+    (None, '{"path": "docs/spec.md"}', "docs/spec.md"),
+    ("Tool", '{"limit": 3}', '{"limit": 3}'),  # no string to name: the JSON as stored
+    ("Tool", "{not json", "{not json"),
+])
+def test_call_gist(tool: str | None, arguments: str, said: str) -> None:
+    assert call_gist(tool, arguments) == said
