@@ -145,6 +145,19 @@ def _asked_after(query: str, wh: re.Match[str] | None) -> str | None:
     return f"{wh.group(0)} {' '.join(words[:ASKED_WORDS])}" if words else None
 
 
+def named_by_kind(query: str) -> tuple[str, ...]:
+    """The words that name the value a question asks for a kind of: "Which *Next.js*
+    version did the … build report" → ``("Next.js",)``, "what *Redis* port" → ``("Redis",)``;
+    none when the asked phrase (:func:`asked_phrase`) holds no kind word ("which PBI",
+    "what field") or nothing beside it. The rest of the question says where it was said."""
+    phrase = asked_phrase(query)
+    if phrase is None:
+        return ()
+    words = phrase.split()[1:]
+    named = tuple(w for w in words if not any(p.search(w) for p, _k in _KIND_WORDS))
+    return named if len(named) < len(words) else ()
+
+
 #: what a question's shape asks for, read over the whole question: "which script did we
 #: run …", "with which model and flags did I start …", "how did we retire …"
 _SHAPED = re.compile(r"(?i)\bscript\b.*\b(?:run|ran)\b|\b(?:what|how) did (?:we|i) (?:install"

@@ -15,7 +15,7 @@ from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.cut import RELATIVE_THRESHOLD, best_lines
 from breadcrumb.query_api.recall.extract.scoring import score_exact
 from breadcrumb.query_api.recall.passages import Extract, Line, Passage
-from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.query import analyze_query, named_by_kind
 
 
 def _best(question: str, text: str, kind: str = "message") -> str:
@@ -321,3 +321,19 @@ def test_an_access_checks_refusal_is_a_failure_line() -> None:
     # the refusal, a failure line now, is within the cut's relative threshold of the best
     scored = {ln.text: ln.score for ln in score_exact(question, [Passage("e", 0, 0, text)])}
     assert scored[refusal] >= RELATIVE_THRESHOLD * max(scored.values())
+
+
+def test_the_words_naming_the_value_asked_weigh_more_than_where_it_was_said() -> None:
+    """hc3: "which Next.js version did the … build report when we checked the Zerion
+    readiness feature" — the build's banner holds the one word naming the value; the
+    feature's notes hold every word of where it was said."""
+    question = ("Which Next.js version did the FundWise production build report when we "
+                "checked the Zerion readiness feature?")
+    assert named_by_kind(question) == ("Next.js",)
+    assert named_by_kind("Which PBI did I choose to implement first?") == ()  # no kind word
+    notes = ("**Handoff:** FW-005 (Zerion CLI readiness support) is shipped as a narrow "
+             "script-only demo for FundWise.\n"
+             "- Docs: `docs/zerion-readiness.md` (setup, usage, exit codes, optional x402 path)\n"
+             "> fundwise@0.1.0 build\n> next build\n\n   ▲ Next.js 15.5.15\n\n"
+             "   Creating an optimized production build ...")
+    assert _best(question, notes, kind="tool_result") == "   ▲ Next.js 15.5.15"

@@ -37,7 +37,7 @@ from breadcrumb.query_api.recall.extract.shapes import (
 )
 from breadcrumb.query_api.recall.extract.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Line, Passage, split_lines
-from breadcrumb.query_api.recall.query import QueryIntent, analyze_query
+from breadcrumb.query_api.recall.query import QueryIntent, analyze_query, named_by_kind
 
 EXACT_IDF = True  # word-exact: question terms weighted by their rarity among the lines cut
 LONG_LINE_TERMS = 24  # word-exact: a line of more distinct terms ...
@@ -48,6 +48,9 @@ BREVITY_POWER = 1.0  # ... keeps (LONG_LINE_TERMS / terms) ** this of its term w
 LOOKUP_SHARE = 0.5
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
+#: word-exact: the weight of a word naming the value asked for a kind of ("which *Next.js*
+#: version …", :func:`.query.named_by_kind`) against the question's other words
+NAMED_BY_KIND = 2.0
 
 _KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>=-]+")
 
@@ -114,6 +117,10 @@ def exact_weights(query: str, lines: Iterable[str]) -> dict[str, float]:
     among the distinct ``lines`` (a term on every line of the source tells little; the
     same pool for every range one recall cuts, so their lines compare)."""
     terms = with_compounds(query, with_verb_forms(query_terms(query)))
+    named = {t for word in named_by_kind(query) for t in with_verb_forms(query_terms(word))}
+    if named:  # "which Next.js version did the build report when we checked the Zerion
+        # readiness feature": `▲ Next.js 15.5.15`, not the readiness notes (held-out hc3)
+        terms = {t: w * NAMED_BY_KIND if t in named else w for t, w in terms.items()}
     if not EXACT_IDF:
         return terms
     return pool_weights(terms, [line_terms(text) for text in set(lines)])
