@@ -34,7 +34,6 @@ import httpx
 from breadcrumb.publishers import (
     KEY_HINT,
     Backoff,
-    HttpPublisher,
     IndexCounters,
     InvalidEventError,
     Publisher,
@@ -46,6 +45,7 @@ from breadcrumb.publishers import (
     dumps,
     plainly_valid,
 )
+from breadcrumb.publishers_http import HttpPublisher
 from breadcrumb.sdk_models import (
     AddResult,
     BreadcrumbError,
