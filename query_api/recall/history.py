@@ -1,7 +1,7 @@
 """Knowledge updates, dated: what replaced a value quoted as history, and when.
 
 An evidence item that quotes values a newer memory replaced names them in
-``superseded_values`` (:func:`.extract.cut.drop_superseded`); :func:`mark_superseded`
+``superseded_values`` (:func:`.extract.superseded.drop_superseded`); :func:`mark_superseded`
 adds ``superseded``: per value, the value that replaced it, the memory that said so and
 that memory's time (``superseded_at``). The item's own ``ts`` dates the old value.
 """

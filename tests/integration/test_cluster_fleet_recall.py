@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from breadcrumb.query_api.recall.extract.cut import holds_value
+from breadcrumb.query_api.recall.extract.superseded import holds_value
 from tests.conftest import wait_until
 from tests.integration.faults import publish_events
 from tests.integration.test_cluster_quickstart import QuickStart

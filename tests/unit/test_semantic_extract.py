@@ -111,7 +111,7 @@ def test_evidence_items_carry_their_events_timestamps() -> None:
 
 
 def test_a_failure_line_quoting_an_old_value_stays_a_value_line_goes() -> None:
-    from breadcrumb.query_api.recall.extract.cut import drop_superseded
+    from breadcrumb.query_api.recall.extract.superseded import drop_superseded
     from breadcrumb.query_api.recall.passages import Extract
     from breadcrumb.topics.records import Observation, SourceRange
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from breadcrumb.query_api.recall.extract.cut import drop_superseded, holds_value
+from breadcrumb.query_api.recall.extract.superseded import drop_superseded, holds_value
 from breadcrumb.query_api.recall.passages import Extract, Line
 from breadcrumb.topics.records import Observation, SourceRange
 

@@ -19,11 +19,12 @@ from typing import Any
 from breadcrumb.processors.asked import asks_anything, holds_asked
 from breadcrumb.processors.lexical import with_verb_forms
 from breadcrumb.processors.test_runs import counts
-from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, drop_superseded
+from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
 from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
 from breadcrumb.query_api.recall.extract.shapes import MAX_LINE_CHARS
+from breadcrumb.query_api.recall.extract.superseded import drop_superseded
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Found,
