@@ -50,14 +50,22 @@ class _FailingProducer(_Recorder):
     name, fails = "producer", True
 
 
-def test_a_producer_that_fails_to_start_leaves_nothing_open(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def _rewrite_refused(monkeypatch: pytest.MonkeyPatch, admin: type[_Recorder],
+                     consumer: type[_Recorder], producer: type[_Recorder]) -> None:
+    """Run the rewrite with these stand-ins (the calls and makes recorded afresh); one of
+    them refuses to start."""
     CALLS.clear()
-    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", _Admin)
-    monkeypatch.setattr(aiokafka, "AIOKafkaConsumer", _Consumer)
-    monkeypatch.setattr(aiokafka, "AIOKafkaProducer", _FailingProducer)
+    MADE.clear()
+    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", admin)
+    monkeypatch.setattr(aiokafka, "AIOKafkaConsumer", consumer)
+    monkeypatch.setattr(aiokafka, "AIOKafkaProducer", producer)
     with pytest.raises(ConnectionError, match="refused"):
         asyncio.run(rewrite_topic(Kafka("localhost:1"), "agent-events", lambda records: set()))
+
+
+def test_a_producer_that_fails_to_start_leaves_nothing_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    _rewrite_refused(monkeypatch, _Admin, _Consumer, _FailingProducer)
     assert CALLS == ["admin start", "consumer start", "producer start", "producer stop",
                      "consumer stop", "admin close"]
 
@@ -74,12 +82,6 @@ def test_no_client_is_made_before_the_one_before_it_started(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # aiokafka reports a producer made and never stopped ("Unclosed AIOKafkaProducer") when
     # it is collected, started or not: the cluster down at the admin's start made two
-    CALLS.clear()
-    MADE.clear()
-    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", _FailingAdmin)
-    monkeypatch.setattr(aiokafka, "AIOKafkaConsumer", _Consumer)
-    monkeypatch.setattr(aiokafka, "AIOKafkaProducer", _Producer)
-    with pytest.raises(ConnectionError, match="refused"):
-        asyncio.run(rewrite_topic(Kafka("localhost:1"), "agent-events", lambda records: set()))
+    _rewrite_refused(monkeypatch, _FailingAdmin, _Consumer, _Producer)
     assert MADE == ["admin"]
     assert CALLS == ["admin start", "admin close"]
