@@ -39,9 +39,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("stores/sql/facts_batch.py", DYNAMIC): "the batch's tables forward to the real ones",
     ("stores/cold/archive.py", DYNAMIC): "ArchiveAwareRawEvents forwards to the hot store",
     # per-thread state of a threading.local (unset in a thread that never set it)
-    ("streams/lifecycle.py", "payloads"): "threading.local: this thread's deferred payloads",
-    ("streams/lifecycle.py", "reads"): "threading.local: this thread's batch reads",
-    ("streams/lifecycle.py", "tables"): "threading.local: this thread's batch tables",
+    ("streams/lifecycle_batch.py", "payloads"): "threading.local: this thread's deferred payloads",
+    ("streams/lifecycle_batch.py", "reads"): "threading.local: this thread's batch reads",
+    ("streams/lifecycle_batch.py", "tables"): "threading.local: this thread's batch tables",
     # framework and library objects
     ("query_api/auth.py", "principal"): "Starlette request.state, set by the auth middleware",
     ("query_api/input_guard.py", "json_body"): "Starlette request.state, set by the guard",
