@@ -176,6 +176,7 @@ async def test_the_faust_app_consumes_in_batches(pair: tuple[Harness, Harness]) 
             await asyncio.sleep(0.1)
         assert done()
         assert batch.batches >= 1 and batch.fallbacks == 0  # 16 + 15: two batches
+    await app.producer.stop()  # the sends started it (no broker): stop its Kafka client
     assert h.store.count_events() == len(stream)
     (position, reason, payload), = h.store.dead_letter_positions()
     assert position == "tb-agent-events/0/30" and "not JSON" in reason and payload == "{oops"
