@@ -7,7 +7,9 @@ Two files per task, both JSON arrays:
   tools in XML inside the assistant's text (``<execute_command><command>npm test
   </command></execute_command>``) and answer in the next user message
   (``[execute_command for 'npm test'] Result:`` then the output); newer builds use
-  native ``tool_use`` / ``tool_result`` blocks. ``<environment_details>`` blocks are notes.
+  native ``tool_use`` / ``tool_result`` blocks. ``<environment_details>`` blocks and
+  what the extension itself tells the model in the user's turn (``[ERROR] You did not use
+  a tool …``, ``[TASK RESUMPTION] …``, a to-do reminder) are notes.
 * ``ui_messages.json`` (format ``cline-ui``): what the panel showed, ``{ts, type: "say" |
   "ask", say | ask, text}``: ``task`` / ``user_feedback`` are user messages, ``text`` /
   ``completion_result`` assistant messages, ``command`` a ``tool_call``,
@@ -41,7 +43,14 @@ XML_TOOLS = ("execute_command", "write_to_file", "replace_in_file", "apply_diff"
              "codebase_search", "update_todo_list", "web_fetch")
 _TOOL_RE = re.compile(r"<(" + "|".join(XML_TOOLS) + r")>(.*?)</\1>", re.DOTALL)
 _PARAM_RE = re.compile(r"<(\w+)>\n?(.*?)\n?</\1>", re.DOTALL)
-_RESULT_RE = re.compile(r"^\[(\w+)(?: for [^\]]*)?\] Result:", re.DOTALL)
+#: ``[execute_command for 'node -e "…[0]…"'] Result:``: what the call was for may hold ``]``
+_RESULT_RE = re.compile(r"^\[(\w+)(?: for .*?)?\] Result:", re.DOTALL)
+#: What Cline / Roo say to the model in the user's turn — a nudge after a reply without a
+#: tool, a resumed task's preamble, a to-do reminder, the environment — are notes, unless
+#: they carry the user's own words (a resumed task's ``<user_message>``).
+_HARNESS = re.compile(r"^\s*(?:<environment_details>|\[ERROR\] You did not use a tool"
+                      r"|\[TASK RESUMPTION\]|# TODO LIST UPDATE REQUIRED)")
+_USER_WORDS = re.compile(r"<(?:user_message|feedback|answer)>")
 _UI_SKIPPED = frozenset({"api_req_started", "api_req_finished", "api_req_retried",
                          "api_req_deleted", "checkpoint_created", "reasoning",
                          "shell_integration_warning", "resume_task", "resume_completed_task",
@@ -167,7 +176,7 @@ def _text(position: str, role: str, text: str, ts: str | None, calls: dict[str, 
                                                   call_id=call_id))
                 return None
             return call_id or "unmatched"
-        kind = "note" if text.lstrip().startswith("<environment_details>") else "message"
+        kind = "note" if _HARNESS.match(text) and not _USER_WORDS.search(text) else "message"
         parsed.drafts.append(Draft(position, "system" if kind == "note" else "user", kind,
                                    text, ts))
         return None
