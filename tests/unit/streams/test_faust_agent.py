@@ -268,6 +268,7 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
             await asyncio.sleep(0.1)
         assert not app.tables  # nothing to recover after a rebalance
         assert (h.store.get_state(_key(events[0])) or {})["next_index"] == 3
+    await app.producer.stop()  # the dead letter's send started it (no broker): stop its client
     assert h.store.count_events() == 3
     (position, reason, payload), = h.store.dead_letter_positions()
     assert position == "tc-agent-events/0/3" and "not JSON" in reason and payload == "{oops"
