@@ -37,6 +37,13 @@ _PATCH_ENVELOPE = re.compile(r"^\*\*\* (?:Begin|End) Patch\b|^\*\*\* End of File
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (\S.*)$")
 #: A tool's markup around what it read (``<path>…</path>``, ``<content>``): the inside counts.
 _MARKUP = re.compile(r"</?[a-z][\w-]*>")
+#: Where an agent's harness wraps the human's own words (Cursor ``<user_query>``, Cline
+#: ``<task>`` / ``<feedback>`` / ``<answer>`` / ``<user_message>``): the request is inside,
+#: not in the attachments or links the harness puts around it.
+_ASKED = re.compile(r"<(user_query|user_message|task|feedback|answer)>\s*(.*?)\s*(?:</\1>|$)",
+                    re.DOTALL)
+#: A line that is markup alone (``<attached_files>``, ``</user_query>``): no words of anyone's.
+_TAG_LINE = re.compile(r"^\s*(?:</?[a-z][\w-]*(?:\s[^<>]*)?>\s*)+$")
 #: What a tool call given as its arguments' JSON (``Read``, ``Grep``, ``read_file`` …) is
 #: about, in this order: where it looks, then what it looks for, then what it says.
 _ARG_KEYS = ("file_path", "filePath", "path", "absolute_path", "absolutePath", "target_file",
@@ -101,7 +108,16 @@ def _said(events: Sequence[Event], role: str, last: bool = False, limit: int = 1
     picked = [e for e in events if e.role == role and e.kind == "message" and e.content.strip()]
     if not picked:
         return ""
-    return gist((picked[-1] if last else picked[0]).content, limit)
+    return gist(own_words((picked[-1] if last else picked[0]).content), limit)
+
+
+def own_words(text: str) -> str:
+    """A message without its harness's wrapping: the inside of the first tag an agent puts
+    the human's words in (``<user_query>``), else the text without lines of markup alone."""
+    asked = _ASKED.search(text)
+    if asked is not None and asked.group(2).strip():
+        return asked.group(2)
+    return "\n".join(ln for ln in text.splitlines() if not _TAG_LINE.match(ln))
 
 
 def _opening(event: Event, ja: bool) -> str:

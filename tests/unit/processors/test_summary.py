@@ -186,3 +186,23 @@ def test_a_lookup_call_stored_as_its_arguments_json_is_summarised_as_a_reader_sa
 ])
 def test_call_gist(tool: str | None, arguments: str, said: str) -> None:
     assert call_gist(tool, arguments) == said
+
+
+def _said_by(role: str, content: str, index: int, kind: str = "message") -> Event:
+    return Event.from_dict({"event_id": f"w{index}", "user_id": "u", "thread_id": "t",
+                            "index": index, "ts": "2026-01-01T00:00:00Z", "role": role,
+                            "kind": kind, "content": content})
+
+
+def test_a_request_is_the_users_words_not_the_harness_around_them() -> None:
+    # Cursor: attachments and links around the <user_query>; Cline: <user_message>
+    cursor = ("<attached_files>\n<file path=\"src/app.ts\">…</file>\n</attached_files>\n"
+              "<external_links>\nhttps://docs.payai.network\n</external_links>\n"
+              "<user_query>\nwhy does the facilitator reject the payment?\n</user_query>")
+    summary = summary_of([_said_by("user", cursor, 0), _said_by("assistant", "It expired.", 1)])
+    assert summary.startswith("why does the facilitator reject the payment?; → It expired.")
+    cline = "<user_message>\nHow do I get rid of these remnants of firebase?\n</user_message>"
+    assert summary_of([_said_by("user", cline, 0)]).startswith("How do I get rid of these")
+    # no such tag: only the lines of markup alone go
+    plain = "<blank>\nfix the login form\n"
+    assert summary_of([_said_by("user", plain, 0)]).startswith("fix the login form")
