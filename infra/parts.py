@@ -11,6 +11,9 @@ from breadcrumb.processors.chunker import ChunkerConfig
 from breadcrumb.processors.observer import ObserverConfig
 from breadcrumb.processors.segmenter import SegmenterConfig
 from breadcrumb.query_api.recall import ScoreWeights
+from breadcrumb.query_api.recall.extract.learned.model import Ranker
+from breadcrumb.query_api.recall.extract.learned.model import load as load_ranker
+from breadcrumb.query_api.recall.extract.learned.model import shipped as shipped_ranker
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.ports import Embedder, ReportsStats
 from breadcrumb.streams.service import ObserveFn, PipelineConfig
@@ -63,14 +66,26 @@ def observer_stats(observer: Any) -> dict[str, Any]:
 
 
 def build_recall_llm(settings: Settings) -> dict[str, Any]:
-    """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set."""
+    """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set, and
+    Extract's learned ``ranker`` unless the rules are asked for."""
+    parts: dict[str, Any] = {"ranker": build_ranker(settings)}
     if not settings.llm_model:
-        return {}
+        return parts
     from breadcrumb.stores.llm.observer import build_chat_client
     from breadcrumb.stores.llm.recall import LlmClassifier, LlmQuoter
 
     chat = build_chat_client(settings)
-    return {"classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
+    return {**parts, "classifier": LlmClassifier(chat), "quoter": LlmQuoter(chat)}
+
+
+def build_ranker(settings: Settings) -> Ranker | None:
+    """The learned line ranker (``recall_ranker``; a model file of its own, or the one
+    shipped), None for the rules."""
+    if settings.recall_ranker == "rules":
+        return None
+    if settings.recall_ranker_file is not None:
+        return load_ranker(settings.recall_ranker_file)
+    return shipped_ranker()
 
 
 def pipeline_config(settings: Settings) -> PipelineConfig:

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     # --- recall ------------------------------------------------------------------
     recall_k_default: int = Field(5, ge=1, le=50)
     recall_max_tokens_default: int = Field(800, ge=16)
+    #: Extract's line ranker: the learned model shipped with the package, or the rules
+    recall_ranker: Literal["learned", "rules"] = "learned"
+    recall_ranker_file: Path | None = None  # another trained model (``eval.ranker train``)
     weight_vector: float = 1.0
     weight_keyword: float = 0.6
     weight_tag: float = 0.2

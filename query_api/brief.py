@@ -42,6 +42,10 @@ def brief_text(response: dict[str, Any], limit: int,
     evidence = response.get("evidence") or []
     head = (f"{response.get('classification', '?')} (level {response.get('level', 0)}): "
             f"{len(memories)} memories, {len(evidence)} evidence ranges")
+    if response.get("nothing_matches"):  # say it first: the memories below are weak
+        head += f"; nothing strong matches (relevance {response.get('relevance', 0.0):.2f})"
+    elif response.get("relevance") is not None:
+        head += f"; relevance {response['relevance']:.2f}"
     listed = [_memory_line(i, m) for i, m in enumerate(memories, 1)]
     ranks = {m.get("id"): i for i, m in enumerate(memories, 1)}
     quoted: list[str] = []
@@ -56,7 +60,8 @@ def _memory_line(rank: int, memory: dict[str, Any]) -> str:
     summary = " ".join(str(memory.get("summary", "")).split())
     if len(summary) > SUMMARY_CHARS:
         summary = summary[: SUMMARY_CHARS - 1] + "…"
-    return (f"{rank}. [{float(memory.get('score') or 0.0):.2f} {memory.get('status')}/"
+    rel = f" rel {float(memory['relevance']):.2f}" if "relevance" in memory else ""
+    return (f"{rank}. [{float(memory.get('score') or 0.0):.2f}{rel} {memory.get('status')}/"
             f"{memory.get('tier')}] {_range(memory.get('source_range') or {})} {summary}")
 
 

@@ -130,6 +130,8 @@ def ask_all(questions: Sequence[RealQuestion], methods: dict[str, Callable[[Quer
         for name, method in methods.items():
             ans = method(Query(USER, q.question, k, max_tokens, "source"))
             row["methods"][name] = {"hit": q.value in ans.text, "tokens": ans.tokens,
+                                    # line precision: the value within the first 3 lines
+                                    "top3": q.value in "\n".join(ans.text.splitlines()[:3]),
                                     "classification": ans.classification,
                                     "evidence_lines": len(ans.text.splitlines())}
             if tick is not None:
@@ -144,8 +146,9 @@ def summarize(rows: Sequence[dict[str, Any]], method: str) -> dict[str, Any]:
 
     def agg(part: list[dict[str, Any]]) -> dict[str, Any]:
         hits = sum(r["methods"][method]["hit"] for r in part)
+        top3 = sum(bool(r["methods"][method].get("top3")) for r in part)
         tokens = [r["methods"][method]["tokens"] for r in part]
-        return {"questions": len(part), "hits": hits,
+        return {"questions": len(part), "hits": hits, "top3": top3,
                 "hit_rate": round(hits / len(part), 4) if part else None,
                 "tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None}
 
@@ -185,6 +188,14 @@ def section(real: dict[str, Any]) -> list[str]:
                    f"{real['events']} | {a['questions']} | {a['hits']} | "
                    f"**{_pct(a['hit_rate'])}** | {_pct(r.get('hit_rate'))} | "
                    f"{a['tokens_mean']} |")
+    if bc.get("all"):
+        asked = [row for row in real["rows"] if row.get("methods")]
+        either = sum(1 for row in asked if row["methods"][BREADCRUMB]["hit"]
+                     or row["methods"].get(RAW, {}).get("hit"))
+        out += ["", f"Value within the first 3 evidence lines (line precision): Breadcrumb "
+                f"{bc['all'].get('top3', 0)}/{bc['all']['questions']}, Raw only "
+                f"{raw.get('all', {}).get('top3', 0)}/{bc['all']['questions']}; either method "
+                f"holds the value: {either}/{len(asked)}."]
     misses = [row for row in real["rows"]
               if row.get("methods") and not row["methods"][BREADCRUMB]["hit"]]
     out += ["", f"### Misses ({len(misses)})", ""]

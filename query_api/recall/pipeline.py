@@ -36,13 +36,14 @@ from breadcrumb.query_api.recall.decide import SUMMARY_OK, Classifier, decide_st
 from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
+from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.history import mark_superseded
 from breadcrumb.query_api.recall.passages import evidence_record
 from breadcrumb.query_api.recall.query import Query, analyze
 from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, memory_view
 from breadcrumb.query_api.recall.retrieve import Retriever
 from breadcrumb.query_api.recall.sources import Sources, with_timestamps
-from breadcrumb.query_api.recall.stages import Extracted, Retrieved, StageTimings
+from breadcrumb.query_api.recall.stages import Extracted, Recalled, Retrieved, StageTimings
 from breadcrumb.query_api.recall.usage import UsageWriter
 from breadcrumb.stores.ports import (
     Embedder,
@@ -66,6 +67,7 @@ class RecallService:
         clock: Callable[[], datetime],
         classifier: Classifier | None = None,
         quoter: Quoter | None = None,
+        ranker: Ranker | None = None,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -84,7 +86,7 @@ class RecallService:
         self.sources = Sources(index, raw, chunk_rows_of(memories), states)
         self.retriever = Retriever(self.sources, memories, weights)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
-                                   quoter, self.errors)
+                                   quoter, self.errors, ranker, embedder.name)
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
 
@@ -96,6 +98,26 @@ class RecallService:
     def recall(self, req: RecallRequest) -> dict[str, Any]:
         """Answer a RecallRequest with a RecallResponse (contract), with ``timings_ms``."""
         timings = StageTimings()
+        recalled = self._recalled(req, timings)
+        retrieved, decision = recalled.retrieved, recalled.decision
+        extracted = self.extractor(recalled)
+        reads = recalled.events.seconds if recalled.events is not None else 0.0
+        timings.done("extract", moved=reads, to="recall")  # level-2 reads are Recall's
+        response = self.respond(retrieved, decision.classification, decision.reason, extracted)
+        timings.done("respond")
+        stage_ms = timings.report()
+        response["latency_ms"] = stage_ms["total"]
+        response["timings_ms"] = stage_ms
+        if req.explain:  # after the timings: the explanation is not part of any stage
+            response["explain"] = explain(recalled, extracted, self.count_tokens)
+        return response
+
+    def recalled(self, req: RecallRequest) -> Recalled:
+        """The first four stages alone (analyze, retrieve, decide, recall): what Extract
+        would be handed (the learned ranker's training rows are read from it)."""
+        return self._recalled(req, StageTimings())
+
+    def _recalled(self, req: RecallRequest, timings: StageTimings) -> Recalled:
         query = analyze(req.query, self.embedder)
         asked_at = self.clock()
         as_of = effective_as_of(req.as_of, asked_at)  # in the future: nothing to filter
@@ -111,23 +133,16 @@ class RecallService:
         timings.done("decide")
         recalled = self.sources.recall(retrieved, decision)
         timings.done("recall")
-        extracted = self.extractor(recalled)
-        reads = recalled.events.seconds if recalled.events is not None else 0.0
-        timings.done("extract", moved=reads, to="recall")  # level-2 reads are Recall's
-        response = self.respond(retrieved, decision.classification, decision.reason, extracted)
-        timings.done("respond")
-        stage_ms = timings.report()
-        response["latency_ms"] = stage_ms["total"]
-        response["timings_ms"] = stage_ms
-        if req.explain:  # after the timings: the explanation is not part of any stage
-            response["explain"] = explain(recalled, extracted, self.count_tokens)
-        return response
+        return recalled
 
     def respond(self, retrieved: Retrieved, classification: str, reason: str,
                 extracted: Extracted) -> dict[str, Any]:
         """Stage 6: timestamps, token cost, usage, the RecallResponse (without timings)."""
         req, top = retrieved.request, retrieved.top
         evidence = extracted.evidence
+        relevance = extracted.relevance
+        if relevance is not None and relevance.nothing_matches:  # no stored line answers:
+            evidence = [e for e in evidence if e.get("memory_id") is None]  # open windows may
         if evidence:
             evidence = with_timestamps(self.raw, req.user_id, evidence)
         if retrieved.as_of is not None:  # only what had been said by then
@@ -139,15 +154,23 @@ class RecallService:
         token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
         if top:
             self._usage.record(req.user_id, [c.memory.id for c in top], self.clock().isoformat())
-        return {
+        memories = [memory_view(c) for c in top]
+        response = {
             "query": req.query,
             "classification": classification,
             "decision_reason": reason,
-            "level": extracted.level,
-            "memories": [memory_view(c) for c in top],
+            "level": extracted.level if evidence or len(evidence) == len(extracted.evidence)
+            else 0,
+            "memories": memories,
             "evidence": evidence,
             "token_cost": token_cost,
         }
+        if relevance is not None:  # additive: an absolute, calibrated relevance
+            for view in memories:
+                view["relevance"] = round(relevance.memories.get(view["id"], 0.0), 4)
+            response["relevance"] = round(relevance.question, 4)
+            response["nothing_matches"] = relevance.nothing_matches
+        return response
 
     def recall_source(self, req: RecallSourceRequest) -> dict[str, Any]:
         """The article's recallMemorySource: verbatim lines of one range for a query."""

@@ -131,11 +131,29 @@ class Recalled:
 
 
 @dataclass(frozen=True, slots=True)
+class Relevance:
+    """How strongly what is held answers the question: the probability that it is held,
+    the threshold below which nothing strong matches, each candidate memory's own."""
+
+    question: float
+    threshold: float
+    memories: dict[str, float]
+
+    @property
+    def nothing_matches(self) -> bool:
+        """Whether nothing strong matches the question."""
+        return self.question < self.threshold
+
+
+@dataclass(frozen=True, slots=True)
 class Extracted:
     """Extract's value: the evidence records (contract RecalledEvidence) and the level."""
 
     evidence: list[dict[str, Any]]
     level: int
+    #: how strongly what is held answers the question (the learned ranker's relevance
+    #: model; None without one): a RecallResponse's ``relevance`` and ``nothing_matches``
+    relevance: Relevance | None = None
 
 
 class StageTimings:

@@ -200,12 +200,12 @@ def test_a_tool_calls_lookup_arguments_are_not_what_was_found() -> None:
 
 
 def test_a_setting_named_a_version_holds_one() -> None:
-    from breadcrumb.query_api.recall.extract.scoring.exact import _typed_kinds
+    from breadcrumb.query_api.recall.extract.scoring.exact import typed_kinds
 
     for line in ('  database_version = "POSTGRES_15"', '"node-version": "lts/*"',
                  "python_version: 3.11"):
-        assert "version" in _typed_kinds(line), line
-    assert "version" not in _typed_kinds("the version we chose is fine")
+        assert "version" in typed_kinds(line), line
+    assert "version" not in typed_kinds("the version we chose is fine")
 
 
 def test_a_paragraph_does_not_outscore_the_error_it_explains_by_length_alone() -> None:

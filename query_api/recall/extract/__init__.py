@@ -18,6 +18,8 @@ from typing import Any
 from breadcrumb.processors.lexical import query_terms, with_verb_forms
 from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
+from breadcrumb.query_api.recall.extract.learned import LearnedLines, Scored
+from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.scoring.weights import line_terms
 from breadcrumb.query_api.recall.extract.semantic import (
     LinesByMeaning,
@@ -41,26 +43,52 @@ class Extractor:
 
     def __init__(self, memories: MemoryStore, raw: RawEventStore, count: Callable[[str], int],
                  window_count: Callable[[str], int], quoter: Quoter | None,
-                 errors: Counter[str]) -> None:
+                 errors: Counter[str], ranker: Ranker | None = None,
+                 embedder: str = "") -> None:
         self.quoter = quoter
         self.word_exact = WordExactCut(count, quoter, errors)
         self.by_meaning = LinesByMeaning(memories, raw, count)
+        self.learned = None if ranker is None else LearnedLines(memories, raw, count, ranker,
+                                                                embedder)
         self.window_count = window_count
 
     def __call__(self, recalled: Recalled) -> Extracted:
-        evidence, level = self._memory_evidence(recalled) if recalled.follow else ([], 0)
+        scored = self._scored(recalled)
+        evidence, level = self._memory_evidence(recalled, scored) if recalled.follow \
+            else ([], 0)
         if recalled.windows is not None:  # the open windows too
             retrieved = recalled.retrieved
             evidence = fresh_tail.merge(retrieved.query, evidence, recalled.windows,
                                         self.window_count, retrieved.evidence_budget)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
-        return Extracted(evidence, level)
+        relevance = None if scored is None or self.learned is None \
+            else self.learned.relevance(scored)
+        return Extracted(evidence, level, relevance)
 
-    def _memory_evidence(self, recalled: Recalled) -> tuple[list[dict[str, Any]], int]:
+    def _scored(self, recalled: Recalled) -> Scored | None:
+        """The learned ranker's view of the candidates, unless the recall reads a
+        conversation alone (messages: its lines stay with meaning, and the relevance
+        model was calibrated on agent sessions, not on conversations)."""
+        if self.learned is None:
+            return None
+        kinds = _hop_kinds(recalled)
+        if kinds and all(kind in _TALK for kind in kinds.values()):
+            return None
+        scored = self.learned.score(recalled)
+        if all(c.kind in _TALK for c in scored.pool.lines):
+            return None
+        return scored
+
+    def _memory_evidence(self, recalled: Recalled, scored: Scored | None
+                         ) -> tuple[list[dict[str, Any]], int]:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
         precise always does: the cut only when those are none; a quoter: always cut). A
         count a summary quotes (:attr:`Recalled.quoted`) is looked up by words."""
         query = recalled.retrieved.query
+        if self.learned is not None and scored is not None and self.quoter is None:
+            evidence, level = self.learned(recalled, scored)
+            if evidence:
+                return evidence, level
         if self.quoter is None and not query.precise and not recalled.quoted:
             return self._words_and_meaning(recalled)
         cut = self.word_exact.with_history(recalled)

@@ -56,7 +56,7 @@ _KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>
 
 
 @lru_cache(maxsize=32768)
-def _typed_kinds(text: str) -> frozenset[str]:
+def typed_kinds(text: str) -> frozenset[str]:
     """The kinds of typed value a line holds (cached: the same lines are cut again)."""
     kinds = value_kinds(text[:MAX_LINE_CHARS])
     # a setting named a version holds one, whatever it looks like: ``database_version =
@@ -200,7 +200,7 @@ def _kind_boosted(lines: list[Line], intent: QueryIntent, w: LineWeights,
         command = command_line(line.text, intent)
         if intent.failure and not command and (line.event_id, line.start) not in failing_at:
             continue  # "which command showed only the errors": its command line still
-        kinds = set(_typed_kinds(line.text))
+        kinds = set(typed_kinds(line.text))
         if command:
             kinds.add("command")
         elif "command" in intent.kinds:  # "how did we retire the old … file": the

@@ -1,0 +1,209 @@
+"""Learned Extract: every line within reach, scored by a model trained on development data.
+
+The candidates (:mod:`.candidates`) are every line of the followed ranges and of the
+passages found elsewhere; each is described by plain measurements (:mod:`.features`) and
+scored by a linear model loaded from a file shipped with the package (:mod:`.model`,
+trained by ``python -m breadcrumb.eval.ranker``, its data listed in the manifest beside
+it). The best lines fill the evidence budget, a line said again or mostly repeated packed
+once; lines holding a value a newer memory replaced are left out unless history is asked
+for (:func:`..superseded.drop_superseded`). Nothing is rewritten: every line is a slice of
+stored content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from breadcrumb.processors.lexical import with_verb_forms
+from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, NearRepeats
+from breadcrumb.query_api.recall.extract.dated import dated_events
+from breadcrumb.query_api.recall.extract.learned.candidates import (
+    FILE_HEADER,
+    Pool,
+    candidate_pool,
+)
+from breadcrumb.query_api.recall.extract.learned.current import replaced
+from breadcrumb.query_api.recall.extract.learned.features import Candidate, feature_rows
+from breadcrumb.query_api.recall.extract.learned.model import Ranker
+from breadcrumb.query_api.recall.extract.learned.relevance import question_row
+from breadcrumb.query_api.recall.extract.scoring.weights import line_terms, pool_weights
+from breadcrumb.query_api.recall.extract.superseded import drop_superseded
+from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.passages import Extract, Line, evidence_record
+from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.stages import Recalled, Relevance
+from breadcrumb.stores.ports import MemoryStore, RawEventStore
+from breadcrumb.topics.records import Observation
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A recall's candidates, their feature rows and the model's scores."""
+
+    pool: Pool
+    rows: list[list[float]]
+    scores: list[float]
+    question: list[float]  # the pool's question-level measurements (:mod:`.relevance`)
+    relevance: float | None  # the probability that what is asked is held
+
+
+class LearnedLines:
+    """Evidence lines chosen by the learned ranker."""
+
+    def __init__(self, memories: MemoryStore, raw: RawEventStore,
+                 count: Callable[[str], int], ranker: Ranker, embedder: str = "") -> None:
+        self.memories, self.raw, self.count, self.ranker = memories, raw, count, ranker
+        # relevance is calibrated on one embedder's cosines: under another it is not told
+        trained = str(ranker.meta.get("embedder") or "")
+        self.calibrated = ranker.relevance if not trained or trained == embedder else None
+
+    def score(self, recalled: Recalled) -> Scored:
+        """Every candidate line of ``recalled`` with its features and score."""
+        retrieved = recalled.retrieved
+        pool = candidate_pool(recalled)
+        lines = self._with_events(pool.lines, retrieved.request.user_id)
+        pool = Pool(lines, pool.memories)
+        query = retrieved.query
+        terms = with_verb_forms(query.terms)
+        weights = pool_weights(terms, [line_terms(c.text) for c in lines])
+        dated = dated_events(self.raw, retrieved.request.user_id, query.text,
+                             (c.event_id for c in lines), retrieved.request.now)
+        rows = feature_rows(query, lines, weights, dated)
+        scores = self.ranker.scores(rows)
+        groups = TermGroups(query.text, weights)
+        held = frozenset().union(*(line_terms(c.text) for c in lines)) if lines else frozenset()
+        union = sum(1 for t in groups.terms if t in held) / max(1, len(groups.terms))
+        question = question_row(rows, scores, union)
+        model = self.calibrated
+        return Scored(pool, rows, scores, question,
+                      None if model is None else model.probability(question))
+
+    def relevance(self, scored: Scored) -> Relevance | None:
+        """How strongly what is held answers the question: the whole pool's probability
+        and each memory's (its own lines'), or None when the model has no relevance part."""
+        model = self.calibrated
+        if model is None or scored.relevance is None:
+            return None
+        by_memory: dict[str, list[int]] = {}
+        for i, c in enumerate(scored.pool.lines):
+            by_memory.setdefault(c.memory_id, []).append(i)
+        union = scored.question[3]
+        memories = {mid: model.probability(question_row(
+            [scored.rows[i] for i in at], [scored.scores[i] for i in at], union))
+            for mid, at in by_memory.items()}
+        return Relevance(scored.relevance, model.threshold, memories)
+
+    def __call__(self, recalled: Recalled, scored: Scored | None = None
+                 ) -> tuple[list[dict[str, Any]], int]:
+        """Evidence records within the evidence budget, the best line's memory first."""
+        scored = scored or self.score(recalled)
+        retrieved = recalled.retrieved
+        budget = retrieved.evidence_budget
+        lines = scored.pool.lines
+        include = retrieved.request.include_superseded
+        threads = {m.id: m.source_range.thread_id for m in scored.pool.memories.values()}
+        old = replaced(lines, threads)  # a key's earlier values: history, not the answer
+        order = sorted((i for i in range(len(lines)) if include or i not in old),
+                       key=lambda i: (-scored.scores[i], lines[i].event_index, lines[i].start))
+        chosen = pack([lines[i] for i in order], [scored.scores[i] for i in order], budget,
+                      self.count)
+        known = self._memories(scored.pool, chosen, retrieved.request.user_id)
+        cuts = self._cuts(chosen, known, include, recalled)
+        while chosen and sum(cut.tokens for _m, cut, _s in cuts) > budget:
+            chosen = chosen[:-1]  # a tokenizer does not add up over joins
+            cuts = self._cuts(chosen, known, include, recalled)
+        was = {(lines[i].event_id, lines[i].start): v for i, v in old.items()}
+        out = []
+        for mid, cut, stale in cuts:
+            if not cut.lines:
+                continue
+            stale = sorted({*stale, *(v for ln in cut.lines
+                                      if (v := was.get((ln.event_id, ln.start))))})
+            rng = known[mid].source_range
+            item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
+                                   f"{recalled.decision.reason}; learned ranker; "
+                                   f"{len(cut.lines)} line(s), {cut.tokens} tokens")
+            if stale:
+                item["superseded_values"] = stale
+            out.append(item)
+        followed = {c.memory.id for c in recalled.hops}
+        level = 2 if any(i["memory_id"] in followed for i in out) else 1
+        return out, level if out else 0
+
+    def _with_events(self, lines: list[Candidate], user_id: str) -> list[Candidate]:
+        """Candidates found as chunks carry no kind or role: their events tell."""
+        missing = [c.event_id for c in lines if not c.kind]
+        if not missing:
+            return lines
+        events = events_by_id(self.raw, user_id, missing)
+        return [replace(c, kind=e.kind, role=e.role)
+                if not c.kind and (e := events.get(c.event_id)) is not None else c
+                for c in lines]
+
+    def _memories(self, pool: Pool, chosen: Sequence[tuple[Candidate, float]],
+                  user_id: str) -> dict[str, Observation]:
+        known = dict(pool.memories)
+        missing = [m for m in dict.fromkeys(c.memory_id for c, _s in chosen) if m not in known]
+        if missing:
+            known.update({m.id: m for m in self.memories.get_memories(user_id, missing)})
+        return known
+
+    def _cuts(self, chosen: Sequence[tuple[Candidate, float]], known: dict[str, Observation],
+              include: bool, recalled: Recalled) -> list[tuple[str, Extract, list[str]]]:
+        """The chosen lines grouped by memory (the best line's group first), each in
+        source order, costed as its joined text, replaced values dropped."""
+        groups: dict[str, list[Line]] = {}
+        for c, score in chosen:
+            if c.memory_id in known:  # indexed but not stored: never guess
+                groups.setdefault(c.memory_id, []).append(
+                    Line(c.event_id, c.event_index, c.start, c.end, c.text, round(score, 6)))
+        out = []
+        intent = recalled.retrieved.query.intent
+        for mid, lines in groups.items():
+            lines.sort(key=lambda ln: (ln.event_index, ln.start))
+            cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
+            cut, stale = drop_superseded(cut, known[mid], include, self.count, intent)
+            out.append((mid, cut, stale))
+        return out
+
+
+def pack(lines: Sequence[Candidate], scores: Sequence[float], budget: int,
+         count: Callable[[str], int]) -> list[tuple[Candidate, float]]:
+    """The best lines (given best first) that fit ``budget`` tokens as joined text; a
+    line said verbatim before, or a long line mostly repeating one packed, is skipped.
+    A line of a file's edit brings the header naming the file once (``+++ b/path``,
+    ``*** Update File: …``), when that header is a candidate and fits: the added
+    ``+ALTER TABLE …`` says what changed, its header where."""
+    headers = {(c.event_id, c.text): (c, s) for c, s in zip(lines, scores, strict=True)
+               if FILE_HEADER.match(c.text)}
+    said: set[str] = set()
+    near = NearRepeats()
+    used = 0
+    out: list[tuple[Candidate, float]] = []
+
+    def take(line: Candidate, score: float) -> None:
+        nonlocal used
+        if line.text in said:
+            return
+        tokens = count(line.text)
+        cost = tokens + JOIN_TOKENS
+        if used + cost > budget:
+            return
+        grams = near.grams(line.text, tokens)
+        if near.repeats(grams):
+            return
+        near.keep(grams)
+        said.add(line.text)
+        used += cost
+        out.append((line, score))
+
+    for line, score in zip(lines, scores, strict=True):
+        if line.text in said:
+            continue
+        take(line, score)
+        named = headers.get((line.event_id, line.header))
+        if named is not None and out and out[-1][0] is line:
+            take(named[0], min(named[1], score))
+    return out

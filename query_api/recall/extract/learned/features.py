@@ -1,0 +1,181 @@
+"""What the learned ranker reads of a candidate line: one row of numbers per line.
+
+Every feature is a plain measurement — how much of the question a line holds, how close
+its passage is by meaning, what kind of line it is, where it stands — and none carries a
+hand-set weight: the weights are learned (:mod:`.model`, trained by
+``python -m breadcrumb.eval.ranker train``). Features measured against the pool (a line's
+lexical coverage as a share of the pool's best) sit beside absolute ones (the coverage
+itself, the passage's raw cosine), so the same row serves ranking within a question and
+telling a strong match from none (:mod:`.relevance`).
+
+Names are part of the model file's contract: a model lists the names it was trained on,
+and :func:`feature_rows` fills them by name (a name it does not know is refused at load).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from breadcrumb.processors.failures import DIAGNOSTIC, failure_line
+from breadcrumb.processors.shell import MAX_LINE_CHARS, SHELL_COMMAND
+from breadcrumb.processors.test_runs import counts
+from breadcrumb.query_api.recall.extract.scoring.exact import typed_kinds
+from breadcrumb.query_api.recall.extract.scoring.weights import line_shape, line_terms
+from breadcrumb.query_api.recall.extract.shapes import DECISION, DIFF_HEADER, LOOKUP_ARGS
+from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.query import Query
+
+_TEST_SUMMARY = re.compile(r"(?i)\b\d+\s+(passed|failed|tests?|errors?|skipped)\b"
+                           r"|\btests?:?\s+\d+|\bran \d+ tests?\b|^(PASS|FAIL)\s+\S")
+_ASSIGNMENT = re.compile(r"""^\s*[+-]?\s*(export\s+)?["']?[A-Za-z_][\w.-]*["']?\s*(=|:)\s*\S""")
+_PATH_HEADER = re.compile(r"^(\+\+\+ b/|--- a/|\*\*\* (Update|Add|Delete) File: |diff --git )")
+_CODE = re.compile(r"^\s{2,}\S|[{}();]\s*$|^\s*(def|class|function|const|let|var|import|from"
+                   r"|return|if|for|while)\b")
+_PROSE = re.compile(r"^[A-Z][^{}=<>|]*[a-z][.!?:]?\s*$")
+_NUMBER = re.compile(r"\d")
+_QUOTED = re.compile(r"[`'\"]")
+
+#: the event kinds a line can come from, one feature each (others: ``kind_other``)
+KINDS = ("message", "tool_call", "tool_result", "file_edit", "test_result", "error")
+#: the feature names, in the order a row holds them
+NAMES: tuple[str, ...] = (
+    "lex_cov", "lex_cov_rel", "lex_words", "lex_all_words", "lex_ctx", "lex_rare",
+    "lex_zero", "dense", "dense_rel", "dense_has", "sparse_has",
+    "kind_asked", "kind_any", "command_asked", "failure_asked", "count_asked",
+    "is_command", "is_failure", "is_test_summary", "is_assignment", "is_diff_header",
+    "is_added", "is_removed", "is_lookup", "is_decision", "is_code", "is_prose",
+    "has_digit", "has_quote", "tokens_log", "terms_log", "repeats_log",
+    *(f"kind_{k}" for k in KINDS), "kind_other", "role_user", "role_assistant",
+    "mem_rank_inv", "mem_score_rel", "followed", "line_pos_log", "first_line",
+    "near_lex", "superseded", "role_asked", "mine", "dated",
+    "q_precise_lex", "q_precise_dense", "q_kinds", "q_failure", "q_terms_log",
+)
+INDEX = {name: i for i, name in enumerate(NAMES)}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A candidate line and what the pool knows of it (:mod:`.candidates`)."""
+
+    memory_id: str
+    event_id: str
+    event_index: int
+    start: int
+    end: int
+    text: str
+    kind: str  # the event's kind ("" where only a chunk was read)
+    role: str
+    mem_rank: int  # the memory's rank in Retrieve's list (0 = best; 99 beyond it)
+    mem_score: float  # the memory's score as a share of the best
+    followed: bool  # a line of a range Recall followed (else of the passage search)
+    line_no: int  # the line's number within its event
+    dense: float | None  # the cosine of the passage the line was found in
+    sparse: bool  # the lexical chunk search found its passage
+    header: str = ""  # the structural line that names it (a diff's file, a tool's call)
+    superseded: bool = False  # holds a value a newer memory replaced
+
+
+def feature_rows(query: Query, pool: Sequence[Candidate], weights: dict[str, float],
+                 dated: frozenset[str] = frozenset()) -> list[list[float]]:
+    """One row of :data:`NAMES` per candidate. ``weights``: the question's term weights
+    (rarity over the pool's lines); ``dated``: event ids said within the period the
+    question names."""
+    groups = TermGroups(query.text, weights)
+    total = sum(weights.values()) or 1.0
+    words = max(1, len(groups.terms))
+    intent = query.intent
+    held = [groups.terms and [t for t in groups.terms if t in line_terms(c.text)] or []
+            for c in pool]
+    cov = [groups.weight(h) / total if h else 0.0 for h in held]
+    best_cov = max(cov, default=0.0) or 1.0
+    dense = [c.dense for c in pool if c.dense is not None]
+    best_dense = max(dense, default=0.0)
+    shapes = Counter(line_shape(c.text) for c in {c.text: c for c in pool}.values())
+    near = _near(pool, cov)
+    count = counts(intent.counted) if intent.counted else None
+    asked_kinds = intent.kinds - {"command"}
+    rows = []
+    for i, c in enumerate(pool):
+        text = c.text[:MAX_LINE_CHARS]
+        terms = line_terms(c.text)
+        kinds = typed_kinds(c.text)
+        command = SHELL_COMMAND.match(text) is not None
+        failing = failure_line(text) or DIAGNOSTIC.match(text) is not None
+        ctx = [t for t in groups.terms if t in terms or t in line_terms(c.header)]
+        row = [0.0] * len(NAMES)
+        put = _putter(row)
+        put("lex_cov", cov[i])
+        put("lex_cov_rel", cov[i] / best_cov)
+        put("lex_words", len(held[i]) / words)
+        put("lex_all_words", float(len(held[i]) == len(groups.terms) > 0))
+        put("lex_ctx", groups.weight(ctx) / total if ctx else 0.0)
+        put("lex_rare", max((weights.get(t, 0.0) for t in held[i]), default=0.0))
+        put("lex_zero", float(not held[i]))
+        if c.dense is not None:
+            put("dense", c.dense)
+            put("dense_rel", c.dense - best_dense)
+            put("dense_has", 1.0)
+        put("sparse_has", float(c.sparse))
+        put("kind_asked", float(bool(asked_kinds & kinds)))
+        put("kind_any", float(bool(kinds)))
+        put("command_asked", float("command" in intent.kinds and command))
+        put("failure_asked", float(intent.failure_asked and failing))
+        put("count_asked", float(count is not None and count.search(text) is not None))
+        put("is_command", float(command))
+        put("is_failure", float(failing))
+        put("is_test_summary", float(_TEST_SUMMARY.search(text) is not None))
+        put("is_assignment", float(_ASSIGNMENT.match(text) is not None))
+        put("is_diff_header", float(bool(DIFF_HEADER.match(text) or _PATH_HEADER.match(text))))
+        put("is_added", float(text.startswith("+") and not text.startswith("+++")))
+        put("is_removed", float(text.startswith("-") and not text.startswith("---")))
+        put("is_lookup", float(LOOKUP_ARGS.match(text) is not None))
+        put("is_decision", float(DECISION.search(text) is not None))
+        put("is_code", float(_CODE.search(text) is not None))
+        put("is_prose", float(_PROSE.match(text) is not None))
+        put("has_digit", float(_NUMBER.search(text) is not None))
+        put("has_quote", float(_QUOTED.search(text) is not None))
+        put("tokens_log", math.log1p(len(c.text) / 4))
+        put("terms_log", math.log1p(len(terms)))
+        put("repeats_log", math.log1p(shapes[line_shape(c.text)] - 1))
+        put(f"kind_{c.kind}" if c.kind in KINDS else "kind_other", 1.0)
+        put("role_user", float(c.role == "user"))
+        put("role_assistant", float(c.role == "assistant"))
+        put("mem_rank_inv", 1.0 / (1.0 + c.mem_rank))
+        put("mem_score_rel", c.mem_score)
+        put("followed", float(c.followed))
+        put("line_pos_log", math.log1p(c.line_no))
+        put("first_line", float(c.line_no == 0))
+        put("near_lex", near[i])
+        put("superseded", float(c.superseded))
+        put("role_asked", float(bool(intent.role) and c.role == intent.role))
+        put("mine", float(intent.first_person and c.role == "user"))
+        put("dated", float(c.event_id in dated))
+        put("q_precise_lex", cov[i] if query.precise else 0.0)
+        put("q_precise_dense", (c.dense or 0.0) if query.precise else 0.0)
+        put("q_kinds", float(bool(intent.kinds)))
+        put("q_failure", float(intent.failure_asked))
+        put("q_terms_log", math.log1p(len(groups.terms)))
+        rows.append(row)
+    return rows
+
+
+def _putter(row: list[float]) -> Callable[[str, float], None]:
+    def put(name: str, value: float) -> None:
+        row[INDEX[name]] = value
+    return put
+
+
+def _near(pool: Sequence[Candidate], cov: list[float]) -> list[float]:
+    """The best lexical coverage of the line just before or after (same event)."""
+    out = [0.0] * len(pool)
+    at = {(c.event_id, c.line_no): i for i, c in enumerate(pool)}
+    for i, c in enumerate(pool):
+        for step in (-1, 1):
+            j = at.get((c.event_id, c.line_no + step))
+            if j is not None:
+                out[i] = max(out[i], cov[j])
+    return out

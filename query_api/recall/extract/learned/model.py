@@ -1,0 +1,76 @@
+"""The learned line ranker: a linear model over :mod:`.features`, loaded from a file.
+
+The file (``ranker.json`` beside this module, written by ``python -m
+breadcrumb.eval.ranker train``) holds the feature names it was trained on, their mean
+and scale on the training rows, a weight per feature and the calibration of the best
+line's score into a probability that the answer is among the lines. Deterministic, CPU,
+a dot product per line; no hand-set weight lives in the code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from breadcrumb.query_api.recall.extract.learned.features import INDEX
+from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel
+
+#: the model shipped with the package
+MODEL_FILE = Path(__file__).with_name("ranker.json")
+
+
+class ModelError(ValueError):
+    """A model file that cannot be used, with the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranker:
+    """A linear scorer: ``sum(w_i * (x_i - mean_i) / scale_i)`` over the named features,
+    and the relevance model of a question's pool (None: relevance is not reported)."""
+
+    columns: tuple[int, ...]  # where each trained feature sits in a features row
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    relevance: RelevanceModel | None
+    meta: dict[str, Any]
+
+    def scores(self, rows: Sequence[Sequence[float]]) -> list[float]:
+        """One score per row (higher: more likely the answering line)."""
+        cols, mean, scale, w = self.columns, self.mean, self.scale, self.weights
+        return [sum(wi * (row[c] - m) / s for c, m, s, wi in zip(cols, mean, scale, w,
+                                                                strict=True))
+                for row in rows]
+
+
+def load(path: Path = MODEL_FILE) -> Ranker:
+    """The ranker in ``path``; a missing file or a feature this code does not compute is
+    a :class:`ModelError` naming it."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot read the ranker model {path}: {exc}") from exc
+    names = data.get("features") or []
+    unknown = [n for n in names if n not in INDEX]
+    if unknown:
+        raise ModelError(f"{path}: features this code does not compute: {unknown}")
+    lengths = {len(names), len(data["mean"]), len(data["scale"]), len(data["weights"])}
+    if len(lengths) != 1:
+        raise ModelError(f"{path}: features, mean, scale and weights differ in length")
+    try:
+        relevance = RelevanceModel.from_dict(data["relevance"]) if "relevance" in data else None
+    except (KeyError, ValueError) as exc:
+        raise ModelError(f"{path}: relevance: {exc}") from exc
+    return Ranker(tuple(INDEX[n] for n in names), tuple(map(float, data["mean"])),
+                  tuple(float(s) or 1.0 for s in data["scale"]),
+                  tuple(map(float, data["weights"])), relevance, dict(data.get("meta", {})))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Ranker | None:
+    """The model shipped with the package, or None when it has none (rules rank)."""
+    return load() if MODEL_FILE.is_file() else None

