@@ -141,6 +141,9 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
                         help="answer as things stood then, e.g. 2026-03-12T00:00:00Z")
     recall.add_argument("--now", type=_iso_time, default=None, metavar="ISO",
                         help="what 'yesterday', '3週間前' count from (default: now)")
+    # issue 47: a look is no use (no hit, no TTL touch, no promotion)
+    recall.add_argument("--read-only", dest="read_only", action="store_true",
+                        help="only look: the memories it returns gain no hit and no touch")
 
 
 def _iso_time(text: str) -> str:
@@ -338,7 +341,7 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             "thread_id": args.thread, "tags": args.tag,
             "include_superseded": args.include_superseded or None,
             "view": "brief" if args.brief else None,
-            "as_of": args.as_of, "now": args.now}
+            "as_of": args.as_of, "now": args.now, "read_only": args.read_only or None}
     try:
         answer = backend.recall({k: v for k, v in body.items() if v is not None})
     finally:

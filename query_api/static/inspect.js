@@ -76,7 +76,7 @@ async function inspect(event) {
   const query = document.getElementById("i-query").value.trim();
   if (!query) return;
   const body = {
-    query, explain: true, mode: document.getElementById("i-mode").value,
+    query, explain: true, read_only: true, mode: document.getElementById("i-mode").value,
     k: Number(document.getElementById("i-k").value) || 5,
     max_tokens: Number(document.getElementById("i-budget").value) || 800,
   };

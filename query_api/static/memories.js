@@ -122,7 +122,8 @@ async function runRecall(event) {
   if (!query) return;
   if (!currentTenant()) { say("recall-status", "Choose a tenant first.", "error"); return; }
   say("recall-status", "recalling…");
-  const body = { query, project_id: Mem.filters.project || null };
+  // read_only: looking is no use (no hit, no TTL touch, no promotion; issue 47)
+  const body = { query, project_id: Mem.filters.project || null, read_only: true };
   if (Mem.filters.thread) body.thread_id = Mem.filters.thread;
   if (Mem.filters.tag) body.tags = [Mem.filters.tag];
   let answer;
