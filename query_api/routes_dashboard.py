@@ -37,7 +37,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 ASSETS = {"dashboard.css": "text/css", "views.css": "text/css", "favicon.svg": "image/svg+xml",
           **{f"{name}.js": "text/javascript" for name in (
               "api", "dashboard", "source", "forget", "memories", "memory", "thread", "inspect",
-              "dead")}}
+              "dead", "fact")}}
 STREAM_MAX_SECONDS = 15.0
 RETRY_MS = 1000
 NO_CACHE = {"Cache-Control": "no-cache"}

@@ -1,8 +1,9 @@
 """Issue 47 item 7: ``breadcrumb serve`` stopped with SIGTERM while a dashboard page is
 open (real Chromium holding the live stream) exits 0 within 2 s with no traceback — the
 server ends its live streams as it starts shutting down instead of waiting out uvicorn's
-graceful timeout and cancelling them. Needs Debian's chromium + chromium-driver and
-selenium."""
+graceful timeout and cancelling them. Then, started again on the same port, the page
+reconnects by itself and clears the error a search made while the server was away (the
+error named the server). Needs Debian's chromium + chromium-driver and selenium."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import httpx
 
 from tests.conftest import wait_until
 from tests.e2e.test_dashboard_browser import _until, browser  # noqa: F401  (fixture by name)
-from tests.e2e.test_dashboard_views import _js, _open_ready
+from tests.e2e.test_dashboard_views import _click, _fill, _go, _js, _open_ready, _text
 from tests.support.memview import changed_value
 from tests.support.serve import CLI, free_port, healthy
 
@@ -56,3 +57,24 @@ def test_sigterm_with_a_page_open(tmp_path: Path, browser: Any) -> None:  # noqa
     assert took < 2.0, (took, log)
     assert "Traceback" not in log and "timeout graceful shutdown" not in log, log
     assert "ERROR" not in log, log
+
+    # the server is away: a search says which server is not answering ...
+    _fill(browser, "#recall-query", "which DB_PORT do we use now?")
+    _click(browser, "#recall-form button")
+    _until(browser, lambda d: "is not answering" in _text(d, "#recall-status"), "the error")
+    assert f"127.0.0.1:{port}" in _text(browser, "#recall-status")
+    _until(browser, lambda d: "is not answering" in _text(d, "#error-banner"), "the banner", 30)
+    # ... and once it is back, the page reconnects and the error is gone
+    again = _serve(tmp_path, port, "serve-2.log")
+    try:
+        _until(browser, lambda d: int(_js(d, "return document.body.dataset.reconnects || 0"))
+               >= 1, "the reconnection", 30)
+        _until(browser, lambda d: not _text(d, "#recall-status"), "the error cleared")
+        assert _js(browser, "return document.getElementById('error-banner').hidden")
+        _go(browser, "#/memories")
+        _until(browser, lambda d: "Tenant local holds" not in _text(d, "#mem-status") and
+               _js(d, "return document.querySelectorAll('#mem-list tbody tr').length") >= 1,
+               "the list read again")
+    finally:
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(30) == 0
