@@ -56,7 +56,7 @@ function showVersions(data) {
     { className: v.id === One.id ? "me" : "", dataset: { id: v.id } },
     memoryLink(v.id), " ", statusBadges(v), " ", el("span", { className: "muted" },
       `${when(v.created_at)}${v.superseded_at ? ` · superseded ${when(v.superseded_at)}` : ""}`),
-    el("div", {}, v.summary))));
+    summaryNode(v.summary))));
   const tbody = document.getElementById("m-facts").tBodies[0];
   tbody.replaceChildren(...data.facts.map((f) => el("tr", { dataset: { key: f.key } },
     el("td", {}, factLink(f.key, el("code", {}, f.key))),
