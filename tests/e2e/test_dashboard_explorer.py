@@ -110,7 +110,28 @@ def test_explorer_without_keys(served: str, browser: Any) -> None:  # noqa: F811
     _read_only(browser, url, "u1")
     assert "+DB_PORT=7432" in _text(browser, "#recall-results tbody tr .answer")  # the line
 
+    # a recent recall (an agent's) opens in the inspector, which runs it as a look
+    agent = {"user_id": "u1", "query": "what did we rename in module m1.py?"}
+    assert httpx.post(f"{url}/v1/recall", json=agent).status_code == 200
+    _tenant(browser, "u2")
+    _go(browser, "#/live")
+    _until(browser, lambda d: _count(d, "#recalls tbody tr[data-query]") >= 1, "the recall")
+    assert "every tenant" in _text(browser, "#recalls-scope")
+    before = _looked_at(url, "u1")
+    runs = int(_js(browser, "return document.body.dataset.inspected || 0"))
+    _click(browser, "#recalls tbody tr[data-query]")
+    _until(browser, lambda d: int(_js(d, "return document.body.dataset.inspected || 0")) > runs,
+           "the recall in the inspector")
+    assert _js(browser, "return document.getElementById('i-query').value") == agent["query"]
+    assert _js(browser, "return document.getElementById('tenant').value") == "u1"
+    time.sleep(1.5)
+    assert _looked_at(url, "u1") == before
+    _go(browser, "#/live")
+    _click(browser, "#card-dead")
+    _until(browser, lambda d: _js(d, "return location.hash") == "#/dead", "the dead letters")
+
     # a tenant switch clears the results and the open views
+    _search(browser)
     _tenant(browser, "nobody")
     _until(browser, lambda d: "Tenant nobody holds nothing yet." in _text(d, "#mem-status"),
            "the new tenant's empty list")
