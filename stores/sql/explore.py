@@ -92,7 +92,8 @@ def fact_keys(store: Any, user_id: str, text: str | None = None,
         return []
     where, params = "user_id = ?", [user_id]
     if text:
-        fold = "LOWER(fact_key)" if store.dialect.mysql else "fact_key"
+        # SQLite's LIKE ignores ASCII case; MySQL's LOWER is a no-op on VARBINARY keys
+        fold = "LOWER(CONVERT(fact_key USING utf8mb4))" if store.dialect.mysql else "fact_key"
         where += f" AND {fold} LIKE ? ESCAPE '!'"
         params.append(like_pattern(text.lower() if store.dialect.mysql else text))
     rows = store._read(f"SELECT fact_key, COUNT(*), MAX(ts) FROM memory_facts WHERE {where} "
