@@ -141,6 +141,9 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
                         help="answer as things stood then, e.g. 2026-03-12T00:00:00Z")
     recall.add_argument("--now", type=_iso_time, default=None, metavar="ISO",
                         help="what 'yesterday', '3週間前' count from (default: now)")
+    # issue 47: a look is no use (no hit, no TTL touch, no promotion)
+    recall.add_argument("--read-only", dest="read_only", action="store_true",
+                        help="only look: the memories it returns gain no hit and no touch")
 
 
 def _iso_time(text: str) -> str:
@@ -266,9 +269,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         settle_heap()
         _exit_cleanly_on_sigterm()
         try:
-            uvicorn.run(app, host=settings.host, port=settings.port, log_level=_uvicorn_level(args),
-                        log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5,
-                        ssl_certfile=settings.ssl_certfile, ssl_keyfile=settings.ssl_keyfile)
+            config = uvicorn.Config(
+                app, host=settings.host, port=settings.port, log_level=_uvicorn_level(args),
+                log_config=uvicorn_log_config(settings), timeout_graceful_shutdown=5,
+                ssl_certfile=settings.ssl_certfile, ssl_keyfile=settings.ssl_keyfile)
+            closing_server(config, app).run()
         finally:
             if marker is not None:
                 marker.unlink(missing_ok=True)
@@ -276,6 +281,23 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if lock is not None:
             lock.release()
     return 0
+
+
+def closing_server(config: Any, app: Any) -> Any:
+    """A uvicorn server that ends the dashboard's live streams as it starts shutting down
+    (issue 47): uvicorn waits for open responses before it stops, and an open page's
+    stream would hold a SIGTERM for the graceful timeout, then be cancelled with a
+    traceback. Its shutdown sets the streams' stop first, in the server's loop."""
+    import uvicorn
+
+    from breadcrumb.query_api.routes_dashboard import close_streams
+
+    class ClosingServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            close_streams(app)
+            await super().shutdown(sockets=sockets)
+
+    return ClosingServer(config)
 
 
 def _exit_cleanly_on_sigterm() -> None:
@@ -338,7 +360,7 @@ def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
             "thread_id": args.thread, "tags": args.tag,
             "include_superseded": args.include_superseded or None,
             "view": "brief" if args.brief else None,
-            "as_of": args.as_of, "now": args.now}
+            "as_of": args.as_of, "now": args.now, "read_only": args.read_only or None}
     try:
         answer = backend.recall({k: v for k, v in body.items() if v is not None})
     finally:

@@ -148,15 +148,18 @@ class AsyncBreadcrumb:
                      mode: Mode = "auto", thread_id: str | None = None,
                      tags: list[str] | None = None, include_superseded: bool = False,
                      include_archived: bool = False, as_of: datetime | str | None = None,
-                     now: datetime | str | None = None) -> RecallResult:
+                     now: datetime | str | None = None,
+                     read_only: bool = False) -> RecallResult:
         """Retrieve → Decide → Recall → Extract: memories and verbatim evidence.
 
         ``as_of``: answer as things stood then; ``now``: what relative periods in the
-        question ("yesterday", "3週間前") count from (docs/recall-in-time.md)."""
+        question ("yesterday", "3週間前") count from (docs/recall-in-time.md).
+        ``read_only``: only look (no hit, no TTL touch, no promotion; issue 47)."""
         body = {"user_id": user_id or self.user_id, "query": query, "k": k,
                 "max_tokens": max_tokens, "mode": mode, "project_id": project_id,
                 "thread_id": thread_id, "tags": tags, "include_superseded": include_superseded,
-                "include_archived": include_archived, "as_of": _iso(as_of), "now": _iso(now)}
+                "include_archived": include_archived, "as_of": _iso(as_of), "now": _iso(now),
+                "read_only": read_only or None}
         return RecallResult.model_validate(await self._post("/v1/recall", _given(body)))
 
     async def recall_text(self, query: str, *, user_id: str | None = None,

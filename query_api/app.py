@@ -100,7 +100,8 @@ def create_app(runtime: Runtime, manage_lifecycle: bool = True) -> FastAPI:
             raise ApiError(422, "invalid_request",
                            f"field 'tags': at most {limits.limit_tags} tags (limit_tags)")
         response: dict[str, Any] = await run_in_threadpool(runtime.recall.recall, req)
-        telemetry_of(app).record_recall(response, req.user_id)
+        if not req.read_only:  # a look (dashboard, inspector) is not an agent's recall
+            telemetry_of(app).record_recall(response, req.user_id)
         if req.view == "brief":
             response = brief_view(response, req.max_tokens, runtime.embedder.count_tokens)
         return json_response(response)

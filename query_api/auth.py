@@ -80,6 +80,10 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream|whoami)$"), Rule(ALL_ROLES)),  # scoped
     ("GET", re.compile(r"^/v1/dashboard/(memories|threads)/.+$"), Rule(_READ, "query")),
+    # issue 47 (routes_explore): tenants scoped in the route; threads by last event, facts
+    ("GET", re.compile(r"^/v1/dashboard/tenants$"), Rule(ALL_ROLES)),
+    ("GET", re.compile(r"^/v1/dashboard/threads$"), Rule(_READ, "query")),
+    ("GET", re.compile(r"^/v1/facts(/history)?$"), Rule(_READ, "query")),
     *((m, re.compile(r"^/mcp/?$"), Rule(ALL_ROLES | {FORWARDED}))  # tools bind the tenant
       for m in ("GET", "POST", "DELETE")),
 ]

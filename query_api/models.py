@@ -59,6 +59,9 @@ class RecallRequest(BaseModel):
     now: RequestTime | None = None
     # extension: add "explain" (each stage's candidates, ranges, budget; recall/explain.py)
     explain: bool = False
+    # extension (issue 47): a look, not a use — no hit, no last_used_at (TTL) touch, hence
+    # no promotion; the dashboard and inspector send it, agents' recalls leave it false
+    read_only: bool = False
 
 
 class RecallSourceRequest(BaseModel):

@@ -6,8 +6,10 @@ Each SSE message is one JSON snapshot (:meth:`query_api.telemetry.Telemetry.snap
 any other key sees only its own tenant's (then ``scope`` names it). A failed stats read is
 sent as ``event: error`` and the stream goes on.
 A stream ends after ``STREAM_MAX_SECONDS`` (the browser's EventSource reconnects after
-``RETRY_MS``): uvicorn waits for open responses on shutdown, so an open tab must not hold a
-``breadcrumb serve`` stop for longer than that. Everything is served locally (no CDN).
+``RETRY_MS``), and at once when the server stops (issue 47): uvicorn waits for open
+responses on shutdown, so ``serve`` calls :func:`close_streams` first (``cli.py``,
+``ClosingServer``) and every open stream ends within one loop turn, not after uvicorn's
+graceful timeout with a cancelled task's traceback. Everything is served locally (no CDN).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 ASSETS = {"dashboard.css": "text/css", "views.css": "text/css", "favicon.svg": "image/svg+xml",
           **{f"{name}.js": "text/javascript" for name in (
               "api", "dashboard", "source", "forget", "memories", "memory", "thread", "inspect",
-              "dead")}}
+              "dead", "fact")}}
 STREAM_MAX_SECONDS = 15.0
 RETRY_MS = 1000
 NO_CACHE = {"Cache-Control": "no-cache"}
@@ -76,25 +78,45 @@ async def dashboard_stream(
     runtime = request.app.state.runtime
     period = interval or float(getattr(runtime.settings, "dashboard_interval_seconds", 1.0))
     frames = sse_frames(telemetry_of(request.app), period, limit,
-                        principal=principal_of(request))
+                        principal=principal_of(request), stop=closing(request.app))
     return StreamingResponse(frames, media_type="text/event-stream",
                              headers={**NO_CACHE, "X-Accel-Buffering": "no"})
+
+
+def closing(app: Any) -> asyncio.Event:
+    """Set when the server stops: every open stream of ``app`` ends (made on first use,
+    in the server's event loop)."""
+    try:
+        event: asyncio.Event = app.state.dashboard_closing
+    except AttributeError:
+        event = app.state.dashboard_closing = asyncio.Event()
+    return event
+
+
+def close_streams(app: Any) -> None:
+    """End every open dashboard stream of ``app`` now (the server is stopping)."""
+    closing(app).set()
 
 
 async def sse_frames(
     telemetry: Telemetry, interval: float, limit: int | None,
     max_seconds: float = STREAM_MAX_SECONDS, principal: Principal | None = None,
+    stop: asyncio.Event | None = None,
 ) -> AsyncIterator[str]:
-    """``retry:`` then snapshot frames until ``limit`` or ``max_seconds``."""
+    """``retry:`` then snapshot frames until ``limit``, ``max_seconds`` or ``stop``."""
     yield f"retry: {RETRY_MS}\n\n"
     started = time.monotonic()
     sent = 0
-    while True:
+    stop = stop or asyncio.Event()
+    while not stop.is_set():
         yield await _frame(telemetry, principal)
         sent += 1
         if (limit is not None and sent >= limit) or time.monotonic() - started > max_seconds:
             return
-        await asyncio.sleep(interval)
+        try:  # the pause between frames, cut short when the server stops
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+        except TimeoutError:
+            pass
 
 
 async def _frame(telemetry: Telemetry, principal: Principal | None = None) -> str:

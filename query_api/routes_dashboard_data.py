@@ -1,7 +1,8 @@
 """JSON the dashboard's views need beyond the public API (docs/dashboard.md).
 
-* ``GET /v1/dashboard/whoami`` → ``{"keys", "tenant", "role"}``: who the page is talking
-  as (``keys`` false while the service runs without keys; then tenant and role are null).
+* ``GET /v1/dashboard/whoami`` → ``{"keys", "tenant", "role", "default_tenant"}``: who the
+  page is talking as (``keys`` false while the service runs without keys; then tenant and
+  role are null and ``default_tenant`` is the service's ``user_id``, ``local``).
 * ``GET /v1/dashboard/memories/{id}/lifecycle?user_id=`` → when the memory's tier (or
   status) changes next by the sweeper's rules if nothing touches it: ``tier_since``,
   ``touched_at`` (the later of tier change, creation and last use), ``ttl_seconds`` and
@@ -10,7 +11,9 @@
 * ``GET /v1/dashboard/threads/{thread_id}?user_id=`` → ``{"thread_id", "open_window",
   "windows"}``: the thread's open window (events not yet in a memory, or null) and the
   ranges its memories were cut from (``memory_id``, ``start_index``, ``end_index``,
-  ``status``, ``tier``), oldest first, at most ``MAX_WINDOWS``.
+  ``status``, ``tier``), oldest first, at most ``MAX_WINDOWS``; and (issue 47) its header:
+  ``title`` (the first request), ``project_id``, ``agent_id``, ``event_count``,
+  ``first_ts``, ``last_ts``. 404 when the tenant has nothing of the thread.
 
 Every read is scoped to ``user_id`` (the key's tenant; an admin may name any).
 """
@@ -28,6 +31,7 @@ from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.routes_browse import _open_windows
 from breadcrumb.stores.sql import browse as sql_browse
+from breadcrumb.stores.sql import explore
 from breadcrumb.stores.sql.browse import MemoryFilter
 
 router = APIRouter()
@@ -39,9 +43,11 @@ WINDOW_PAGE = 200
 async def whoami(request: Request) -> dict[str, Any]:
     """The caller's tenant and role (null while the service has no keys)."""
     principal = principal_of(request)
-    if principal is None:
-        return {"keys": False, "tenant": None, "role": None}
-    return {"keys": True, "tenant": principal.tenant, "role": principal.role}
+    if principal is None:  # issue 47: the page opens on the service's default tenant
+        return {"keys": False, "tenant": None, "role": None,
+                "default_tenant": request.app.state.runtime.settings.user_id}
+    return {"keys": True, "tenant": principal.tenant, "role": principal.role,
+            "default_tenant": principal.tenant}
 
 
 def _ts(value: str) -> datetime:
@@ -113,8 +119,12 @@ def thread_view(runtime: Any, user_id: str, thread_id: str) -> dict[str, Any]:
         if cursor is None:
             break
     windows.sort(key=lambda w: (w["start_index"], w["end_index"]))
-    return {"thread_id": thread_id, "open_window": _open_windows(runtime, user_id).get(thread_id),
-            "windows": windows[:MAX_WINDOWS]}
+    open_window = _open_windows(runtime, user_id).get(thread_id)
+    info = explore.thread_info(runtime.store, user_id, thread_id)
+    if info is None and not windows and open_window is None:  # issue 47: say so
+        raise ApiError(404, "not_found", f"no thread {thread_id} for this user")
+    return {"thread_id": thread_id, "open_window": open_window,
+            "windows": windows[:MAX_WINDOWS], **(info or {})}
 
 
 @router.get("/v1/dashboard/threads/{thread_id:path}")

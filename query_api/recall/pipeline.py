@@ -152,7 +152,7 @@ class RecallService:
                                        {c.memory.id: c.memory for c in retrieved.ranked})
         token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
         token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
-        if top:
+        if top and not req.read_only:  # a look (read_only) is no use: no hit, no touch
             self._usage.record(req.user_id, [c.memory.id for c in top], self.clock().isoformat())
         memories = [memory_view(c) for c in top]
         response = {

@@ -60,9 +60,17 @@ async function api(method, path, { query = {}, body = null, tenant = true } = {}
 
 const enc = encodeURIComponent;
 
+// A call that never got an answer (the server stopped, the network is down): not a
+// CallError. Its line says which server is not answering and is cleared once the live
+// stream is back (dashboard.js: backOnline).
+const offline = (err) => !(err instanceof CallError);
+
 // What a failed call means for the person looking at the page (one line).
 function describe(err, doing) {
-  if (!(err instanceof CallError)) return `${doing} failed: ${err.message}`;
+  if (offline(err)) {
+    return `The server at ${location.host} is not answering (${doing}: ${err.message}); ` +
+      "this clears when it is back.";
+  }
   if (err.code === "no_tenant") return `To ${doing}, ${err.message}.`;
   const role = Page.who && Page.who.role;
   if (err.status === 403 && err.code === "forbidden") {
@@ -78,6 +86,23 @@ function say(id, text, kind = "") {
   const node = document.getElementById(id);
   node.textContent = text;
   node.dataset.kind = kind;
+}
+
+// A failed call's line in `id`: "offline" (cleared on reconnect) or "error".
+function sayError(id, err, doing) {
+  say(id, describe(err, doing), offline(err) ? "offline" : "error");
+}
+
+// Empty these elements (tables: their bodies) and hide the ones marked `hide`.
+function blank(ids, hide = []) {
+  for (const id of ids) {
+    const node = document.getElementById(id);
+    if (!node) continue;
+    if (node.tBodies && node.tBodies.length) node.tBodies[0].replaceChildren();
+    else node.replaceChildren();
+    if (node.dataset.kind) node.dataset.kind = "";
+  }
+  for (const id of hide) document.getElementById(id).hidden = true;
 }
 
 // el("td", {className: "num", dataset: {id}}, "text", childNode, ...)
@@ -105,6 +130,43 @@ function statusBadges(m) {
 const shortId = (id) => (id && id.length > 12 ? `${id.slice(0, 8)}…` : id || "");
 const when = (ts) => (ts ? ts.replace("T", " ").replace(/(\.\d+)?(Z|\+00:00)$/, "") : "–");
 
+// A stored summary ("request; → conclusion; tests pass; files: a.py; error: …", or "／"
+// in Japanese) as labelled parts: [{label, text}]. Unlabelled pieces next to each other
+// are one request (a request may hold "; " itself).
+const SUMMARY_LABELS = [
+  ["outcome", /^(?:→ |結論: )/], ["files", /^(?:files: |ファイル: )/],
+  ["errors", /^(?:error: |エラー: )/], ["tests", /^(?:tests? |テスト)/],
+];
+
+function summaryParts(text) {
+  const parts = [];
+  for (const piece of String(text || "").split(/; |／/)) {
+    const found = SUMMARY_LABELS.find(([, re]) => re.test(piece));
+    const label = found ? found[0] : "request";
+    const body = found ? piece.replace(found[1], "") : piece;
+    const last = parts[parts.length - 1];
+    if (label === "request" && last && last.label === "request") last.text += `; ${body}`;
+    else parts.push({ label, text: body });
+  }
+  return parts.filter((p) => p.text);
+}
+
+// The summary as labelled lines (a memory's head); the labels are drawn by CSS
+// (data-part), so the text is the summary's own.
+function summaryNode(text) {
+  return el("div", { className: "summary-parts" }, ...summaryParts(text).map((p) =>
+    el("div", { className: "spart", dataset: { part: p.label } }, p.text)));
+}
+
+// A list row's summary: the request as the link, the other parts labelled after it.
+function summaryLink(id, text) {
+  const parts = summaryParts(text);
+  const head = parts.length && parts[0].label === "request" ? parts.shift().text : text;
+  return el("span", { className: "summary-line" }, memoryLink(id, head),
+    ...parts.map((p) => el("span", { className: "part-tag", dataset: { part: p.label } },
+                           p.text)));
+}
+
 function memoryLink(id, text) {
   return el("a", { href: `#/memory/${enc(id)}`, title: id }, text || shortId(id));
 }
@@ -127,6 +189,25 @@ function noteTenants(ids) {
   }
 }
 
+// An admin key, or no keys: the tenants the service holds, to pick from in the bar.
+async function loadTenants() {
+  let answer;
+  try {
+    answer = await api("GET", "v1/dashboard/tenants", { tenant: false });
+  } catch (err) {
+    return;  // the field still takes any tenant typed
+  }
+  const list = document.getElementById("tenants");
+  list.replaceChildren(...answer.tenants.map((t) => el("option", {
+    value: t.tenant, label: `${t.memories} memories · ${t.events} events`,
+  })));
+  Page.tenants = answer.tenants;
+  const n = answer.tenants.length;
+  document.getElementById("tenant").title = n
+    ? `${n} tenant(s) here: ${answer.tenants.map((t) => t.tenant).join(", ")}`
+    : "this service holds no tenant yet";
+}
+
 async function loadWhoami() {
   const input = document.getElementById("tenant");
   try {
@@ -138,8 +219,9 @@ async function loadWhoami() {
   if (who.tenant && who.role !== "admin") {
     input.value = who.tenant;
     input.readOnly = true;  // a non-admin key sees its own tenant only
-  } else {
-    input.value = sessionStorage.getItem(TENANT_STORE) || who.tenant || "";
+  } else {  // issue 47: a keyless (loopback) server opens on its default tenant, `local`
+    input.value = sessionStorage.getItem(TENANT_STORE) || who.tenant || who.default_tenant || "";
+    await loadTenants();
   }
   document.getElementById("whoami").textContent = who.keys
     ? (who.role ? `${who.role} key · ${who.tenant}` : "key refused") : "no keys (loopback)";
@@ -147,7 +229,8 @@ async function loadWhoami() {
 }
 
 // ---------------------------------------------------------------- router
-// #/live, #/memories, #/memory/<id>, #/threads, #/thread/<id>, #/inspect, #/dead
+// #/live, #/memories, #/memory/<id>, #/threads, #/thread/<id>, #/fact/<key>, #/inspect,
+// #/dead
 function route() {
   const [, name = "live", rest = ""] = /^#\/([a-z]+)\/?(.*)$/.exec(location.hash) || [];
   const view = { threads: "thread" }[name] || name;
@@ -158,22 +241,35 @@ function route() {
   for (const a of document.querySelectorAll("#tabs a")) {
     a.classList.toggle("on", a.dataset.view === view);
   }
-  if (view === "memory") {
-    const tab = document.getElementById("tab-memory");
+  for (const one of ["memory", "fact"]) {  // the tabs of one thing: shown once opened
+    if (view !== one) continue;
+    const tab = document.getElementById(`tab-${one}`);
     tab.hidden = false;
-    if (arg) tab.href = `#/memory/${enc(arg)}`;
+    if (arg) tab.href = `#/${one}/${enc(arg)}`;
   }
   Page.view = view;
   document.body.dataset.view = view;
   if (VIEWS[view] && VIEWS[view].enter) VIEWS[view].enter(arg);
 }
 
+// The tenant changed: nothing of the previous one stays on the page. Every view drops what
+// it shows (its clear()), the last search's answer is forgotten, and a view of one memory
+// or thread (the previous tenant's ids) goes back to its list.
+function tenantChanged() {
+  sessionStorage.setItem(TENANT_STORE, currentTenant());
+  Page.recall = null;
+  for (const view of Object.values(VIEWS)) if (view.clear) view.clear();
+  document.getElementById("tab-memory").hidden = true;
+  document.getElementById("tab-fact").hidden = true;
+  const [, name = "live", rest = ""] = /^#\/([a-z]+)\/?(.*)$/.exec(location.hash) || [];
+  const list = { memory: "#/memories", thread: "#/threads", fact: "#/memories" }[name];
+  if (list && rest) location.hash = list;  // hashchange runs route()
+  else route();  // the open view reloads for the new tenant
+}
+
 async function startViews() {
   await loadWhoami();
-  document.getElementById("tenant").addEventListener("change", () => {
-    sessionStorage.setItem(TENANT_STORE, currentTenant());
-    route();  // the open view reloads for the new tenant
-  });
+  document.getElementById("tenant").addEventListener("change", tenantChanged);
   window.addEventListener("hashchange", route);
   route();
   document.body.dataset.ready = "true";

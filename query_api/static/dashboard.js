@@ -89,6 +89,9 @@ function renderMemories(memories) {
 function recallRow(tbody, r, fresh) {
   const row = tbody.insertRow();
   if (fresh) row.className = "fresh";
+  row.dataset.query = r.query;  // a click opens it in the recall inspector (api.js)
+  row.dataset.user = r.user_id;
+  row.title = "open this recall in the inspector";
   const cells = [
     [r.at.slice(11, 19), ""], [r.user_id, ""], [r.query, "query"], [null, ""],
     [String(r.level), "num"], [`${r.latency_ms.toFixed(1)} ms`, "num"],
@@ -109,7 +112,8 @@ function recallRow(tbody, r, fresh) {
   }
 }
 
-function renderRecalls(recalls) {
+function renderRecalls(recalls, scope) {
+  setText("recalls-scope", scope ? `tenant ${scope}` : "every tenant");
   setText("recalls-total", fmt(recalls.total));
   const ms = (v) => (v === null ? "–" : `${Number(v).toFixed(1)} ms`);
   setText("latency-p50", ms(recalls.latency_ms.p50));
@@ -167,7 +171,7 @@ function renderChart(history) {
 function render(snap) {
   renderCards(snap);
   renderMemories(snap.stats.memories);
-  renderRecalls(snap.recalls);
+  renderRecalls(snap.recalls, snap.scope);
   noteTenants(snap.recalls.recent.map((r) => r.user_id));  // api.js: the tenant field's list
   renderChart(snap.history);
   $("error-banner").hidden = true;
@@ -176,19 +180,40 @@ function render(snap) {
 
 let lastMessageAt = 0;
 
+function notAnswering() {
+  const banner = $("error-banner");
+  banner.textContent = `The server at ${location.host} is not answering; retrying…`;
+  banner.dataset.kind = "offline";
+  banner.hidden = false;
+}
+
 function watchConnection() {
   // Streams end every few seconds by design and EventSource reconnects at once: only a
   // silence longer than a few snapshot periods is shown as a problem.
   const silent = Date.now() - lastMessageAt;
   if (lastMessageAt && silent > 4000 && $("conn").dataset.state === "live") {
     setConnection("reconnecting", "reconnecting…");
+    notAnswering();
   }
 }
 
+// The stream is back after a silence or an error: the lines of calls that got no answer
+// are cleared and the open view reads its data again.
+function backOnline() {
+  for (const node of document.querySelectorAll('[data-kind="offline"]')) {
+    node.textContent = "";
+    node.dataset.kind = "";
+  }
+  if (typeof route === "function" && document.body.dataset.ready === "true") route();
+  document.body.dataset.reconnects = String(Number(document.body.dataset.reconnects || 0) + 1);
+}
+
 function onSnapshot(data) {
+  const was = $("conn").dataset.state;
   lastMessageAt = Date.now();
   setConnection("live", "live");
   render(JSON.parse(data));
+  if (was === "reconnecting" || was === "error") backOnline();
 }
 
 function onStatsError(data) {  // a server-sent error frame: the stats could not be read
@@ -243,6 +268,7 @@ async function streamWithKey(key) {
     }
   } catch (err) {
     setConnection("reconnecting", "reconnecting…");
+    notAnswering();
   }
   setTimeout(() => streamWithKey(key), 1000);  // streams end by design: reconnect
 }
@@ -268,6 +294,12 @@ function connect() {
     }  // else the stream ended: EventSource reconnects by itself (see watchConnection)
   });
 }
+
+$("recalls").addEventListener("click", (e) => {
+  const row = e.target.closest("tr[data-query]");
+  if (row && typeof inspectRecall === "function") inspectRecall(row.dataset.query, row.dataset.user);
+});
+$("card-dead").addEventListener("click", () => { location.hash = "#/dead"; });
 
 connect();
 setInterval(watchConnection, 1000);

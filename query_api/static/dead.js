@@ -56,12 +56,13 @@ async function loadLetters(reset) {
     say("d-status", tbody.rows.length ? "" : "No dead letters.");
     say("d-info", currentTenant() ? `tenant ${currentTenant()}` : "every tenant");
   } catch (err) {
-    say("d-status", describe(err, "list dead letters"), "error");
+    sayError("d-status", err, "list dead letters");
   }
   document.getElementById("d-more").hidden = !Dead.before;
 }
 
 VIEWS.dead = {
+  clear() { Dead.before = null; blank(["d-list", "d-status", "d-info"], ["d-more"]); },
   enter() {
     loadLetters(true);
     const tenant = currentTenant();
@@ -71,7 +72,12 @@ VIEWS.dead = {
     }
     forgetBox("tenant-forget", `This erases everything of tenant ${tenant}: every event, ` +
               "memory, chunk, vector, thread state and cold object, for good (keys stay).",
-              { tenant: true }, null);
+              { tenant: true }, () => {
+                // nothing of the tenant stays on any view
+                Page.recall = null;
+                for (const view of Object.values(VIEWS)) if (view.clear) view.clear();
+                loadLetters(true);
+              }, `Forget everything of tenant ${tenant}…`);
   },
 };
 

@@ -3,11 +3,12 @@
 "use strict";
 
 // container: element id; what: the sentence naming what goes; body: the forget scope
-// ({memory_id} | {thread_id} | {tenant: true}); done(answer) after an erasure.
-function forgetBox(containerId, what, body, done) {
+// ({memory_id} | {thread_id} | {tenant: true}); done(answer) after an erasure; label: the
+// first button's text, naming what it would erase.
+function forgetBox(containerId, what, body, done, label = "Forget…") {
   const box = document.getElementById(containerId);
   const status = el("span", { className: "status-line forget-status" });
-  const start = el("button", { type: "button", className: "danger forget-start" }, "Forget…");
+  const start = el("button", { type: "button", className: "danger forget-start" }, label);
   box.replaceChildren(start, " ", status);
   start.addEventListener("click", () => {
     const typed = el("input", { className: "forget-word", placeholder: 'type "forget"',
@@ -16,7 +17,7 @@ function forgetBox(containerId, what, body, done) {
                                    disabled: true }, "Erase for good");
     const cancel = el("button", { type: "button", className: "forget-cancel" }, "Cancel");
     typed.addEventListener("input", () => { confirm.disabled = typed.value.trim() !== "forget"; });
-    cancel.addEventListener("click", () => forgetBox(containerId, what, body, done));
+    cancel.addEventListener("click", () => forgetBox(containerId, what, body, done, label));
     confirm.addEventListener("click", async () => {
       confirm.disabled = true;
       status.textContent = "erasing…";

@@ -19,19 +19,21 @@ function showTimings(timings) {
 
 function showCandidates(ex) {
   const table = document.getElementById("i-cands");
+  // the score next to the memory: on a narrow window the parts scroll, the score stays
   table.tHead.replaceChildren(el("tr", {}, el("th", {}, "#"), el("th", {}, "memory"),
+    el("th", { className: "num" }, "score"),
     ...PARTS.map((p) => el("th", { className: "num" }, p.replace("_", " "))),
-    el("th", { className: "num" }, "score"), el("th", {}, "")));
+    el("th", {}, "")));
   table.tBodies[0].replaceChildren(...ex.candidates.map((c, i) => {
     const row = el("tr", { className: c.top ? "top-k" : "", dataset: { id: c.id } },
       el("td", { className: "num" }, String(i + 1)),
-      el("td", { className: "summary-cell" }, memoryLink(c.id, c.summary), " ", statusBadges(c)),
+      el("td", { className: "summary-cell" }, summaryLink(c.id, c.summary), " ", statusBadges(c)),
+      el("td", { className: "num" }, el("b", {}, c.score.toFixed(3))),
       ...PARTS.map((p) => {
         const v = c.score_parts[p] || 0;
         return el("td", { className: `part${v ? "" : " zero"}` },
                   (p === "stale_penalty" && v ? "−" : "") + v.toFixed(3));
       }),
-      el("td", { className: "num" }, el("b", {}, c.score.toFixed(3))),
       el("td", {}, c.followed ? "followed" : c.top ? `top ${ex.k}` : ""));
     return row;
   }));
@@ -76,18 +78,21 @@ async function inspect(event) {
   const query = document.getElementById("i-query").value.trim();
   if (!query) return;
   const body = {
-    query, explain: true, mode: document.getElementById("i-mode").value,
+    query, explain: true, read_only: true, mode: document.getElementById("i-mode").value,
     k: Number(document.getElementById("i-k").value) || 5,
     max_tokens: Number(document.getElementById("i-budget").value) || 800,
   };
+  const tenant = currentTenant();
+  VIEWS.inspect.clear();  // the previous answer never stays under a new question
   say("i-status", "recalling…");
   let answer;
   try {
     answer = await api("POST", "v1/recall", { body });
   } catch (err) {
-    say("i-status", describe(err, "recall"), "error");
+    sayError("i-status", err, "recall");
     return;
   }
+  if (tenant !== currentTenant()) return;  // the tenant changed meanwhile
   Page.recall = answer;  // "A memory" then marks these lines in its Source
   const ex = answer.explain;
   showTimings(answer.timings_ms);
@@ -103,5 +108,32 @@ async function inspect(event) {
   document.body.dataset.inspected = String(Number(document.body.dataset.inspected || 0) + 1);
 }
 
-VIEWS.inspect = { enter() { document.getElementById("i-query").focus(); } };
+// A recent recall of the live view, opened here (#/inspect/<question>): in its tenant
+// when the caller may choose (an admin or no keys), then run as a look.
+function inspectRecall(query, user) {
+  const field = document.getElementById("tenant");
+  if (user && user !== currentTenant() && !field.readOnly) {
+    field.value = user;
+    sessionStorage.setItem(TENANT_STORE, user);
+    Page.recall = null;
+    for (const view of Object.values(VIEWS)) if (view.clear) view.clear();
+  }
+  location.hash = `#/inspect/${enc(query)}`;
+}
+
+VIEWS.inspect = {
+  enter(query) {
+    const field = document.getElementById("i-query");
+    if (query && query !== field.value) {
+      field.value = query;
+      document.getElementById("i-form").requestSubmit();
+    }
+    field.focus();
+  },
+  clear() {
+    document.getElementById("i-out").hidden = true;
+    blank(["i-status", "i-timings", "i-total", "i-cands", "i-decide", "i-ranges",
+           "i-budget-used", "i-evidence"]);
+  },
+};
 document.getElementById("i-form").addEventListener("submit", inspect);

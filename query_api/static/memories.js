@@ -28,7 +28,7 @@ function memRow(m) {
     el("td", { className: "badges" }, statusBadges(m)),
     el("td", { className: "num hits" }, String(m.hit_count ?? 0)),
     el("td", {}, threadLink(r.thread_id, r.start_index, r.end_index)),
-    el("td", { className: "summary-cell" }, memoryLink(m.id, m.summary)));
+    el("td", { className: "summary-cell" }, summaryLink(m.id, m.summary)));
   return row;
 }
 
@@ -38,6 +38,29 @@ function updateRow(row, m) {
   const fresh = statusBadges(m);
   if (badges.textContent !== fresh.textContent) badges.replaceChildren(fresh);
   if (hits.textContent !== String(m.hit_count ?? 0)) hits.textContent = String(m.hit_count ?? 0);
+}
+
+// The empty list says whose it is: a tenant with nothing, or filters that match nothing.
+function emptyLine() {
+  const filtered = Object.keys(Mem.filters).some((k) => k !== "sort");
+  return filtered ? `No memory of tenant ${currentTenant()} matches these filters.`
+    : `Tenant ${currentTenant()} holds nothing yet.`;
+}
+
+// A forgotten memory leaves the list and the last search's answer.
+function memoryGone(id) {
+  const row = Mem.seen.get(id);
+  if (row) { row.remove(); Mem.seen.delete(id); memCount(); }
+  const hit = document.querySelector(`#recall-results tbody tr[data-id="${CSS.escape(id)}"]`);
+  if (hit) hit.remove();
+  if (Page.recall) {
+    Page.recall.memories = Page.recall.memories.filter((m) => m.id !== id);
+    Page.recall.evidence = Page.recall.evidence.filter((e) => e.memory_id !== id);
+  }
+}
+
+function clearSearch() {
+  blank(["recall-results", "recall-status", "recall-facts"], ["recall-results"]);
 }
 
 function memCount() {
@@ -75,9 +98,9 @@ async function memLoad(reset) {
       Mem.cursor = page.next_cursor;
       if (!Mem.cursor) break;
     }
-    say("mem-status", Mem.seen.size ? "" : "No memories match.");
+    say("mem-status", Mem.seen.size ? "" : emptyLine());
   } catch (err) {
-    if (token === Mem.token) say("mem-status", describe(err, "list memories"), "error");
+    if (token === Mem.token) sayError("mem-status", err, "list memories");
   }
   document.getElementById("mem-more").hidden = !Mem.cursor;
   memCount();
@@ -108,43 +131,64 @@ async function memPoll() {
     if (added) { say("mem-status", ""); memCount(); }
     document.body.dataset.memPolls = String(Number(document.body.dataset.memPolls || 0) + 1);
   } catch (err) {
-    if (token === Mem.token) say("mem-status", describe(err, "list memories"), "error");
+    if (token === Mem.token) sayError("mem-status", err, "list memories");
   } finally {
     Mem.busy = false;
   }
 }
 
 // ---------------------------------------------------------------- recall search
+// The line that answers, verbatim (the first extracted line), and how many more.
+function answerLine(ev) {
+  if (!ev || !ev.lines.length) {
+    return el("span", { className: "muted", title: "no line was extracted from this memory" }, "–");
+  }
+  const first = ev.lines[0];
+  const more = ev.lines.length - 1;
+  return el("span", { title: ev.lines.map((l) => `[${l.event_index}] ${l.text}`).join("\n") },
+    el("code", { className: "line" }, first.text), " ",
+    el("span", { className: "muted" }, `event ${first.event_index}` +
+       (more ? ` · +${more} line(s)` : "")));
+}
+
 async function runRecall(event) {
   event.preventDefault();
   const query = document.getElementById("recall-query").value.trim();
   const table = document.getElementById("recall-results");
   if (!query) return;
   if (!currentTenant()) { say("recall-status", "Choose a tenant first.", "error"); return; }
-  say("recall-status", "recalling…");
-  const body = { query, project_id: Mem.filters.project || null };
+  // read_only: looking is no use (no hit, no TTL touch, no promotion; issue 47)
+  const body = { query, project_id: Mem.filters.project || null, read_only: true };
   if (Mem.filters.thread) body.thread_id = Mem.filters.thread;
   if (Mem.filters.tag) body.tags = [Mem.filters.tag];
+  const tenant = currentTenant();
+  clearSearch();  // the previous answer never stays above a new one
+  say("recall-status", "recalling…");
   let answer;
   try {
     answer = await api("POST", "v1/recall", { body });
   } catch (err) {
-    say("recall-status", describe(err, "recall"), "error");
+    sayError("recall-status", err, "recall");
     return;
   }
+  if (tenant !== currentTenant()) return;  // the tenant changed meanwhile
   Page.recall = answer;
   const tbody = table.tBodies[0];
   tbody.replaceChildren();
   const evidence = new Map(answer.evidence.map((e) => [e.memory_id, e]));
   for (const m of answer.memories) {
-    const ev = evidence.get(m.id);
     tbody.append(el("tr", { dataset: { id: m.id } },
       el("td", { className: "num" }, m.score.toFixed(3)),
-      el("td", { className: "summary-cell" }, memoryLink(m.id, m.summary)),
+      el("td", { className: "summary-cell" }, summaryLink(m.id, m.summary)),
       el("td", {}, statusBadges(m)),
-      el("td", {}, ev ? `${ev.lines.length} line(s)` : "–")));
+      el("td", { className: "answer" }, answerLine(evidence.get(m.id)))));
   }
   table.hidden = !answer.memories.length;
+  factsFor(query, "recall-facts");  // fact.js: the history of a key the question names
+  if (!answer.memories.length) {
+    say("recall-status", `Tenant ${tenant} holds no memory that answers this.`);
+    return;
+  }
   say("recall-status", `${answer.classification} · level ${answer.level} · ` +
       `${answer.memories.length} memories · ${answer.evidence.length} evidence · ` +
       `${answer.latency_ms.toFixed(1)} ms — ${answer.decision_reason}`);
@@ -157,6 +201,13 @@ VIEWS.memories = {
     Mem.timer = setInterval(memPoll, POLL_MS);
   },
   leave() { clearInterval(Mem.timer); },
+  clear() {
+    clearSearch();
+    Mem.token += 1;
+    Mem.seen.clear();
+    Mem.cursor = null;
+    blank(["mem-list", "mem-status", "mem-count"], ["mem-more"]);
+  },
 };
 
 document.getElementById("mem-filters").addEventListener("submit", (e) => {

@@ -36,7 +36,8 @@ function showMemory(m) {
   One.memory = m;
   const r = m.source_range;
   say("m-id", m.id);
-  say("m-summary", m.summary);
+  document.getElementById("m-summary").replaceChildren(summaryNode(m.summary));
+  document.getElementById("m-summary").title = m.summary;  // the stored text, as it is
   document.getElementById("m-badges").replaceChildren(statusBadges(m));
   say("m-hits", `${m.hit_count ?? 0} (last used ${when(m.last_used_at)})`);
   say("m-created", `${when(m.created_at)} · updated ${when(m.updated_at)} · ${m.kind}`);
@@ -55,10 +56,10 @@ function showVersions(data) {
     { className: v.id === One.id ? "me" : "", dataset: { id: v.id } },
     memoryLink(v.id), " ", statusBadges(v), " ", el("span", { className: "muted" },
       `${when(v.created_at)}${v.superseded_at ? ` · superseded ${when(v.superseded_at)}` : ""}`),
-    el("div", {}, v.summary))));
+    summaryNode(v.summary))));
   const tbody = document.getElementById("m-facts").tBodies[0];
   tbody.replaceChildren(...data.facts.map((f) => el("tr", { dataset: { key: f.key } },
-    el("td", {}, el("code", {}, f.key)),
+    el("td", {}, factLink(f.key, el("code", {}, f.key))),
     el("td", { className: "fact-values" }, ...f.versions.flatMap((v, i) => [
       i ? " → " : "",
       el("span", { className: `fact ${v.state}`, title: `${when(v.ts)} · ${v.memory_id}` },
@@ -80,27 +81,35 @@ function showAudit(rows) {
 }
 
 async function loadAudit() {
+  const token = One.token;
   try {
-    showAudit(await api("GET", `v1/memories/${enc(One.id)}/audit`));
+    const data = await api("GET", `v1/memories/${enc(One.id)}/audit`);
+    if (token === One.token) showAudit(data);
   } catch (err) {
-    say("m-status", describe(err, "read the audit log"), "error");
+    if (token === One.token) sayError("m-status", err, "read the audit log");
   }
 }
 
 async function loadVersions() {
+  const token = One.token;
   try {
-    showVersions(await api("GET", `v1/memories/${enc(One.id)}/versions`));
+    const data = await api("GET", `v1/memories/${enc(One.id)}/versions`);
+    if (token === One.token) showVersions(data);
   } catch (err) {
-    say("m-status", describe(err, "read the versions"), "error");
+    if (token === One.token) sayError("m-status", err, "read the versions");
   }
 }
 
 async function loadLifecycle() {
+  const token = One.token;
+  let life = null;
   try {
-    One.ttl = await api("GET", `v1/dashboard/memories/${enc(One.id)}/lifecycle`);
+    life = await api("GET", `v1/dashboard/memories/${enc(One.id)}/lifecycle`);
   } catch (err) {
-    One.ttl = null;
+    life = null;
   }
+  if (token !== One.token) return;
+  One.ttl = life;
   showTtl();
 }
 
@@ -129,7 +138,7 @@ async function highlightFor(query) {
     sourceInfo(evidence, 800);
     say("src-status", "");
   } catch (err) {
-    say("src-status", describe(err, "extract lines"), "error");
+    sayError("src-status", err, "extract lines");
   }
 }
 
@@ -144,27 +153,70 @@ async function loadSource() {
 }
 
 // ---------------------------------------------------------------- enter / change
+// Nothing of a memory stays on the page once another is opened, it is not found (404),
+// it was forgotten or the tenant changed: every field, table and button is emptied and
+// the sections below the head are hidden (data-empty) until a memory is shown.
+const MEMORY_PARTS = ["m-id", "m-summary", "m-badges", "m-ttl", "m-hits", "m-created",
+  "m-range", "m-when", "m-hints", "m-tags", "m-versions", "m-facts", "m-audit", "m-forget",
+  "m-change-status", "src-info", "src-status", "src-events"];
+
+function blankMemory(message = "", kind = "") {
+  One.token += 1;  // answers still on their way for the previous memory are dropped
+  One.memory = null;
+  One.ttl = null;
+  One.pager.reset(null);
+  blank(MEMORY_PARTS);
+  document.getElementById("view-memory").dataset.empty = "true";
+  document.getElementById("m-thread-link").href = "#/threads";
+  say("m-status", message, kind);
+}
+
+function forgetLabel(m) {
+  const r = m.source_range;
+  const events = r.end_index - r.start_index + 1;
+  const parts = summaryParts(m.summary);
+  const head = parts.length ? parts[0].text : m.summary;
+  const summary = head.length > 60 ? `${head.slice(0, 60)}…` : head;
+  return `Forget memory “${summary}” and its ${events} source event(s)…`;
+}
+
 async function openMemory(id) {
+  blankMemory("loading…");
   One.id = id;
-  One.token += 1;
   const token = One.token;
-  say("m-status", "loading…");
   let m;
   try {
     m = await api("GET", `v1/memories/${enc(id)}`);
   } catch (err) {
-    if (token === One.token) say("m-status", describe(err, "read this memory"), "error");
+    if (token !== One.token) return;
+    if (err instanceof CallError && err.status === 404) {
+      say("m-status", `No memory ${id} in tenant ${currentTenant()} (404): it was never ` +
+          "there, was forgotten, or belongs to another tenant.", "error");
+      document.body.dataset.memoryMissing = id;
+    } else {
+      sayError("m-status", err, "read this memory");
+    }
     return;
   }
   if (token !== One.token) return;
   say("m-status", "");
-  say("m-change-status", "");
+  document.getElementById("view-memory").dataset.empty = "false";
   showMemory(m);
-  forgetBox("m-forget", "This erases the memory, its chunks, vectors and facts, and the raw " +
-            "events of its source range, for good.", { memory_id: id },
-            () => say("m-status", "This memory was forgotten.", "ok"));
+  const r = m.source_range;
+  forgetBox("m-forget", `This erases memory ${m.id}: its summary, chunks, vectors and ` +
+            `facts, and the raw events [${r.start_index}..${r.end_index}] of thread ` +
+            `${r.thread_id} it was made from, for good.`, { memory_id: id },
+            (answer) => forgotten(id, answer), forgetLabel(m));
   await Promise.all([loadVersions(), loadAudit(), loadLifecycle(), loadSource()]);
-  document.body.dataset.memoryLoaded = id;
+  if (token === One.token) document.body.dataset.memoryLoaded = id;
+}
+
+// After an erasure nothing of the memory stays: this view, its row in the list and in the
+// last search's answer.
+function forgotten(id, answer) {
+  blankMemory(`Memory ${id} was forgotten: erased ${answer.erased} at ${when(answer.at)}.`,
+              "ok");
+  memoryGone(id);
 }
 
 async function changeMemory(event) {
@@ -185,18 +237,19 @@ async function changeMemory(event) {
     say("m-change-status", "Saved; the audit log has the change.", "ok");
     await Promise.all([loadAudit(), loadLifecycle(), loadVersions()]);
   } catch (err) {
-    say("m-change-status", describe(err, "change tiers or statuses"), "error");
+    sayError("m-change-status", err, "change tiers or statuses");
   }
 }
 
 VIEWS.memory = {
   enter(id) {
     clearInterval(One.tick);
-    if (!id) { say("m-status", "Open a memory from the Memories list."); return; }
+    if (!id) { blankMemory("Open a memory from the Memories list."); return; }
     One.tick = setInterval(showTtl, 1000);
     openMemory(id);
   },
   leave() { clearInterval(One.tick); },
+  clear() { One.id = null; blankMemory(); },
 };
 
 One.pager = new EventPager("src-events", "src-more", "src-status");

@@ -94,7 +94,7 @@ class EventPager {
     try {
       page = await api("GET", `v1/threads/${enc(this.thread)}/events`, { query });
     } catch (err) {
-      if (token === this.token) say(this.statusId, describe(err, "read the events"), "error");
+      if (token === this.token) sayError(this.statusId, err, "read the events");
       return 0;
     }
     if (token !== this.token) return 0;

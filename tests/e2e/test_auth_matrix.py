@@ -77,6 +77,12 @@ def _endpoints(user: str) -> list[Endpoint]:
         Endpoint("lifecycle", "GET", "/v1/dashboard/memories/m-none/lifecycle", READ, 404, True,
                  params=q),
         Endpoint("thread_windows", "GET", "/v1/dashboard/threads/th", READ, 200, True, params=q),
+        # issue 47: the explorer (routes_explore); tenants are scoped in the route
+        Endpoint("tenants", "GET", "/v1/dashboard/tenants", set(ROLES), 200),
+        Endpoint("recent_threads", "GET", "/v1/dashboard/threads", READ, 200, True, params=q),
+        Endpoint("facts", "GET", "/v1/facts", READ, 200, True, params=q),
+        Endpoint("fact_history", "GET", "/v1/facts/history", READ, 404, True,
+                 params={**q, "key": "env:NEVER_SET"}),
         Endpoint("metrics", "GET", "/metrics", ADMIN, 200),
         Endpoint("replay", "POST", "/v1/admin/replay", ADMIN, 409, body={"name": "main"}),
         Endpoint("replay_status", "GET", "/v1/admin/replay", ADMIN, 200),

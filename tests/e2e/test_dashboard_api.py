@@ -41,7 +41,7 @@ def _memory(http: TestClient, thread: str) -> str:
 def test_whoami_names_the_key(http: TestClient) -> None:
     assert http.get("/v1/dashboard/whoami").status_code == 401
     me = http.get("/v1/dashboard/whoami", headers=_h(http, "u2", "reader")).json()
-    assert me == {"keys": True, "tenant": "u2", "role": "reader"}
+    assert me == {"keys": True, "tenant": "u2", "role": "reader", "default_tenant": "u2"}
 
 
 def test_lifecycle_and_thread_windows_are_scoped(http: TestClient) -> None:
@@ -63,8 +63,8 @@ def test_lifecycle_and_thread_windows_are_scoped(http: TestClient) -> None:
     closed = http.get("/v1/dashboard/threads/pgbouncer", headers=_h(http, "u1", "reader")).json()
     assert [(w["start_index"], w["end_index"]) for w in closed["windows"]] == [(0, 2)]
     assert closed["open_window"] is None
-    theirs = http.get("/v1/dashboard/threads/open", headers=_h(http, "u2", "reader")).json()
-    assert theirs["open_window"] is None  # u2 has no thread "open"
+    theirs = http.get("/v1/dashboard/threads/open", headers=_h(http, "u2", "reader"))
+    assert theirs.status_code == 404  # u2 has no thread "open" (issue 47: said, not blank)
 
 
 def test_bad_input_is_4xx(http: TestClient) -> None:

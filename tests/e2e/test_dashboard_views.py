@@ -222,7 +222,9 @@ def test_views_without_keys(served: str, browser: Any) -> None:  # noqa: F811
     _fill(browser, "#m-forget .forget-word", "forget")
     _shot(browser, "forget")
     _click(browser, "#m-forget .forget-confirm")
-    _until(browser, lambda d: "Erased" in _text(d, "#m-forget"), "the erasure")
+    # issue 47: what was erased leaves the page; the status line says what was erased
+    _until(browser, lambda d: "was forgotten: erased" in _text(d, "#m-status"), "the erasure")
+    assert not _text(browser, "#m-summary") and not _text(browser, "#m-forget")
     gone = httpx.get(f"{url}/v1/memories/{target['id']}", params={"user_id": "u1"})
     assert gone.status_code == 404
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"
