@@ -27,6 +27,8 @@ _WORDY = re.compile(r"\w")
 #: lines that name the file the lines below them belong to
 FILE_HEADER = re.compile(r"^(\+\+\+ b/\S|\*\*\* (Update|Add|Delete) File: |diff --git |"
                           r"(Edit|Write|Create|Update)\w* \S+\.\w+)")
+#: the raw-search rank of a line no search found
+NO_RANK = 999
 #: at most this many lines of one event are candidates (a 2,000-line log: its first
 #: and last lines, and every line holding a question term, are read by the features)
 MAX_EVENT_LINES = 400
@@ -48,7 +50,7 @@ def candidate_pool(recalled: Recalled) -> Pool:
     best = ranked[0].score if ranked and ranked[0].score > 0 else 1.0
     share = {c.memory.id: max(0.0, c.score / best) for c in ranked}
     memories = {c.memory.id: c.memory for c in ranked}
-    cosines = _chunk_scores(recalled)
+    cosines = Chunks(recalled)
     seen: set[tuple[str, int]] = set()
     out: list[Candidate] = []
 
@@ -70,32 +72,74 @@ def candidate_pool(recalled: Recalled) -> Pool:
         mid = found.memory_id
         memory = memories.get(mid)
         stale = _stale(memory) if memory is not None else ()
-        out += _passage_lines(found, meta(mid), stale, seen)
+        out += _passage_lines(found, meta(mid), stale, cosines, seen)
     return Pool(out, memories)
 
 
-def _chunk_scores(recalled: Recalled) -> dict[str, list[tuple[int, int, float, bool]]]:
-    """Event id -> (start, end, cosine, lexical) of each chunk the followed ranges'
-    searches found (a hop's dense hits, then its lexical ones)."""
-    out: dict[str, list[tuple[int, int, float, bool]]] = {}
-    for n, hits in enumerate(recalled.ranges):
-        dense = n % 2 == 0
-        for hit in hits:
-            payload = hit.payload
-            if "event_id" not in payload or "char_start" not in payload:
-                continue
-            start = int(payload["char_start"])
-            end = start + len(str(payload.get("text", "")))
-            out.setdefault(str(payload["event_id"]), []).append(
-                (start, end, hit.score if dense else float("nan"), not dense))
-    return out
+class Chunks:
+    """Every chunk a search of this recall found (the followed ranges' dense and lexical
+    searches, the direct passage search), each with its raw cosine, its lexical score,
+    and the score the raw-chunk search would rank it by (min-max cosine + 0.6 x lexical
+    share of the best, as ``eval.methods.fuse``) with its rank among them."""
+
+    KEYWORD = 0.6
+
+    def __init__(self, recalled: Recalled) -> None:
+        found: dict[tuple[str, int], list[float | None]] = {}
+
+        def add(event_id: str, start: int, end: int, dense: float | None,
+                sparse: float | None) -> None:
+            key = (event_id, start)
+            old = found.setdefault(key, [float(end), None, None])
+            if dense is not None:
+                old[1] = dense if old[1] is None else max(old[1], dense)
+            if sparse is not None:
+                old[2] = sparse if old[2] is None else max(old[2], sparse)
+
+        for n, hits in enumerate(recalled.ranges):
+            for hit in hits:
+                payload = hit.payload
+                if "event_id" in payload and "char_start" in payload:
+                    start = int(payload["char_start"])
+                    end = start + len(str(payload.get("text", "")))
+                    add(str(payload["event_id"]), start, end,
+                        hit.score if n % 2 == 0 else None, None if n % 2 == 0 else hit.score)
+        for f in recalled.retrieved.found.values():
+            p = f.passage
+            add(p.event_id, p.offset, p.offset + len(p.text), f.dense, f.sparse)
+        dense = [v[1] for v in found.values() if v[1] is not None]
+        lo, hi = (min(dense), max(dense)) if dense else (0.0, 1.0)
+        top = max((v[2] for v in found.values() if v[2] is not None), default=0.0)
+        fused = {}
+        for key, (_end, d, sp) in found.items():
+            vector = 0.0 if d is None else (1.0 if hi <= lo else (d - lo) / (hi - lo))
+            fused[key] = vector + self.KEYWORD * ((sp or 0.0) / top if top > 0 else 0.0)
+        order = sorted(fused, key=lambda k: -fused[k])
+        rank = {k: i for i, k in enumerate(order)}
+        self.by_event: dict[str, list[tuple[int, int, float | None, bool, float, int]]] = {}
+        for (eid, start), (stop, d, sp) in found.items():
+            self.by_event.setdefault(eid, []).append(
+                (start, int(stop or start), d, sp is not None, fused[(eid, start)],
+                 rank[(eid, start)]))
+
+    def cover(self, event_id: str, start: int) -> tuple[float | None, bool, float, int]:
+        """Of the chunks holding offset ``start`` of the event: the best cosine, whether
+        the lexical search found one, the best raw-search score and rank (none: 0, 999)."""
+        dense: float | None = None
+        sparse, raw, rank = False, 0.0, NO_RANK
+        for lo, hi, cosine, lexical, fused, at in self.by_event.get(event_id, ()):
+            if lo <= start < hi:
+                sparse = sparse or lexical
+                if cosine is not None and (dense is None or cosine > dense):
+                    dense = cosine
+                raw, rank = max(raw, fused), min(rank, at)
+        return dense, sparse, raw, rank
 
 
 def _event_lines(event: Event, memory_id: str, meta: tuple[int, float], followed: bool,
-                 cosines: dict[str, list[tuple[int, int, float, bool]]], call: str,
+                 cosines: Chunks, call: str,
                  stale: Iterable[str], seen: set[tuple[str, int]]
                  ) -> list[Candidate]:
-    chunks = cosines.get(event.event_id, [])
     rows = split_lines(event)[:MAX_EVENT_LINES]
     out = []
     header = call
@@ -105,16 +149,16 @@ def _event_lines(event: Event, memory_id: str, meta: tuple[int, float], followed
         if (event.event_id, start) in seen or not _WORDY.search(text):
             continue
         seen.add((event.event_id, start))
-        dense, sparse = _cover(chunks, start)
+        dense, sparse, raw, rank = cosines.cover(event.event_id, start)
         out.append(Candidate(memory_id, event.event_id, _index(event), start, end, text,
                              event.kind, event.role, meta[0], meta[1], followed, number,
                              dense, sparse, header if header != text else call,
-                             any(holds_value(text, v) for v in stale)))
+                             any(holds_value(text, v) for v in stale), raw, rank))
     return out
 
 
 def _passage_lines(found: Found, meta: tuple[int, float], stale: Iterable[str],
-                   seen: set[tuple[str, int]]) -> list[Candidate]:
+                   cosines: Chunks, seen: set[tuple[str, int]]) -> list[Candidate]:
     passage: Passage = found.passage
     out = []
     header = ""
@@ -124,25 +168,15 @@ def _passage_lines(found: Found, meta: tuple[int, float], stale: Iterable[str],
         if (passage.event_id, start) in seen or not _WORDY.search(text):
             continue
         seen.add((passage.event_id, start))
+        dense, sparse, raw, rank = cosines.cover(passage.event_id, start)
         out.append(Candidate(found.memory_id, passage.event_id, passage.event_index, start,
                              end, text, passage.kind, passage.role, meta[0], meta[1], False,
-                             number + (1 if passage.offset else 0), found.dense,
-                             found.sparse is not None, header if header != text else "",
-                             any(holds_value(text, v) for v in stale)))
+                             number + (1 if passage.offset else 0),
+                             found.dense if dense is None else dense,
+                             sparse or found.sparse is not None,
+                             header if header != text else "",
+                             any(holds_value(text, v) for v in stale), raw, rank))
     return out
-
-
-def _cover(chunks: list[tuple[int, int, float, bool]], start: int) -> tuple[float | None, bool]:
-    """The best cosine of a found chunk holding offset ``start``, and whether the lexical
-    search found one."""
-    dense: float | None = None
-    sparse = False
-    for lo, hi, cosine, lexical in chunks:
-        if lo <= start < hi:
-            sparse = sparse or lexical
-            if cosine == cosine and (dense is None or cosine > dense):  # not NaN
-                dense = cosine
-    return dense, sparse
 
 
 def _stale(memory: Observation) -> tuple[str, ...]:

@@ -44,7 +44,8 @@ KINDS = ("message", "tool_call", "tool_result", "file_edit", "test_result", "err
 #: the feature names, in the order a row holds them
 NAMES: tuple[str, ...] = (
     "lex_cov", "lex_cov_rel", "lex_words", "lex_all_words", "lex_ctx", "lex_rare",
-    "lex_zero", "dense", "dense_rel", "dense_has", "sparse_has",
+    "lex_zero", "dense", "dense_rel", "dense_has", "sparse_has", "raw_score", "raw_rank_inv",
+    "raw_top8",
     "kind_asked", "kind_any", "command_asked", "failure_asked", "count_asked",
     "is_command", "is_failure", "is_test_summary", "is_assignment", "is_diff_header",
     "is_added", "is_removed", "is_lookup", "is_decision", "is_code", "is_prose",
@@ -77,6 +78,8 @@ class Candidate:
     sparse: bool  # the lexical chunk search found its passage
     header: str = ""  # the structural line that names it (a diff's file, a tool's call)
     superseded: bool = False  # holds a value a newer memory replaced
+    raw: float = 0.0  # its chunk's score as the raw-chunk search ranks (0: no search found it)
+    raw_rank: int = 999  # its chunk's rank by that score (999: none)
 
 
 def feature_rows(query: Query, pool: Sequence[Candidate], weights: dict[str, float],
@@ -120,6 +123,9 @@ def feature_rows(query: Query, pool: Sequence[Candidate], weights: dict[str, flo
             put("dense_rel", c.dense - best_dense)
             put("dense_has", 1.0)
         put("sparse_has", float(c.sparse))
+        put("raw_score", c.raw)
+        put("raw_rank_inv", 1.0 / (1.0 + c.raw_rank))
+        put("raw_top8", float(c.raw_rank < 8))
         put("kind_asked", float(bool(asked_kinds & kinds)))
         put("kind_any", float(bool(kinds)))
         put("command_asked", float("command" in intent.kinds and command))
