@@ -12,14 +12,15 @@ from breadcrumb.eval.realsessions import DEFAULT_QUESTIONS, load_questions
 SETS = sorted(DEFAULT_QUESTIONS.parent.glob("real_questions*.jsonl"))
 
 
-def test_the_tuned_set_and_seven_held_out_sets_are_shipped() -> None:
+def test_the_tuned_set_and_eight_held_out_sets_are_shipped() -> None:
     assert [p.name for p in SETS] == ["real_questions.jsonl", "real_questions_heldout.jsonl",
                                       "real_questions_heldout2.jsonl",
                                       "real_questions_heldout3.jsonl",
                                       "real_questions_heldout4.jsonl",
                                       "real_questions_heldout5.jsonl",
                                       "real_questions_heldout6.jsonl",
-                                      "real_questions_heldout7.jsonl"]
+                                      "real_questions_heldout7.jsonl",
+                                      "real_questions_heldout8.jsonl"]
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
