@@ -176,6 +176,27 @@ function threadLink(thread, start, end) {
   return el("a", { href: `#/thread/${enc(thread)}`, title: thread }, label);
 }
 
+// ---------------------------------------------------------------- relevance
+// The learned ranker's calibrated relevance (docs/contract/API.md): `relevance` (0..1)
+// and `nothing_matches` on the answer, `relevance` on each listed memory. Absent when
+// the service does not compute it (the rules ranker, another embedder, a conversation):
+// then nothing about relevance is shown.
+const NOTHING_STRONG = "Nothing strong matches this question";
+const rated = (answer) => !!answer && typeof answer.relevance === "number";
+const relText = (x) => (typeof x === "number" ? x.toFixed(2) : "–");
+
+// "relevance 0.82" for an answer, "" when it carries none.
+function relevanceNote(answer) {
+  return rated(answer) ? `relevance ${relText(answer.relevance)}` : "";
+}
+
+// The line saying nothing strong matches (the memory evidence was left out), or "".
+function nothingLine(answer) {
+  if (!rated(answer) || answer.nothing_matches !== true) return "";
+  return `${NOTHING_STRONG} (relevance ${relText(answer.relevance)}): ` +
+    "no stored line is given as its answer.";
+}
+
 // ---------------------------------------------------------------- tenant and key
 function currentTenant() {
   return document.getElementById("tenant").value.trim();

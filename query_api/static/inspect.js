@@ -17,11 +17,16 @@ function showTimings(timings) {
   say("i-total", `total ${total.toFixed(1)} ms`);
 }
 
-function showCandidates(ex) {
+function showCandidates(answer, ex) {
   const table = document.getElementById("i-cands");
+  // relevance is given for the listed memories (the top k) when the service computes it
+  const relevance = new Map(answer.memories.map((m) => [m.id, m.relevance]));
+  table.classList.toggle("rated", rated(answer));
   // the score next to the memory: on a narrow window the parts scroll, the score stays
   table.tHead.replaceChildren(el("tr", {}, el("th", {}, "#"), el("th", {}, "memory"),
     el("th", { className: "num" }, "score"),
+    el("th", { className: "num rel", title: "how likely the memory answers the question " +
+               "(0..1; given for the listed memories)" }, "relevance"),
     ...PARTS.map((p) => el("th", { className: "num" }, p.replace("_", " "))),
     el("th", {}, "")));
   table.tBodies[0].replaceChildren(...ex.candidates.map((c, i) => {
@@ -29,6 +34,7 @@ function showCandidates(ex) {
       el("td", { className: "num" }, String(i + 1)),
       el("td", { className: "summary-cell" }, summaryLink(c.id, c.summary), " ", statusBadges(c)),
       el("td", { className: "num" }, el("b", {}, c.score.toFixed(3))),
+      el("td", { className: "num rel" }, relText(relevance.get(c.id))),
       ...PARTS.map((p) => {
         const v = c.score_parts[p] || 0;
         return el("td", { className: `part${v ? "" : " zero"}` },
@@ -70,7 +76,9 @@ function showEvidence(answer, ex) {
          el("span", { className: "muted" }, ` · ${e.lines.length} line(s), ${per.tokens} tokens · ${e.reason}`)),
       el("pre", {}, e.lines.map((l) => `[${l.event_index}] ${l.text}`).join("\n")));
   }));
-  if (!answer.evidence.length) box.append(el("p", { className: "muted" }, "No lines extracted."));
+  if (!answer.evidence.length) {
+    box.append(el("p", { className: "muted" }, nothingLine(answer) || "No lines extracted."));
+  }
 }
 
 async function inspect(event) {
@@ -96,14 +104,18 @@ async function inspect(event) {
   Page.recall = answer;  // "A memory" then marks these lines in its Source
   const ex = answer.explain;
   showTimings(answer.timings_ms);
-  showCandidates(ex);
+  showCandidates(answer, ex);
   const decide = document.getElementById("i-decide");
+  const rel = relevanceNote(answer);
   decide.replaceChildren(el("span", { className: `cls ${answer.classification}` },
-    answer.classification), ` level ${answer.level} · ${answer.decision_reason}`);
+    answer.classification), ` level ${answer.level} · ${rel ? `${rel} · ` : ""}` +
+    answer.decision_reason);
   showRanges(ex);
   showEvidence(answer, ex);
-  say("i-status", `${ex.candidates_total} candidate(s), top ${ex.k} answered · ` +
-      `${answer.token_cost} tokens in the answer`);
+  const nothing = nothingLine(answer);
+  say("i-status", (nothing ? `${nothing} ` : "") +
+      `${ex.candidates_total} candidate(s), top ${ex.k} listed · ` +
+      `${answer.token_cost} tokens in the answer`, nothing ? "warn" : "");
   document.getElementById("i-out").hidden = false;
   document.body.dataset.inspected = String(Number(document.body.dataset.inspected || 0) + 1);
 }

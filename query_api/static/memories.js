@@ -176,9 +176,14 @@ async function runRecall(event) {
   const tbody = table.tBodies[0];
   tbody.replaceChildren();
   const evidence = new Map(answer.evidence.map((e) => [e.memory_id, e]));
+  const nothing = nothingLine(answer);
+  // relevance (when the service computes it): a column; when nothing strong matches,
+  // the memories are still listed, dimmed, as the closest held and no answer
+  table.classList.toggle("rated", rated(answer));
   for (const m of answer.memories) {
-    tbody.append(el("tr", { dataset: { id: m.id } },
+    tbody.append(el("tr", { dataset: { id: m.id }, className: nothing ? "weak" : "" },
       el("td", { className: "num" }, m.score.toFixed(3)),
+      el("td", { className: "num rel" }, relText(m.relevance)),
       el("td", { className: "summary-cell" }, summaryLink(m.id, m.summary)),
       el("td", {}, statusBadges(m)),
       el("td", { className: "answer" }, answerLine(evidence.get(m.id)))));
@@ -186,10 +191,17 @@ async function runRecall(event) {
   table.hidden = !answer.memories.length;
   factsFor(query, "recall-facts");  // fact.js: the history of a key the question names
   if (!answer.memories.length) {
-    say("recall-status", `Tenant ${tenant} holds no memory that answers this.`);
+    say("recall-status", nothing || `Tenant ${tenant} holds no memory that answers this.`,
+        nothing ? "warn" : "");
     return;
   }
+  if (nothing) {
+    say("recall-status", `${nothing} The closest memories are listed, dimmed.`, "warn");
+    return;
+  }
+  const rel = relevanceNote(answer);
   say("recall-status", `${answer.classification} · level ${answer.level} · ` +
+      (rel ? `${rel} · ` : "") +
       `${answer.memories.length} memories · ${answer.evidence.length} evidence · ` +
       `${answer.latency_ms.toFixed(1)} ms — ${answer.decision_reason}`);
 }

@@ -89,6 +89,23 @@ def _read_only(driver: Any, url: str, user: str, headers: dict[str, str] | None 
     assert _looked_at(url, user, headers) == before
 
 
+def _no_relevance(driver: Any) -> None:
+    """The hash embedder reports no relevance (docs/recall.md): the search and the
+    inspector show none (the column stays hidden, nothing is dimmed, no "nothing
+    matches" line) and still show their answer."""
+    shown = _js(driver, "return [...document.querySelectorAll('#recall-results .rel, "
+                        "#i-cands .rel')].map(c => [c.tagName, c.textContent, "
+                        "getComputedStyle(c).display])")
+    assert shown and {s[2] for s in shown} == {"none"}, shown
+    assert {s[1] for s in shown if s[0] == "TD"} == {"–"}
+    assert _count(driver, "#recall-results.rated, #i-cands.rated, tr.weak") == 0
+    lines = _text(driver, "#recall-status") + _text(driver, "#i-status") + _text(driver,
+                                                                                 "#i-decide")
+    assert "relevance" not in lines and "Nothing strong" not in _text(driver, "body")
+    assert _count(driver, "#recall-results tbody tr") >= 1 and _count(driver,
+                                                                      "#i-cands tbody tr") >= 1
+
+
 def test_explorer_without_keys(served: str, browser: Any) -> None:  # noqa: F811
     url = served
     for user in ("u1", "u2"):
@@ -109,6 +126,7 @@ def test_explorer_without_keys(served: str, browser: Any) -> None:  # noqa: F811
     _tenant(browser, "u1")
     _read_only(browser, url, "u1")
     assert "+DB_PORT=7432" in _text(browser, "#recall-results tbody tr .answer")  # the line
+    _no_relevance(browser)  # not computed under the hash embedder: none shown, no error
 
     # a recent recall (an agent's) opens in the inspector, which runs it as a look
     agent = {"user_id": "u1", "query": "what did we rename in module m1.py?"}

@@ -38,6 +38,7 @@ VIEWS = [
     ("inspector", "#/inspect", "#i-cands tbody tr", ["#i-form button"]),
     ("fact", "#/fact/env:DB_PORT", "#f-list .fact-step", []),
     ("dead-letters", "#/dead", "#d-list tbody tr", ["#tenant-forget .forget-start"]),
+    ("dead-letter", "#/dead/1", "#d-fields dd", ["#d-fields .redrive button"]),
 ]
 OVERFLOW = """
 const width = window.innerWidth;

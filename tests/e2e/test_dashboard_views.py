@@ -211,6 +211,23 @@ def test_views_without_keys(served: str, browser: Any) -> None:  # noqa: F811
     _until(browser, lambda d: "422" in _text(d, "#d-list tbody tr .redrive"), "the re-drive")
     assert "role" in _text(browser, "#d-list tbody tr .redrive")
     _shot(browser, "dead-letters")
+    # a row opens its letter: every field, the whole payload, the re-drive (issue 47)
+    letter = _js(browser, "return document.querySelector('#d-list tbody tr').dataset.id")
+    _click(browser, "#d-list tbody tr .reason")
+    _until(browser, lambda d: _js(d, "return document.body.dataset.letterOpen") == letter,
+           "the dead letter's view")
+    assert _js(browser, "return location.hash") == f"#/dead/{letter}"
+    assert "role" in _text(browser, '#d-fields dd[data-field="reason"]')
+    assert _text(browser, '#d-fields dd[data-field="tenant"]') == "u1"
+    assert '"event_id": "u1-broken-0"' in _text(browser, "#d-payload")  # whole, indented
+    assert _count(browser, "#d-fields .redrive button") == 1
+    _js(browser, "location.reload()")  # opened by its address
+    _until(browser, lambda d: _js(d, "return document.body.dataset.letterOpen") == letter,
+           "the dead letter by its address")
+    _go(browser, "#/dead/99999")
+    _until(browser, lambda d: "No dead letter 99999" in _text(d, "#d-detail-status"),
+           "the missing letter")
+    assert not _text(browser, "#d-payload") and _count(browser, "#d-fields dd") == 0
 
     target = next(m for m in httpx.get(f"{url}/v1/memories", params={
         "user_id": "u1", "thread": "task-00"}).json()["memories"])
