@@ -13,11 +13,15 @@ Keys:
 * ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
   edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
 * ``port:<NAME>`` / ``port:<service>`` — a port keyed by the setting it is written in:
-  the nearest ``UPPER_SNAKE`` name before it on its line, exactly as written
-  (``REDIS_PORT=6379`` → ``port:REDIS_PORT``, ``REDIS_URL=redis://cache:6379/0`` →
-  ``port:REDIS_URL``), else the service word the line names (``postgres listens on port
-  5432`` → ``port:postgres``). Two settings of one service (``REDIS_PORT`` and
-  ``REDIS_SENTINEL_PORT``) are two keys: only a change of the same one supersedes;
+  the nearest ``UPPER_SNAKE`` name before it on its line, exactly as written, when the
+  port is that name's own value (``REDIS_PORT=6379`` → ``port:REDIS_PORT``,
+  ``REDIS_URL=redis://cache:6379/0`` → ``port:REDIS_URL``, ``getenv("ORDERS_URL",
+  "redis://c:46903/0")``, ``DB_PORT from 5432 to 6432``), else the service word the line
+  names (``postgres listens on port 5432`` → ``port:postgres``). A name whose own value
+  ends before the port is not its setting: in ``(LOGIN_RATE_LIMIT = "5/minute"); …
+  Redis at redis://cache.internal:6380/2`` the port is Redis's, not the rate limit's.
+  Two settings of one service (``REDIS_PORT`` and ``REDIS_SENTINEL_PORT``) are two keys:
+  only a change of the same one supersedes;
 * ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``).
 
 Values are verbatim substrings of the event. Removed diff lines (``-...``) are ignored.
@@ -78,6 +82,17 @@ _SERVICE_WORD = re.compile(
 _SETTING_NAME = re.compile(r"(?<![\w$.-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][A-Z0-9]+(?==))\b",
                            re.ASCII)
 _SERVICE_ALIASES = {"postgresql": "postgres", "mongodb": "mongo"}
+#: a setting name's own assignment — ``= value``, ``:= value``, ``: type = value``,
+#: ``NAME: value`` — and its value: a quoted string, a bracketed list, or the text up to
+#: the first space. A port after that value is not the setting's (``(LOGIN_RATE_LIMIT =
+#: "5/minute"); … Redis at redis://cache.internal:6380/2``) ...
+_VALUE = (r"(?:\[[^\]\n]*\]?|\([^)\n]*\)?|\{[^}\n]*\}?|\"[^\"\n]*\"?|'[^'\n]*'?|`[^`\n]*`?"
+          r"|[^\s\"'`]*)")
+_ASSIGNED = re.compile(r"[\"'`]?[ \t]*(?::[^=\n\"'`]{1,40}?)?:?=(?!=)[ \t]*" + _VALUE
+                       + r"|[\"'`]?[ \t]*:[ \t]*" + _VALUE)
+#: ... nor a port in a later sentence (``LOGIN_RATE_LIMIT is 5/minute. Redis listens on
+#: port 6380``) or on a later line of JSON-escaped text (``NEO4J_AUTH: x\\n  ports: …``)
+_SENTENCE_END = re.compile(r"[.!?;。](?:\s|$)|\\n")  # \n: a line of JSON-escaped text
 
 
 def extract_facts(events: Sequence[Event]) -> list[Fact]:
@@ -193,7 +208,7 @@ def _setting(line: str, col: int) -> str | None:
     setting name before it, as written; else the nearest service word (before it, else
     the line's first)."""
     names = [m for m in _SETTING_NAME.finditer(line, 0, col)]
-    if names:
+    if names and _holds_port(line, names[-1].end(), col):
         return names[-1].group(1)
     words = list(_SERVICE_WORD.finditer(line))
     if not words:
@@ -201,6 +216,17 @@ def _setting(line: str, col: int) -> str | None:
     before = [w for w in words if w.start() < col]
     word = (before[-1] if before else words[0]).group(1).lower()
     return _SERVICE_ALIASES.get(word, word)
+
+
+def _holds_port(line: str, end: int, col: int) -> bool:
+    """Whether the port at ``col`` is the value of the setting name ending at ``end``:
+    not when the name's own assignment ends before it (``_ASSIGNED``), nor when a
+    sentence ends between them; prose between them may say what the value becomes
+    (``DB_PORT is now set to http://db:6432``)."""
+    assigned = _ASSIGNED.match(line, end)
+    if assigned is not None and assigned.end() < col:
+        return False
+    return _SENTENCE_END.search(line, end, col) is None
 
 
 def _line_start(text: str, pos: int) -> int:
