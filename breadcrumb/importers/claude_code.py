@@ -57,6 +57,10 @@ _BOOKKEEPING = frozenset({"system", "summary", "file-history-snapshot", "last-pr
                           "artifact-comment-monitor", "artifact-autoreact-ledger"})
 _META_PREFIXES = ("<command-name>", "<local-command-stdout>", "<command-message>",
                   "Caveat: The messages below")
+#: who wrote a session record's words: the model titles a session (``ai-title``) and
+#: recaps it for a returning user (``system`` / ``away_summary``), the user names it
+#: (``custom-title``); every other record is the harness's own (role ``system``)
+_SPEAKERS = {"ai-title": "assistant", "away_summary": "assistant", "custom-title": "user"}
 
 
 def parse(records: list[tuple[int, Any]]) -> Parsed:
@@ -73,7 +77,8 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
         if kind in ("user", "assistant"):
             parsed.drafts.extend(_message(line, record, calls, parsed))
         elif kind == "system" and isinstance(record.get("content"), str):
-            parsed.drafts.append(Draft(_position(line, record), "system", "note",
+            speaker = _SPEAKERS.get(str(record.get("subtype")), "system")
+            parsed.drafts.append(Draft(_position(line, record), speaker, "note",
                                        record["content"], parse_ts(record.get("timestamp")),
                                        attrs=_subtype(record)))
         elif kind in _META_NOTES:
@@ -100,7 +105,7 @@ def _meta_note(position: str, kind: str, record: dict[str, Any], parsed: Parsed)
         value = f"#{record['prNumber']} {value}"
     if kind in ("custom-title", "ai-title", "agent-name") and isinstance(value, str):
         parsed.meta[kind] = value
-    return Draft(position, "system", "note", f"{label}: {value}",
+    return Draft(position, _SPEAKERS.get(kind, "system"), "note", f"{label}: {value}",
                  parse_ts(record.get("timestamp")), attrs={"record_type": kind})
 
 
