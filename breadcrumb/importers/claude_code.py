@@ -11,6 +11,10 @@ records ``custom-title`` / ``ai-title``, ``agent-name``, ``pr-link``, ``bridge-s
 and ``file-history-delta`` are notes; a record type not known here is a note counted in
 ``Parsed.unknown``.
 
+What the records say the session runs with (``version``, ``cwd``, ``gitBranch``, an
+assistant message's ``model``) is a settings note where it is first said and where it
+changes (``common.settings_note``).
+
 Positions (hence event ids) come from each record's own ``uuid``. A record with
 ``isSidechain`` (a subagent: ``<session>/subagents/agent-<id>.jsonl`` in 2.x, inline in
 older versions) goes to its own thread ``<sessionId>/agent-<agentId>``, linked to the
@@ -29,6 +33,8 @@ from breadcrumb.importers.common import (
     Draft,
     Parsed,
     ToolCall,
+    add_settings,
+    as_dict,
     as_json_text,
     background_id,
     is_test_command,
@@ -73,6 +79,8 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             continue
         _session_facts(parsed, record)
         kind = record.get("type")
+        if kind in ("user", "assistant", "system"):
+            _settings(parsed, _position(line, record), record)
         before = len(parsed.drafts)
         if kind in ("user", "assistant"):
             parsed.drafts.extend(_message(line, record, calls, parsed))
@@ -128,6 +136,17 @@ def _session_facts(parsed: Parsed, record: dict[str, Any]) -> None:
     cwd = record.get("cwd")
     if parsed.project is None and isinstance(cwd, str) and cwd.strip("/"):
         parsed.project = posixpath.basename(cwd.rstrip("/"))[:128]
+
+
+def _settings(parsed: Parsed, position: str, record: dict[str, Any]) -> None:
+    """What every record says the session runs with — ``version``, ``cwd``, ``gitBranch``,
+    and an assistant message's ``model`` — as a settings note where it is first said or
+    changes (a ``/model`` switch, a ``cd`` into another folder, an update)."""
+    message = as_dict(record.get("message"))
+    model = message.get("model") if record.get("type") == "assistant" else None
+    add_settings(parsed, position, parse_ts(record.get("timestamp")), _subthread(record),
+                 model=model, agent_version=record.get("version"),
+                 working_directory=record.get("cwd"), git_branch=record.get("gitBranch"))
 
 
 def _subtype(record: dict[str, Any]) -> dict[str, Any]:

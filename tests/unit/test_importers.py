@@ -29,9 +29,11 @@ CLAUDE_21_ID = "5c0e9d4b-71a2-4f3e-9b8c-2d6a1e7f0b93"
 CLAUDE_21 = CLAUDE_21_DIR / f"{CLAUDE_21_ID}.jsonl"
 CLAUDE_21_AGENT = CLAUDE_21_DIR / CLAUDE_21_ID / "subagents" / "agent-a3f9c1d.jsonl"
 #: every fixture, its format and the events it imports to (session_end included)
-FIXTURE_COUNTS = [(CLAUDE, "claude-code", 15), (CODEX, "codex", 17), (OPENAI, "openai", 11),
-                  (CODEX_144, "codex", 20), (CLAUDE_21, "claude-code", 17),
-                  (CLAUDE_21_AGENT, "claude-code", 7)]
+#: (two of them, in a Claude Code or Codex session, the settings notes: what the session runs
+#: with, then its model)
+FIXTURE_COUNTS = [(CLAUDE, "claude-code", 17), (CODEX, "codex", 19), (OPENAI, "openai", 11),
+                  (CODEX_144, "codex", 22), (CLAUDE_21, "claude-code", 19),
+                  (CLAUDE_21_AGENT, "claude-code", 9)]
 OPTIONS = ImportOptions(user_id="u1")
 
 
@@ -115,8 +117,9 @@ def test_codex_rollout_maps_apply_patch_and_shell_calls() -> None:
     shell = next(e for e in events if e["kind"] == "tool_call")
     assert shell["content"] == 'rg -n "func ExportCSV" -A 12 internal/export/csv.go'
     assert result.skipped["record type event_msg"] == 3  # duplicates of response items
-    assert events[1]["content"].startswith("The CSV export breaks")
-    assert events[1]["ts"] == "2026-11-21T08:15:09.006Z"
+    asked = next(e for e in events if e["kind"] == "message")
+    assert asked["content"].startswith("The CSV export breaks")
+    assert asked["ts"] == "2026-11-21T08:15:09.006Z"
 
 
 def test_openai_chat_synthesizes_times_from_the_base_time() -> None:
@@ -285,7 +288,8 @@ def test_claude_session_records_speak_with_the_voice_that_wrote_them() -> None:
                                        "while running local commands."}},
     ]
     events = import_records(list(enumerate(inline, 1)), "claude-code", OPTIONS, "x", "x").events
-    roles = {e["content"][:14]: e["role"] for e in events if e["kind"] == "note"}
+    roles = {e["content"][:14]: e["role"] for e in events if e["kind"] == "note"
+             and "session_settings" not in e.get("attrs", {})}
     assert roles == {"title: Throttl": "assistant", "title: reset l": "user",
                      "Added a per-ac": "assistant", "Auto-compact i": "system",
                      "Caveat: The me": "system"}
