@@ -22,7 +22,12 @@ Keys:
   Redis at redis://cache.internal:6380/2`` the port is Redis's, not the rate limit's.
   Two settings of one service (``REDIS_PORT`` and ``REDIS_SENTINEL_PORT``) are two keys:
   only a change of the same one supersedes;
-* ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``).
+* ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``);
+* ``session:<thread>#<setting>`` — what a session ran with (``model``, ``provider``,
+  ``agent_version``, ``working_directory``, ``git_branch``), from a note whose
+  ``attrs.session_settings`` names them (the importers write it where the transcript
+  records them): facts of that thread, which a value of another thread or a later change
+  never supersedes (:mod:`.supersession`).
 
 Values are verbatim substrings of the event. Removed diff lines (``-...``) are ignored.
 The last assignment of a key in the range wins.
@@ -35,6 +40,7 @@ from collections.abc import Iterator, Sequence
 
 from breadcrumb.processors.calls import MAX_CALL_CHARS, calls_of
 from breadcrumb.processors.hints import extract_typed_values, scan_segments
+from breadcrumb.processors.supersession import SESSION_KEY
 from breadcrumb.topics.records import Event, Fact
 
 _F = re.ASCII | re.MULTILINE
@@ -113,6 +119,7 @@ def extract_facts(events: Sequence[Event]) -> list[Fact]:
 def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, str]]:
     """``call``: the call a tool result answers; the file it names is the output's file
     (``sed -n 1,80p app/SKILL.md``, ``{"filePath": ".../docker-compose.yml"}``)."""
+    yield from session_settings(event)
     path = str(event.attrs.get("path") or "") or (_named_path(call) if call else None)
     is_code = path is not None and path.rsplit(".", 1)[-1].lower() in _CODE_EXTS
     for _offset, piece in scan_segments(_live_text(event)):
@@ -124,6 +131,17 @@ def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, s
             yield from _config(piece, path)
         yield from _images(piece)
         yield from _ports(piece)
+
+
+def session_settings(event: Event) -> Iterator[tuple[str, str]]:
+    """``(session:<thread>#<name>, value)`` of a settings note: each value its
+    ``attrs.session_settings`` names that stands verbatim in its content."""
+    settings = event.attrs.get("session_settings")
+    if event.kind != "note" or not isinstance(settings, dict):
+        return
+    for name, value in settings.items():
+        if isinstance(value, str) and value and value in event.content:
+            yield f"{SESSION_KEY}{event.thread_id}#{name}", value
 
 
 def _named_path(call: str) -> str | None:

@@ -70,6 +70,7 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
     rng = closed.source_range
     lang = range_language(events)
     typed = _typed_values(events)
+    ran_with = _settings_lines(events)
     run = _tool_test_run(events)
     phrases = _phrases(events, lang, run)[: max(cfg.max_hints, 0)]
     files = _files(events, typed)
@@ -88,8 +89,8 @@ def observe(events: Sequence[Event], closed: ClosedRange, cfg: ObserverConfig) -
         source_range=rng,
         tags=tuple(tags),
         query_hints=tuple(_dedupe((run.values() if run else []) + phrases[:_run_words(run, lang)]
-                                  + [v for _k, v in typed] + phrases)),
-        retrieve_when=_retrieve_when(lang, phrases, typed, rng.thread_id),
+                                  + ran_with + [v for _k, v in typed] + phrases)),
+        retrieve_when=_retrieve_when(lang, phrases, typed, rng.thread_id, ran_with),
         importance=_importance(events, typed, tags),
         created_at=events[-1].ts,
         facts=tuple(facts),
@@ -114,6 +115,22 @@ def _typed_values(events: Sequence[Event]) -> TypedValues:
     for kind, value in out:
         seen.setdefault(value, kind)
     return [(kind, value) for value, kind in seen.items()]
+
+
+def _settings_lines(events: Sequence[Event]) -> list[str]:
+    """The lines of the range's settings notes (``attrs.session_settings``: the model,
+    provider, agent version, working directory, branch the session ran with) that name a
+    setting, verbatim (``model: claude-sonnet-4-5-20250929``, aider's ``Main model: …``):
+    hints, so that "which model did this session use?" finds the range."""
+    lines: list[str] = []
+    for event in events:
+        settings = event.attrs.get("session_settings")
+        if event.kind != "note" or not isinstance(settings, dict):
+            continue
+        values = [v for v in settings.values() if isinstance(v, str) and v]
+        lines += [ln.strip() for ln in event.content.splitlines()
+                  if any(v in ln for v in values)]
+    return _dedupe(lines)
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:
@@ -260,7 +277,8 @@ def _importance(events: Sequence[Event], typed: TypedValues, tags: list[str]) ->
 
 
 # ---- retrieve_when ---------------------------------------------------------------
-def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id: str) -> str:
+def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id: str,
+                   ran_with: list[str] | None = None) -> str:
     rank = {k: i for i, k in enumerate(_SALIENT_KINDS)}
     salient = sorted((rank[k], i, v) for i, (k, v) in enumerate(typed) if k in rank)
     values = [v if len(v) <= 60 else v[:59] + "…" for _r, _i, v in salient[:3]]
@@ -272,8 +290,11 @@ def _retrieve_when(lang: str, phrases: list[str], typed: TypedValues, thread_id:
         about = "・".join(topics) or f"スレッド {thread_id} の作業"
         tail = f"、または {', '.join(values)} などの正確な値" if values else ""
         named = f"（名前の語: {said}）" if said else ""
-        return f"{about}について{tail}{named}を聞かれたとき。"
+        ran = f"、またはセッションの実行環境（{'; '.join(ran_with)}）" if ran_with else ""
+        return f"{about}について{tail}{named}{ran}を聞かれたとき。"
     about = ", ".join(topics) or f"the work in thread {thread_id}"
     tail = f", or for exact values such as {', '.join(values)}" if values else ""
     named = f" (named in words: {said})" if said else ""
-    return f"When a question is about {about}{tail}{named}."
+    ran = (f", or for what the session ran with ({'; '.join(ran_with)})" if ran_with
+           else "")
+    return f"When a question is about {about}{tail}{named}{ran}."

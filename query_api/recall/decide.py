@@ -29,6 +29,8 @@ _EXACT_EN = re.compile(
     r"|endpoint|url|config(uration)? value|function name|exact(ly)?|verbatim|command"
     r"|error message|stack ?trace|version|image( tag)?|tag|cron|schema|column|table name"
     r"|snippet|code|literal|value of|show me the|copy of|failing (line|test)|id|arxiv|quote"
+    # what a session ran with: its settings notes quote them (importers)
+    r"|model|provider|(git )?branch|working directory|cwd"
     r"|set to|which \w+|what \w+ (is|was|does|did)( \w+)? (set|use|run|add|hit|store)\w*"
     r"|(the )?name of|(error|exception)s? (message|text|string|line|code)"
     r"|(what|which)\b[^,?;]{0,60}\b(errors?|exceptions?|traceback)"
@@ -39,7 +41,8 @@ _EXACT_EN = re.compile(
 _EXACT_JA = re.compile(
     r"(正規表現|正確|もう一回出して|もう一度|そのまま|原文|全文|パス|ポート|環境変数"
     r"|エンドポイント|設定値|関数名|コマンド|エラー(メッセージ|文)?|バージョン|コード|値を|値は"
-    r"|SQL|クエリ|イメージ|タグ|カラム|ID|いくつ|どれ|何を使|cron|式は|ドメイン|何に(し|変え|なっ)た)"
+    r"|SQL|クエリ|イメージ|タグ|カラム|ID|いくつ|どれ|何を使|cron|式は|ドメイン|何に(し|変え|なっ)た"
+    r"|モデル|プロバイダ|ブランチ|作業ディレクトリ)"
 )
 _SUMMARY_EN = re.compile(
     r"\b(summar(y|ise|ize)|overview|what did we (decide|do|discuss)"

@@ -165,3 +165,16 @@ def test_the_sample_sessions_facts_name_no_port_for_the_rate_limit() -> None:
     facts = as_map(events)
     assert "port:LOGIN_RATE_LIMIT" not in facts
     assert facts["port:REDIS_URL"] == "6380" and facts["env:REDIS_URL"].endswith(":6380/2")
+
+
+def test_a_sessions_settings_note_gives_facts_of_its_thread() -> None:
+    """issue 46: the model, provider, agent version, working directory and branch an
+    importer read are facts of the session's thread (``session:<thread>#<name>``), each
+    value verbatim in the note; a name the content does not hold gives none."""
+    note = ev(0, "note", "model: gpt-5.6-sol\nprovider: openai\nworking directory: /srv/ledger",
+              session_settings={"model": "gpt-5.6-sol", "provider": "openai",
+                                "working_directory": "/srv/ledger", "git_branch": "absent"})
+    assert as_map([note]) == {"session:t#model": "gpt-5.6-sol", "session:t#provider": "openai",
+                              "session:t#working_directory": "/srv/ledger"}
+    said = ev(1, "message", "model: gpt-5.6-sol", session_settings={"model": "gpt-5.6-sol"})
+    assert as_map([said]) == {}  # only a note carries a session's settings

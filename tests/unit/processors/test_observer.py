@@ -239,3 +239,20 @@ def test_the_sample_sessions_hints_carry_no_harness_boilerplate() -> None:
     hints = " | ".join(seen.query_hints).lower()
     assert not [b for b in _BOILERPLATE if b in hints], seen.query_hints
     assert "failed attempt" in seen.query_hints  # the user's own words
+
+
+def test_a_sessions_settings_lines_are_hints_and_in_retrieve_when() -> None:
+    """issue 46: "which model did this session use?" meets the range that holds the
+    session's settings note: its lines are hints, verbatim, and ``retrieve_when`` names them."""
+    events = [
+        _talk(0, "system", "note", "model: claude-sonnet-4-5-20250929\ngit branch: fix/login",
+              record_type="session settings",
+              session_settings={"model": "claude-sonnet-4-5-20250929", "git_branch": "fix/login"}),
+        _talk(1, "user", "message", "Throttle the password reset endpoint per account."),
+    ]
+    seen = observe(events, whole_range(events), CFG)
+    assert "model: claude-sonnet-4-5-20250929" in seen.query_hints
+    assert "git branch: fix/login" in seen.query_hints
+    assert "what the session ran with (model: claude-sonnet-4-5-20250929" in seen.retrieve_when
+    assert ("session:harness#model", "claude-sonnet-4-5-20250929") in {
+        (f.key, f.value) for f in seen.facts}
