@@ -72,7 +72,8 @@ class _Reader:
         self.seen: set[str] = set()
         self.calls: dict[str, ToolCall] = {}
 
-    def meta(self, record: dict[str, Any]) -> None:
+    def meta(self, record: dict[str, Any], position: str = "session") -> None:
+        """What the recording says of itself (``position``: its line, for a settings note)."""
         parsed = self.parsed
         if parsed.session_id is None and isinstance(record.get("sessionId"), str):
             parsed.session_id = record["sessionId"]
@@ -84,7 +85,7 @@ class _Reader:
             if isinstance(record.get(key), str):
                 parsed.meta[key] = record[key]
         if isinstance(dirs, list) and dirs:  # the folders the session works in, first the cwd
-            add_settings(parsed, "session", parse_ts(record.get("startTime")),
+            add_settings(parsed, position, parse_ts(record.get("startTime")),
                          working_directory=dirs[0])
 
     def line(self, number: int, record: Any) -> None:
@@ -103,12 +104,12 @@ class _Reader:
                 self.once(f"summary:{update['summary']}", Draft(
                     f"{number}.summary", "system", "note", update["summary"],
                     attrs={"summary": True}))
-            self.meta(update)
+            self.meta(update, str(number))
             self.parsed.skipped["$set update"] += 1
         elif isinstance(record.get("id"), str) and "type" in record:
             self.message(record)
         elif isinstance(record.get("sessionId"), str):
-            self.meta(record)
+            self.meta(record, str(number))
         else:
             self.parsed.drafts.append(unknown_note(self.parsed, str(number), "gemini record",
                                                    record))

@@ -511,3 +511,20 @@ def test_a_setting_is_said_again_only_when_it_changes() -> None:
     notes = [e["content"] for e in events if "session_settings" in e.get("attrs", {})]
     assert notes == ["claude-code version: 2.1.130\nworking directory: /srv/app\n"
                      "git branch: main", "model: claude-sonnet-4-6", "model: claude-opus-4-7"]
+
+
+def test_gemini_names_the_folders_a_recording_lists_once_each_change(tmp_path: Path) -> None:
+    """A JSONL recording's metadata lists its ``directories`` (the first is where it runs);
+    a ``$set`` that moves it is a second settings note, with an id of its own."""
+    lines = [{"sessionId": "g-dirs", "projectHash": "p", "startTime": "2026-05-22T14:59:03Z",
+              "directories": ["/home/dev/reports"]},
+             {"id": "m1", "timestamp": "2026-05-22T14:59:04Z", "type": "user", "content": "hi"},
+             {"$set": {"directories": ["/home/dev/reports-v2"]}},
+             {"$set": {"directories": ["/home/dev/reports-v2"]}}]
+    path = tmp_path / "session-2026-05-22T14-59-gdirs.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", "utf-8")
+    events = _only(path).events
+    notes = [e for e in events if "session_settings" in e.get("attrs", {})]
+    assert [n["content"] for n in notes] == ["working directory: /home/dev/reports",
+                                             "working directory: /home/dev/reports-v2"]
+    assert len({e["event_id"] for e in events}) == len(events)
