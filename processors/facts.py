@@ -13,12 +13,21 @@ Keys:
 * ``file:<path>#NAME`` (or ``symbol:NAME`` without ``attrs.path``) — constants in code
   edits (``const EMAIL_RE = /.../``, ``EMAIL_RE = re.compile(...)``);
 * ``port:<NAME>`` / ``port:<service>`` — a port keyed by the setting it is written in:
-  the nearest ``UPPER_SNAKE`` name before it on its line, exactly as written
-  (``REDIS_PORT=6379`` → ``port:REDIS_PORT``, ``REDIS_URL=redis://cache:6379/0`` →
-  ``port:REDIS_URL``), else the service word the line names (``postgres listens on port
-  5432`` → ``port:postgres``). Two settings of one service (``REDIS_PORT`` and
-  ``REDIS_SENTINEL_PORT``) are two keys: only a change of the same one supersedes;
-* ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``).
+  the nearest ``UPPER_SNAKE`` name before it on its line, exactly as written, when the
+  port is that name's own value (``REDIS_PORT=6379`` → ``port:REDIS_PORT``,
+  ``REDIS_URL=redis://cache:6379/0`` → ``port:REDIS_URL``, ``getenv("ORDERS_URL",
+  "redis://c:46903/0")``, ``DB_PORT from 5432 to 6432``), else the service word the line
+  names (``postgres listens on port 5432`` → ``port:postgres``). A name whose own value
+  ends before the port is not its setting: in ``(LOGIN_RATE_LIMIT = "5/minute"); …
+  Redis at redis://cache.internal:6380/2`` the port is Redis's, not the rate limit's.
+  Two settings of one service (``REDIS_PORT`` and ``REDIS_SENTINEL_PORT``) are two keys:
+  only a change of the same one supersedes;
+* ``image:<name>`` — a docker image tag (``postgres:16-alpine`` → ``16-alpine``);
+* ``session:<thread>#<setting>`` — what a session ran with (``model``, ``provider``,
+  ``agent_version``, ``working_directory``, ``git_branch``), from a note whose
+  ``attrs.session_settings`` names them (the importers write it where the transcript
+  records them): facts of that thread, which a value of another thread or a later change
+  never supersedes (:mod:`.supersession`).
 
 Values are verbatim substrings of the event. Removed diff lines (``-...``) are ignored.
 The last assignment of a key in the range wins.
@@ -31,6 +40,7 @@ from collections.abc import Iterator, Sequence
 
 from breadcrumb.processors.calls import MAX_CALL_CHARS, calls_of
 from breadcrumb.processors.hints import extract_typed_values, scan_segments
+from breadcrumb.processors.supersession import SESSION_KEY
 from breadcrumb.topics.records import Event, Fact
 
 _F = re.ASCII | re.MULTILINE
@@ -78,6 +88,17 @@ _SERVICE_WORD = re.compile(
 _SETTING_NAME = re.compile(r"(?<![\w$.-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z][A-Z0-9]+(?==))\b",
                            re.ASCII)
 _SERVICE_ALIASES = {"postgresql": "postgres", "mongodb": "mongo"}
+#: a setting name's own assignment — ``= value``, ``:= value``, ``: type = value``,
+#: ``NAME: value`` — and its value: a quoted string, a bracketed list, or the text up to
+#: the first space. A port after that value is not the setting's (``(LOGIN_RATE_LIMIT =
+#: "5/minute"); … Redis at redis://cache.internal:6380/2``) ...
+_VALUE = (r"(?:\[[^\]\n]*\]?|\([^)\n]*\)?|\{[^}\n]*\}?|\"[^\"\n]*\"?|'[^'\n]*'?|`[^`\n]*`?"
+          r"|[^\s\"'`]*)")
+_ASSIGNED = re.compile(r"[\"'`]?[ \t]*(?::[^=\n\"'`]{1,40}?)?:?=(?!=)[ \t]*" + _VALUE
+                       + r"|[\"'`]?[ \t]*:[ \t]*" + _VALUE)
+#: ... nor a port in a later sentence (``LOGIN_RATE_LIMIT is 5/minute. Redis listens on
+#: port 6380``) or on a later line of JSON-escaped text (``NEO4J_AUTH: x\\n  ports: …``)
+_SENTENCE_END = re.compile(r"[.!?;。](?:\s|$)|\\n")  # \n: a line of JSON-escaped text
 
 
 def extract_facts(events: Sequence[Event]) -> list[Fact]:
@@ -98,6 +119,7 @@ def extract_facts(events: Sequence[Event]) -> list[Fact]:
 def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, str]]:
     """``call``: the call a tool result answers; the file it names is the output's file
     (``sed -n 1,80p app/SKILL.md``, ``{"filePath": ".../docker-compose.yml"}``)."""
+    yield from session_settings(event)
     path = str(event.attrs.get("path") or "") or (_named_path(call) if call else None)
     is_code = path is not None and path.rsplit(".", 1)[-1].lower() in _CODE_EXTS
     for _offset, piece in scan_segments(_live_text(event)):
@@ -109,6 +131,17 @@ def _event_facts(event: Event, call: str | None = None) -> Iterator[tuple[str, s
             yield from _config(piece, path)
         yield from _images(piece)
         yield from _ports(piece)
+
+
+def session_settings(event: Event) -> Iterator[tuple[str, str]]:
+    """``(session:<thread>#<name>, value)`` of a settings note: each value its
+    ``attrs.session_settings`` names that stands verbatim in its content."""
+    settings = event.attrs.get("session_settings")
+    if event.kind != "note" or not isinstance(settings, dict):
+        return
+    for name, value in settings.items():
+        if isinstance(value, str) and value and value in event.content:
+            yield f"{SESSION_KEY}{event.thread_id}#{name}", value
 
 
 def _named_path(call: str) -> str | None:
@@ -193,7 +226,7 @@ def _setting(line: str, col: int) -> str | None:
     setting name before it, as written; else the nearest service word (before it, else
     the line's first)."""
     names = [m for m in _SETTING_NAME.finditer(line, 0, col)]
-    if names:
+    if names and _holds_port(line, names[-1].end(), col):
         return names[-1].group(1)
     words = list(_SERVICE_WORD.finditer(line))
     if not words:
@@ -201,6 +234,17 @@ def _setting(line: str, col: int) -> str | None:
     before = [w for w in words if w.start() < col]
     word = (before[-1] if before else words[0]).group(1).lower()
     return _SERVICE_ALIASES.get(word, word)
+
+
+def _holds_port(line: str, end: int, col: int) -> bool:
+    """Whether the port at ``col`` is the value of the setting name ending at ``end``:
+    not when the name's own assignment ends before it (``_ASSIGNED``), nor when a
+    sentence ends between them; prose between them may say what the value becomes
+    (``DB_PORT is now set to http://db:6432``)."""
+    assigned = _ASSIGNED.match(line, end)
+    if assigned is not None and assigned.end() < col:
+        return False
+    return _SENTENCE_END.search(line, end, col) is None
 
 
 def _line_start(text: str, pos: int) -> int:

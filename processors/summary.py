@@ -44,6 +44,11 @@ _ASKED = re.compile(r"<(user_query|user_message|task|feedback|answer)>\s*(.*?)\s
                     re.DOTALL)
 #: A line that is markup alone (``<attached_files>``, ``</user_query>``): no words of anyone's.
 _TAG_LINE = re.compile(r"^\s*(?:</?[a-z][\w-]*(?:\s[^<>]*)?>\s*)+$")
+#: A block of markup a harness adds to the user's turn, from a line that opens it to the
+#: line that closes it: a system reminder, the environment, attached files, skills
+#: (``<system-reminder>`` … ``</system-reminder>``). What is inside it is nobody's words.
+_ADDED_BLOCK = re.compile(r"^[ \t]*<([a-z][\w-]*)(?:\s[^<>\n]*)?>.*?</\1>[ \t]*$",
+                          re.DOTALL | re.MULTILINE)
 #: What a tool call given as its arguments' JSON (``Read``, ``Grep``, ``read_file`` …) is
 #: about, in this order: where it looks, then what it looks for, then what it says.
 _ARG_KEYS = ("file_path", "filePath", "path", "absolute_path", "absolutePath", "target_file",
@@ -118,6 +123,17 @@ def own_words(text: str) -> str:
     if asked is not None and asked.group(2).strip():
         return asked.group(2)
     return "\n".join(ln for ln in text.splitlines() if not _TAG_LINE.match(ln))
+
+
+def users_words(text: str) -> str:
+    """What the user typed in a turn: :func:`own_words`, and without the blocks of markup
+    its harness adds around it (``<system-reminder>…</system-reminder>``,
+    ``<environment_context>…``): their boilerplate ("DO NOT mention this to the user
+    explicitly …") is no word of the user's."""
+    asked = _ASKED.search(text)
+    if asked is not None and asked.group(2).strip():
+        return asked.group(2)
+    return own_words(_ADDED_BLOCK.sub("", text))
 
 
 def _opening(event: Event, ja: bool) -> str:

@@ -23,6 +23,12 @@ from functools import lru_cache
 from breadcrumb.processors.lexical import lexical_terms
 
 SUPERSEDED = "superseded"
+#: facts of one session's settings (``session:<thread>#model``: ``processors.facts``): what
+#: the session ran with at a moment, as history. A later value (a ``/model`` switch, a
+#: ``cd``) does not make the lines that named the earlier one wrong — a working
+#: directory stands in every path of its session — so they never supersede, conflict,
+#: reverse or decide whether a memory is wholly superseded.
+SESSION_KEY = "session:"
 CONFLICTED = "conflicted"
 DUPLICATE = "duplicate"
 
@@ -73,7 +79,7 @@ def compare_facts(new: Sequence[FactRow], existing: Sequence[FactRow]) -> list[V
         if row.memory_id not in mine:
             by_key.setdefault(row.key, []).append(row)
     out: list[Verdict] = []
-    for fact in new:
+    for fact in (f for f in new if supersedable(f.key)):
         for other in sorted(by_key.get(fact.key, ()), key=lambda r: (r.ts, r.memory_id)):
             verdict = _order(fact, other)
             if verdict is not None:
@@ -108,12 +114,18 @@ def _order(a: FactRow, b: FactRow) -> Verdict | None:
 def reversal_verdicts(new_memory: str, new_ts: str, new_keys: Iterable[str],
                       existing: Sequence[FactRow]) -> list[Verdict]:
     """An explicit reversal in the newer range supersedes older holders of its keys."""
-    keys = set(new_keys)
+    keys = {k for k in new_keys if supersedable(k)}
     return [
         Verdict(SUPERSEDED, r.memory_id, new_memory, r.key, r.value, "(reverted)")
         for r in existing
         if r.key in keys and r.memory_id != new_memory and r.ts < new_ts
     ]
+
+
+def supersedable(key: str) -> bool:
+    """Whether a later value of ``key`` supersedes an earlier one (not a session's
+    settings: :data:`SESSION_KEY`)."""
+    return not key.startswith(SESSION_KEY)
 
 
 def is_reversal(texts: Iterable[str]) -> bool:
@@ -131,8 +143,9 @@ def is_verification(kind: str, content: str, exit_code: object = None) -> bool:
 
 
 def memory_outcome(held_keys: Iterable[str], lost_keys: Iterable[str]) -> str:
-    """``superseded`` when every held fact key is lost, else ``partial`` (stays active)."""
-    held, lost = set(held_keys), set(lost_keys)
+    """``superseded`` when every held fact key is lost, else ``partial`` (stays active);
+    a session's settings (:data:`SESSION_KEY`) are held as history and do not count."""
+    held, lost = {k for k in held_keys if supersedable(k)}, set(lost_keys)
     return SUPERSEDED if held and held <= lost else "partial"
 
 
@@ -145,8 +158,10 @@ def summary_terms(summary: str) -> frozenset[str]:
 
 def near_duplicate(summary_a: str, summary_b: str, facts_a: Iterable[tuple[str, str]],
                    facts_b: Iterable[tuple[str, str]], threshold: float = 0.9) -> bool:
-    """Same non-empty fact set and summary term Jaccard >= ``threshold``."""
-    fa, fb = set(facts_a), set(facts_b)
+    """Same non-empty fact set (a session's settings aside) and summary term Jaccard >=
+    ``threshold``."""
+    fa = {f for f in facts_a if supersedable(f[0])}
+    fb = {f for f in facts_b if supersedable(f[0])}
     if not fa or fa != fb:
         return False
     ta, tb = summary_terms(summary_a), summary_terms(summary_b)

@@ -47,6 +47,7 @@ from breadcrumb.importers.common import (
     LineRecords,
     Parsed,
     finalize,
+    settings_note,
 )
 from breadcrumb.importers.detect import detect_format, detect_text
 
@@ -198,18 +199,14 @@ def _history_item(parsed: Parsed, path: Path) -> None:
             parsed.parent_thread_id = parent
         if isinstance(item.get("workspace"), str) and item["workspace"].strip("/"):
             parsed.project = item["workspace"].rstrip("/").rsplit("/", 1)[-1][:128]
+            _side_file_directory(parsed, "history_item.json", item["workspace"])
 
 
 def _parent_from_layout(parsed: Parsed, path: Path, fmt: str) -> None:
     """Subagents the agent files under their parent: Gemini ``chats/<parent>/<id>.jsonl``,
     Cursor ``<parent>/subagents/<id>.jsonl`` (the parent's thread is its content id)."""
-    if fmt == "gemini" and parsed.project is None:  # ~/.gemini/tmp/<slug>/.project_root
-        for folder in path.parents[:3]:
-            root = folder / ".project_root"
-            if root.is_file():
-                name = root.read_text("utf-8", errors="replace").strip().rstrip("/")
-                parsed.project = name.rsplit("/", 1)[-1][:128] or None
-                break
+    if fmt == "gemini":  # ~/.gemini/tmp/<slug>/.project_root
+        _gemini_project_root(parsed, path)
     if parsed.parent_thread_id is not None:
         return
     if fmt == "gemini" and parsed.meta.get("kind") == "subagent" and (
@@ -223,6 +220,34 @@ def _parent_from_layout(parsed: Parsed, path: Path, fmt: str) -> None:
             parsed.parent_thread_id = _content_id(records)
         for draft in parsed.drafts:
             draft.attrs.setdefault("subagent", True)
+
+
+def _gemini_project_root(parsed: Parsed, path: Path) -> None:
+    """The project root Gemini CLI keeps beside its chats (``~/.gemini/tmp/<slug>/
+    .project_root``): the project's name, and the working directory of a session whose
+    recording names none (a settings note first in the session)."""
+    for folder in path.parents[:3]:
+        root = folder / ".project_root"
+        if root.is_file():
+            name = root.read_text("utf-8", errors="replace").strip()
+            parsed.project = parsed.project or name.rstrip("/").rsplit("/", 1)[-1][:128] or None
+            _side_file_directory(parsed, ".project_root", name)
+            return
+
+
+def _side_file_directory(parsed: Parsed, side_file: str, directory: str) -> None:
+    """The working directory a side file names (Gemini's ``.project_root``, Roo's
+    ``history_item.json`` ``workspace``), as the session's first settings note, where the
+    transcript itself names none; timed as the session's first event, read from no line
+    of the transcript (``attrs.side_file`` names the file)."""
+    if "working_directory" in parsed.settings.get("", {}):
+        return
+    first = next((d.ts for d in parsed.drafts if d.ts), None)
+    note = settings_note(parsed, side_file, first, working_directory=directory)
+    if note is not None:
+        note.attrs["side_file"] = side_file
+        note.line = None
+        parsed.drafts.insert(0, note)
 
 
 def _is_sqlite(path: Path) -> bool:

@@ -10,7 +10,8 @@ markdown lines with two spaces; they are dropped, nothing else is changed.
 ``/run CMD``, ``/test CMD`` and ``!CMD`` are ``tool_call`` events whose output block is
 the result (a ``test_result`` when the command runs tests; aider writes no exit code, so
 one is kept only when the output states it); each edit block is a ``file_edit``;
-other ``>`` blocks are notes. The thread of a session is ``aider-<start time>-<digest of
+other ``>`` blocks are notes; the note naming aider's version and model carries them as
+``attrs.session_settings``. The thread of a session is ``aider-<start time>-<digest of
 its opening lines>``; positions are block numbers in the session.
 """
 
@@ -28,6 +29,10 @@ START_RE = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d
 _EDIT_RE = re.compile(r"(?:^|\n)([^\n`]*\S)[ \t]*\n(?:```[^\n]*\n)?<<<<<<< SEARCH\n(.*?)"
                       r"\n?=======\n(.*?)\n?>>>>>>> REPLACE(?:\n```)?", re.DOTALL)
 _COMMAND_RE = re.compile(r"^(?:/(?:run|test)\s+|!)(.+)", re.DOTALL)
+#: what aider prints of itself when a session starts (``Aider v0.84.0``, ``Main model:
+#: anthropic/claude-sonnet-4-20250514 with diff edit format`` — ``Model:`` in newer builds)
+_VERSION_RE = re.compile(r"^Aider (v\d[\w.-]*)\s*$", re.MULTILINE)
+_MODEL_RE = re.compile(r"^(?:Main )?[Mm]odel: (\S+)", re.MULTILINE)
 
 
 def looks_like(text: str) -> bool:
@@ -95,12 +100,25 @@ def _session(parsed: Parsed, body: str, ts: str | None) -> None:
                                                   call_id=pending))
                 pending = None
             else:
-                parsed.drafts.append(Draft(position, "system", "note", text, ts))
+                parsed.drafts.append(_output_note(parsed, position, text, ts))
         else:
             pending = None
             parsed.drafts.extend(_answer(position, text, ts))
     for draft in parsed.drafts[1:]:  # one time for the session: the rest follow it
         draft.ts = None
+
+
+def _output_note(parsed: Parsed, position: str, text: str, ts: str | None) -> Draft:
+    """Aider's own output, a note; the one that names its version and model (the
+    session's start) carries them as ``attrs.session_settings``: the lines are already
+    there, verbatim, to be found and quoted (``common.settings_note`` for other agents)."""
+    version, model = _VERSION_RE.search(text), _MODEL_RE.search(text)
+    found = {k: m.group(1) for k, m in (("agent_version", version), ("model", model)) if m}
+    said = parsed.settings.setdefault("", {})
+    new = {k: v for k, v in found.items() if said.get(k) != v}
+    said.update(new)
+    attrs = {"record_type": "session settings", "session_settings": new} if new else {}
+    return Draft(position, "system", "note", text, ts, attrs=attrs)
 
 
 def _answer(position: str, text: str, ts: str | None) -> list[Draft]:

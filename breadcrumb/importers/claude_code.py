@@ -11,6 +11,10 @@ records ``custom-title`` / ``ai-title``, ``agent-name``, ``pr-link``, ``bridge-s
 and ``file-history-delta`` are notes; a record type not known here is a note counted in
 ``Parsed.unknown``.
 
+What the records say the session runs with (``version``, ``cwd``, ``gitBranch``, an
+assistant message's ``model``) is a settings note where it is first said and where it
+changes (``common.settings_note``).
+
 Positions (hence event ids) come from each record's own ``uuid``. A record with
 ``isSidechain`` (a subagent: ``<session>/subagents/agent-<id>.jsonl`` in 2.x, inline in
 older versions) goes to its own thread ``<sessionId>/agent-<agentId>``, linked to the
@@ -29,6 +33,8 @@ from breadcrumb.importers.common import (
     Draft,
     Parsed,
     ToolCall,
+    add_settings,
+    as_dict,
     as_json_text,
     background_id,
     is_test_command,
@@ -57,6 +63,10 @@ _BOOKKEEPING = frozenset({"system", "summary", "file-history-snapshot", "last-pr
                           "artifact-comment-monitor", "artifact-autoreact-ledger"})
 _META_PREFIXES = ("<command-name>", "<local-command-stdout>", "<command-message>",
                   "Caveat: The messages below")
+#: who wrote a session record's words: the model titles a session (``ai-title``) and
+#: recaps it for a returning user (``system`` / ``away_summary``), the user names it
+#: (``custom-title``); every other record is the harness's own (role ``system``)
+_SPEAKERS = {"ai-title": "assistant", "away_summary": "assistant", "custom-title": "user"}
 
 
 def parse(records: list[tuple[int, Any]]) -> Parsed:
@@ -69,11 +79,14 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             continue
         _session_facts(parsed, record)
         kind = record.get("type")
+        if kind in ("user", "assistant", "system"):
+            _settings(parsed, _position(line, record), record)
         before = len(parsed.drafts)
         if kind in ("user", "assistant"):
             parsed.drafts.extend(_message(line, record, calls, parsed))
         elif kind == "system" and isinstance(record.get("content"), str):
-            parsed.drafts.append(Draft(_position(line, record), "system", "note",
+            speaker = _SPEAKERS.get(str(record.get("subtype")), "system")
+            parsed.drafts.append(Draft(_position(line, record), speaker, "note",
                                        record["content"], parse_ts(record.get("timestamp")),
                                        attrs=_subtype(record)))
         elif kind in _META_NOTES:
@@ -100,7 +113,7 @@ def _meta_note(position: str, kind: str, record: dict[str, Any], parsed: Parsed)
         value = f"#{record['prNumber']} {value}"
     if kind in ("custom-title", "ai-title", "agent-name") and isinstance(value, str):
         parsed.meta[kind] = value
-    return Draft(position, "system", "note", f"{label}: {value}",
+    return Draft(position, _SPEAKERS.get(kind, "system"), "note", f"{label}: {value}",
                  parse_ts(record.get("timestamp")), attrs={"record_type": kind})
 
 
@@ -123,6 +136,17 @@ def _session_facts(parsed: Parsed, record: dict[str, Any]) -> None:
     cwd = record.get("cwd")
     if parsed.project is None and isinstance(cwd, str) and cwd.strip("/"):
         parsed.project = posixpath.basename(cwd.rstrip("/"))[:128]
+
+
+def _settings(parsed: Parsed, position: str, record: dict[str, Any]) -> None:
+    """What every record says the session runs with — ``version``, ``cwd``, ``gitBranch``,
+    and an assistant message's ``model`` — as a settings note where it is first said or
+    changes (a ``/model`` switch, a ``cd`` into another folder, an update)."""
+    message = as_dict(record.get("message"))
+    model = message.get("model") if record.get("type") == "assistant" else None
+    add_settings(parsed, position, parse_ts(record.get("timestamp")), _subthread(record),
+                 model=model, agent_version=record.get("version"),
+                 working_directory=record.get("cwd"), git_branch=record.get("gitBranch"))
 
 
 def _subtype(record: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,10 @@ The thread is the task's own id where Roo's ``history_item.json`` beside the fil
 it (with its ``parentTaskId``: a subtask is a thread linked to its parent task), else
 ``cline-task-<first ts>`` (the first ``ts`` of ``ui_messages.json`` — the history file
 takes it from the one beside it — or of a Roo message), else a digest of the first message.
-Exit codes come from the output text (``Exit code: 1``).
+Exit codes come from the output text (``Exit code: 1``). The model and provider newer
+builds write on each message (``modelInfo``), the working directory the
+``<environment_details>`` name (and Roo's ``<model>`` there) are a settings note where first
+said and where they change (``common.settings_note``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.importers.common import Draft, Parsed, ToolCall, parse_ts, unknown_note
+from breadcrumb.importers.common import (
+    Draft,
+    Parsed,
+    ToolCall,
+    add_settings,
+    parse_ts,
+    unknown_note,
+)
 from breadcrumb.importers.toolcalls import call_draft, result_draft
 
 XML_TOOLS = ("execute_command", "write_to_file", "replace_in_file", "apply_diff",
@@ -111,6 +121,7 @@ def parse_history(messages: list[Any]) -> Parsed:
             continue
         role = "assistant" if message.get("role") == "assistant" else "user"
         ts = parse_ts(message.get("ts"))
+        _model_settings(parsed, str(number), message, ts)
         content = message.get("content")
         blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
         waiting: str | None = None
@@ -140,6 +151,8 @@ def parse_history(messages: list[Any]) -> Parsed:
 
 #: the task's folder, in every ``<environment_details>`` block Cline / Roo add
 _CWD = re.compile(r"# Current Working Directory \(([^)\n]+)\)")
+#: the model Roo names in its ``# Current Mode`` section (``<model>…</model>``)
+_MODE_MODEL = re.compile(r"<model>([^<\n]+)</model>")
 
 
 def working_directory(drafts: list[Draft]) -> str | None:
@@ -177,6 +190,8 @@ def _text(position: str, role: str, text: str, ts: str | None, calls: dict[str, 
                 return None
             return call_id or "unmatched"
         kind = "note" if _HARNESS.match(text) and not _USER_WORDS.search(text) else "message"
+        if kind == "note":
+            _environment_settings(parsed, position, text, ts)
         parsed.drafts.append(Draft(position, "system" if kind == "note" else "user", kind,
                                    text, ts))
         return None
@@ -190,6 +205,25 @@ def _text(position: str, role: str, text: str, ts: str | None, calls: dict[str, 
         parsed.drafts.append(call_draft(call_id, match.group(1), args, ts, call_id, calls,
                                         raw=match.group(0)))
     return None
+
+
+def _model_settings(parsed: Parsed, position: str, message: dict[str, Any],
+                    ts: str | None) -> None:
+    """The model and provider newer Cline builds write on each message (``modelInfo:
+    {modelId, providerId, mode}``), where first named and where they change."""
+    info = message.get("modelInfo")
+    if isinstance(info, dict):
+        add_settings(parsed, position, ts, model=info.get("modelId"),
+                     provider=info.get("providerId"))
+
+
+def _environment_settings(parsed: Parsed, position: str, text: str, ts: str | None) -> None:
+    """What an ``<environment_details>`` block says the task runs with: its ``# Current
+    Working Directory (…)`` and, in Roo's ``# Current Mode``, its ``<model>``."""
+    cwd = _CWD.search(text)
+    model = _MODE_MODEL.search(text)
+    add_settings(parsed, position, ts, model=model.group(1).strip() if model else None,
+                 working_directory=cwd.group(1).strip() if cwd else None)
 
 
 def _block_text(content: Any) -> str:
@@ -215,6 +249,7 @@ def parse_ui(messages: list[Any]) -> Parsed:
         used.add(position)
         ts = parse_ts(message.get("ts"))
         text = str(message.get("text") or "")
+        _model_settings(parsed, position, message, ts)
         if message.get("partial"):
             parsed.skipped["partial message"] += 1
         elif kind in _UI_SKIPPED:

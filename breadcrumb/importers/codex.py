@@ -20,7 +20,9 @@ running is a ``tool_result``.
 A ``compacted`` record is a note; a record or response item of a type not known here
 is a note counted in ``Parsed.unknown``. What ``session_meta`` says of the build
 (``originator`` — ``codex_exec``, a desktop app —, ``cli_version``, ``model_provider``,
-``source``) goes into the session end's ``attrs.session``.
+``source``) goes into the session end's ``attrs.session``; its ``cwd``, ``cli_version``,
+``model_provider`` and ``git.branch``, and each ``turn_context``'s ``model`` (and ``cwd``), are
+a settings note where first said and where they change (``common.settings_note``).
 
 The thread is the rollout's own session id (``session_meta.id``); a subagent rollout
 names its parent in ``attrs.parent_thread_id``. Positions are line numbers in the session.
@@ -39,6 +41,8 @@ from breadcrumb.importers.common import (
     Draft,
     Parsed,
     ToolCall,
+    add_settings,
+    as_dict,
     exit_code_in,
     is_test_command,
     parse_ts,
@@ -77,7 +81,7 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
         if other is not None:
             parsed.drafts.append(other)
             continue
-        item, ts = _unwrap(record, parsed)
+        item, ts = _unwrap(str(line), record, parsed)
         if item is None:
             continue
         counted = parsed.skipped.total()
@@ -109,7 +113,8 @@ def _other_record(position: str, record: Any, parsed: Parsed) -> Draft | None:
     return unknown_note(parsed, position, f"record type {kind}", record, ts)
 
 
-def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | None]:
+def _unwrap(position: str, record: Any,
+            parsed: Parsed) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(record, dict):
         parsed.skipped["not an object"] += 1
         return None, None
@@ -117,8 +122,12 @@ def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | N
     payload = record.get("payload")
     kind = record.get("type")
     if kind == "session_meta" and isinstance(payload, dict) or "instructions" in record:
-        _session_facts(parsed, payload if isinstance(payload, dict) else record)
+        _session_facts(parsed, payload if isinstance(payload, dict) else record, position,
+                       ts or parse_ts(as_dict(payload).get("timestamp")))
         return None, None
+    if kind == "turn_context" and isinstance(payload, dict):  # each turn's model and cwd
+        add_settings(parsed, position, ts, model=payload.get("model"),
+                     working_directory=payload.get("cwd"))
     if kind == "event_msg" and isinstance(payload, dict) and payload.get(
             "type") == "patch_apply_end":
         return payload, ts
@@ -130,9 +139,14 @@ def _unwrap(record: Any, parsed: Parsed) -> tuple[dict[str, Any] | None, str | N
     return record, ts
 
 
-def _session_facts(parsed: Parsed, meta: dict[str, Any]) -> None:
+def _session_facts(parsed: Parsed, meta: dict[str, Any], position: str,
+                   ts: str | None) -> None:
     if parsed.session_id is not None:  # a resumed or forked rollout repeats older metas
         return
+    git = as_dict(meta.get("git"))
+    add_settings(parsed, position, ts, model=meta.get("model"),
+                 provider=meta.get("model_provider"), agent_version=meta.get("cli_version"),
+                 working_directory=meta.get("cwd"), git_branch=git.get("branch"))
     own = meta.get("id") if isinstance(meta.get("id"), str) else meta.get("session_id")
     parent = meta.get("parent_thread_id")
     if isinstance(parent, str) and parent:

@@ -106,6 +106,8 @@ class Parsed:
     unknown: Counter[str] = field(default_factory=Counter)
     #: what the session says about itself (agent version, provider, title): on its end
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the settings each thread's notes named last (:func:`settings_note`), by subthread
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,55 @@ def unknown_note(parsed: Parsed, position: str, record_type: str, record: Any,
     text = as_json_text(record)
     return Draft(position, "system", "note", f"{record_type}: {text[:4000]}", ts,
                  attrs={"record_type": record_type, "unknown_record": True})
+
+
+#: What a session ran with, in the order its settings note names them, and each one's label
+#: (``{agent}``: the importer's agent name, ``claude-code version: 2.0.49``).
+SETTINGS = (("model", "model"), ("provider", "provider"), ("agent_version", "{agent} version"),
+            ("working_directory", "working directory"), ("git_branch", "git branch"))
+_SETTING_CHARS = 300
+
+
+def settings_note(parsed: Parsed, position: str, ts: str | None, subthread: str | None = None,
+                  **found: Any) -> Draft | None:
+    """A ``note`` naming the settings a session runs with — model, provider, agent version,
+    working directory, git branch (``found``, by the names of :data:`SETTINGS`) — where the
+    transcript records them first, and again where one changes; ``None`` when nothing is
+    new. One line per setting, ``label: value``, the value as the transcript wrote it;
+    ``attrs.session_settings`` holds them by name, so they become facts of the thread
+    (``processors.facts``) that recall finds and quotes. Its position is the record's own,
+    so a re-import or a watcher makes the same note once."""
+    said = parsed.settings.setdefault(subthread or "", {})
+    new = {name: text for name, _label in SETTINGS
+           if (text := _setting_text(found.get(name))) is not None and said.get(name) != text}
+    if not new:
+        return None
+    said.update(new)
+    agent = parsed.agent or "agent"
+    lines = [f"{label.format(agent=agent)}: {new[name]}" for name, label in SETTINGS
+             if name in new]
+    return Draft(f"{position}.settings", "system", "note", "\n".join(lines), ts,
+                 attrs={"record_type": "session settings", "session_settings": new},
+                 subthread=subthread)
+
+
+def _setting_text(value: Any) -> str | None:
+    """A setting's value as written: a one-line string or number, not a placeholder such
+    as Claude Code's ``<synthetic>`` model of an error reply."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    text = str(value).strip()
+    if not text or "\n" in text or len(text) > _SETTING_CHARS or text.startswith("<"):
+        return None
+    return text
+
+
+def add_settings(parsed: Parsed, position: str, ts: str | None, subthread: str | None = None,
+                 **found: Any) -> None:
+    """:func:`settings_note` appended to the drafts, when there is one."""
+    note = settings_note(parsed, position, ts, subthread, **found)
+    if note is not None:
+        parsed.drafts.append(note)
 
 
 def result_kind(call: ToolCall | None) -> str:

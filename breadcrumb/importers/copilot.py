@@ -14,6 +14,9 @@ Sub-agents: events a sub-agent wrote carry the envelope ``agentId`` (newer build
 ``warning`` / ``error``, ``abort`` and ``session.task_complete`` are notes; lifecycle
 events (turn start / end, usage, model and mode changes, hooks, compaction markers) are
 skipped and counted; any other type is an unknown note. Positions are event ids.
+``session.start``'s ``copilotVersion``, ``context.cwd`` and ``context.branch``, and the model a
+``session.model_change`` (still counted as skipped) or an event's ``data.model`` names, are a
+settings note where first said and where they change (``common.settings_note``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from breadcrumb.importers.common import (
     Draft,
     Parsed,
     ToolCall,
+    add_settings,
     as_dict,
     as_json_text,
     parse_ts,
@@ -69,11 +73,26 @@ def parse(records: list[tuple[int, Any]]) -> Parsed:
             parsed.skipped["not an event"] += 1
             continue
         before = len(parsed.drafts)
-        _event(str(event.get("id") or line), event, parsed, calls, requested)
         sub = _subthread(event)
+        _settings(parsed, str(event.get("id") or line), event, sub)
+        _event(str(event.get("id") or line), event, parsed, calls, requested)
         for draft in parsed.drafts[before:]:
             draft.subthread = sub
     return parsed
+
+
+def _settings(parsed: Parsed, position: str, event: dict[str, Any], sub: str | None) -> None:
+    """What an event says the session runs with: ``session.start``'s ``copilotVersion``
+    and ``context`` (``cwd``, ``branch``), the model a ``session.model_change`` switches to
+    or an event names (``data.model``) — where first said and where it changes."""
+    data = event["data"]
+    start = event.get("type") == "session.start"
+    context = as_dict(data.get("context")) if start else {}
+    model = next((data[k] for k in ("newModel", "selectedModel", "model")
+                  if isinstance(data.get(k), str) and data[k]), None)
+    add_settings(parsed, position, parse_ts(event.get("timestamp")), sub, model=model,
+                 agent_version=data.get("copilotVersion") if start else None,
+                 working_directory=context.get("cwd"), git_branch=context.get("branch"))
 
 
 def _subthread(event: dict[str, Any]) -> str | None:

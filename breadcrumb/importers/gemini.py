@@ -21,13 +21,23 @@ Each message text, each tool call and each tool result becomes one draft the fir
 it is seen (positions ``<message id>``, ``<message id>.<call id>`` and ``….result``), so
 the drafts of a growing file only ever grow at the end, and a rewritten message adds only
 what is new. A ``$rewindTo`` is kept as a note (the rewound messages stay: they were said).
+The ``model`` a ``gemini`` message names, and the first of the metadata's ``directories``
+(else the project root ``~/.gemini/tmp/<slug>/.project_root`` names), are a settings note
+where first said and where the model changes (``common.settings_note``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from breadcrumb.importers.common import Draft, Parsed, ToolCall, parse_ts, unknown_note
+from breadcrumb.importers.common import (
+    Draft,
+    Parsed,
+    ToolCall,
+    add_settings,
+    parse_ts,
+    unknown_note,
+)
 from breadcrumb.importers.toolcalls import call_draft, result_draft
 
 _NOTE_TYPES = frozenset({"info", "warning", "error"})
@@ -62,7 +72,8 @@ class _Reader:
         self.seen: set[str] = set()
         self.calls: dict[str, ToolCall] = {}
 
-    def meta(self, record: dict[str, Any]) -> None:
+    def meta(self, record: dict[str, Any], position: str = "session") -> None:
+        """What the recording says of itself (``position``: its line, for a settings note)."""
         parsed = self.parsed
         if parsed.session_id is None and isinstance(record.get("sessionId"), str):
             parsed.session_id = record["sessionId"]
@@ -73,6 +84,9 @@ class _Reader:
         for key in ("kind", "projectHash", "summary"):
             if isinstance(record.get(key), str):
                 parsed.meta[key] = record[key]
+        if isinstance(dirs, list) and dirs:  # the folders the session works in, first the cwd
+            add_settings(parsed, position, parse_ts(record.get("startTime")),
+                         working_directory=dirs[0])
 
     def line(self, number: int, record: Any) -> None:
         if not isinstance(record, dict):
@@ -90,12 +104,12 @@ class _Reader:
                 self.once(f"summary:{update['summary']}", Draft(
                     f"{number}.summary", "system", "note", update["summary"],
                     attrs={"summary": True}))
-            self.meta(update)
+            self.meta(update, str(number))
             self.parsed.skipped["$set update"] += 1
         elif isinstance(record.get("id"), str) and "type" in record:
             self.message(record)
         elif isinstance(record.get("sessionId"), str):
-            self.meta(record)
+            self.meta(record, str(number))
         else:
             self.parsed.drafts.append(unknown_note(self.parsed, str(number), "gemini record",
                                                    record))
@@ -114,6 +128,8 @@ class _Reader:
         text = _text(message.get("content"))
         if kind in ("user", "gemini"):
             role = "user" if kind == "user" else "assistant"
+            if mid not in self.seen:  # the model that wrote it, where first named or changed
+                add_settings(self.parsed, mid, ts, model=message.get("model"))
             if text:
                 self.once(mid, Draft(mid, role, "message", text, ts))
             for call in message.get("toolCalls") or []:

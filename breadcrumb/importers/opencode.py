@@ -15,7 +15,9 @@ metadata, time}}``) → a ``tool_call`` / ``file_edit`` (edit diffs from
 ``step-finish``, ``snapshot`` and ``patch`` are skipped (counted); ``subtask``,
 ``agent``, ``file``, ``compaction`` and ``retry`` are notes; any other part type is an
 unknown note. A session with ``parentID`` (a ``task`` subagent) is its own thread whose
-``attrs.parent_thread_id`` is the parent session. Positions are part ids.
+``attrs.parent_thread_id`` is the parent session. Positions are part ids. The session's
+``version`` and ``directory``, and the model and provider its messages name, are a settings
+note where first said and where they change (``common.settings_note``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from breadcrumb.importers.common import (
     ImportFormatError,
     Parsed,
     ToolCall,
+    add_settings,
     as_dict,
     as_json_text,
     parse_ts,
@@ -64,6 +67,8 @@ def parse(document: dict[str, Any]) -> Parsed:
     for key in ("title", "version", "slug"):
         if isinstance(info.get(key), str) and info[key]:
             parsed.meta[key] = info[key]
+    add_settings(parsed, "session", parse_ts(as_dict(info.get("time")).get("created")),
+                 agent_version=info.get("version"), working_directory=directory)
     calls: dict[str, ToolCall] = {}
     for entry in document.get("messages") or []:
         if not isinstance(entry, dict) or not isinstance(entry.get("info"), dict):
@@ -72,6 +77,7 @@ def parse(document: dict[str, Any]) -> Parsed:
         message = entry["info"]
         role = "user" if message.get("role") == "user" else "assistant"
         ts = parse_ts((message.get("time") or {}).get("created"))
+        _settings(parsed, message, ts)
         for number, part in enumerate(entry.get("parts") or []):
             if not isinstance(part, dict):
                 parsed.skipped["not an object"] += 1
@@ -83,6 +89,17 @@ def parse(document: dict[str, Any]) -> Parsed:
             parsed.drafts.append(Draft(f"{message.get('id')}.error", "system", "note",
                                        as_json_text(error), ts, attrs={"error": True}))
     return parsed
+
+
+def _settings(parsed: Parsed, message: dict[str, Any], ts: str | None) -> None:
+    """The model and provider a message names — an assistant's ``modelID`` /
+    ``providerID`` and ``path.cwd``, a user's ``model: {providerID, modelID}`` — where first
+    named and where they change."""
+    chosen = as_dict(message.get("model"))
+    add_settings(parsed, str(message.get("id")), ts,
+                 model=message.get("modelID") or chosen.get("modelID"),
+                 provider=message.get("providerID") or chosen.get("providerID"),
+                 working_directory=as_dict(message.get("path")).get("cwd"))
 
 
 def _part(position: str, part: dict[str, Any], role: str, ts: str | None,

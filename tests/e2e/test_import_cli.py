@@ -23,13 +23,14 @@ def test_import_claude_code_then_recall_the_exact_value(tmp_path: Path) -> None:
                     data_dir=data)
     assert imported.returncode == 0, imported.stderr
     report = json.loads(imported.stdout)
-    assert report["accepted"] == report["events"] == 15 and report["rejected"] == []
+    # 14 records' events, 2 settings notes (what the session runs with, its model), the end
+    assert report["accepted"] == report["events"] == 17 and report["rejected"] == []
     assert report["thread_id"] == "7f3c2a1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
-    assert "15/15 events" in imported.stderr  # the progress bar
+    assert "17/17 events" in imported.stderr  # the progress bar
 
     again = _run("import", "--format", "claude-code", str(CLAUDE), "--user", "dev",
                  data_dir=data)
-    assert json.loads(again.stdout)["duplicates"] == 15  # idempotent re-import
+    assert json.loads(again.stdout)["duplicates"] == 17  # idempotent re-import
 
     recall = _run("recall", "which Redis URL keeps the login rate limit counters?",
                   "--user", "dev", "--json", data_dir=data)
@@ -72,23 +73,23 @@ def test_import_a_folder_then_a_renamed_copy_and_a_namesake(tmp_path: Path) -> N
     assert folder.returncode == 0, folder.stderr
     report = json.loads(folder.stdout)
     assert [(f["format"], f["events"], f["accepted"]) for f in report["files"]] == [
-        ("claude-code", 7, 7), ("claude-code", 17, 17)]
+        ("claude-code", 9, 9), ("claude-code", 19, 19)]  # each with 2 settings notes
     assert report["files"][0]["threads"] == [f"{CLAUDE_21_ID}/agent-a3f9c1d"]
-    assert report["accepted"] == 24 and report["skipped_files"] == []
+    assert report["accepted"] == 28 and report["skipped_files"] == []
 
     copies = tmp_path / "copies"
     (copies / "a").mkdir(parents=True)
     (copies / "a" / "rollout.jsonl").write_bytes(CODEX_144.read_bytes())
     first = json.loads(_run("import", str(copies / "a" / "rollout.jsonl"), "--user", "dev",
                             data_dir=data).stdout)
-    assert first["accepted"] == first["events"] == 20
+    assert first["accepted"] == first["events"] == 22  # 2 of them settings notes
     renamed = copies / "renamed.jsonl"
     renamed.write_bytes(CODEX_144.read_bytes())
     again = json.loads(_run("import", str(renamed), "--user", "dev", data_dir=data).stdout)
-    assert (again["accepted"], again["duplicates"]) == (0, 20)  # a renamed copy adds nothing
+    assert (again["accepted"], again["duplicates"]) == (0, 22)  # a renamed copy adds nothing
     (copies / "b").mkdir()
     (copies / "b" / "rollout.jsonl").write_text(
         CODEX_144.read_text("utf-8").replace("019f3a61-2c7d", "019f3a61-0b0b"), "utf-8")
     namesake = json.loads(_run("import", str(copies / "b" / "rollout.jsonl"), "--user", "dev",
                                data_dir=data).stdout)
-    assert (namesake["accepted"], namesake["duplicates"]) == (20, 0)  # both sessions land
+    assert (namesake["accepted"], namesake["duplicates"]) == (22, 0)  # both sessions land

@@ -51,7 +51,8 @@ def test_import_names_the_transcript_line_of_each_refused_event(tmp_path: Path) 
     done = _run("import", "--format", "claude-code", str(transcript), data_dir=tmp_path / "d")
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
-    assert report["events"] == 6 and report["accepted"] == 4  # 5 records + session_end
+    # 5 records, the settings note of the first (its cwd: line 1), the session_end
+    assert report["events"] == 7 and report["accepted"] == 5
     rejected = report["rejected"]
     assert [r["line"] for r in rejected] == [3, 4, 7]
     assert "not JSON" in rejected[0]["error"]

@@ -60,7 +60,9 @@ def test_growing_torn_restarted_rotated_and_idle(server: str, tmp_path: Path) ->
 
         first = watcher()
         live.write_bytes(b"".join(lines[:3]))
-        assert first.poll_once() == 1  # the snapshot record is skipped, the prompt sent
+        # the snapshot record is skipped; the prompt sent, after the settings note its
+        # record names (version, cwd, branch), then the model the next (a thinking block) names
+        assert first.poll_once() == 3
         for line in lines[3:6]:  # growing line by line
             with live.open("ab") as fh:
                 fh.write(line)
@@ -102,6 +104,7 @@ def test_the_command_publishes_a_folder_once(server: str, tmp_path: Path) -> Non
             "--state", str(tmp_path / "state.json"), "--once"]
     first = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["events_sent"] == 19  # all but the session_end
+    # all but the session_end (two of them the settings notes: the session's, its model's)
+    assert json.loads(first.stdout)["events_sent"] == 21
     again = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
     assert json.loads(again.stdout)["events_sent"] == 0

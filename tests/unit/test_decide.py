@@ -174,3 +174,35 @@ def test_a_question_for_the_users_words_names_the_role(question: str) -> None:
 def test_other_speakers_and_plain_value_questions_name_no_role() -> None:
     assert analyze_query("What is the email regex?").role is None
     assert analyze_query("What did Caroline say about the parade?").role is None
+
+
+@pytest.mark.parametrize("query", [
+    # issue 46: the answer is a `PASS tests/<name>.test.ts` line, a path, a command line;
+    # the words after the head's verb say what the file checks, not a why / whether ask
+    "Which test file checks that the sixth failed login is rejected?",
+    "Which test file checks whether the login limit rejects the sixth attempt?",
+    "What test file checks the summary endpoint?",
+    "Which test checks why the parser fails?",
+    "which file explains the reason for the retry?",
+    "which command shows whether redis is up?",
+    "What script reports the status of the migration?",
+    "What test file checks the limit, and why did we add it?",
+    "ログインの6回目が拒否されるかどうかを確認しているテストファイルはどれ？",
+    "どのテストファイルが6回目のログイン失敗を拒否しているか確認している？",
+    "どのファイルでメール検証の経緯を説明している？",
+    "却下されたクーポンを返金するかどうかをテストしているファイルは何？",
+])
+def test_which_file_test_or_command_asks_for_the_value(query: str) -> None:
+    got = decide(query)
+    assert got.classification == EXACT, got
+
+
+@pytest.mark.parametrize("query", [
+    "Why did we change the test file?",  # a why about a file stays a why
+    "Which file did we reject and why?",  # the head's own verb rejects
+    "what happened to the test file?",
+    "どのファイルを変えた理由は？",  # the Japanese question ends by asking the reason
+])
+def test_a_why_about_a_file_stays_a_summary_question(query: str) -> None:
+    got = decide(query)
+    assert got.classification == SUMMARY_OK, got

@@ -18,6 +18,7 @@ from breadcrumb.importers import (
     ImportResult,
     import_file,
     import_path,
+    import_records,
     transcripts_in,
 )
 from breadcrumb.processors.validate import Rejection, validate_event
@@ -54,37 +55,40 @@ CODEX = FIXTURES / ("codex-0.14x-exec/"
                     "rollout-2026-10-02T08-00-00-019fb2c4-7d1e-7a3b-9c5d-1e2f3a4b5c6d.jsonl")
 OPTIONS = ImportOptions(user_id="u1")
 
-#: file, format, events per kind (session_end included), unknown records kept as notes
+#: file, format, events per kind (session_end included; a note per settings the session names
+#: where first said or changed: :func:`test_sessions_name_what_they_ran_with`), unknown
+#: records kept as notes
 TABLE: list[tuple[Path, str, dict[str, int], int]] = [
-    (GEMINI_JSON, "gemini", {"file_edit": 2, "message": 4, "note": 2, "session_end": 1,
+    (GEMINI_JSON, "gemini", {"file_edit": 2, "message": 4, "note": 3, "session_end": 1,
                              "test_result": 2, "tool_call": 2, "tool_result": 2}, 1),
-    (GEMINI_JSONL, "gemini", {"file_edit": 1, "message": 3, "note": 4, "session_end": 1,
+    (GEMINI_JSONL, "gemini", {"file_edit": 1, "message": 3, "note": 6, "session_end": 1,
                               "tool_call": 1, "tool_result": 2}, 1),
-    (GEMINI_SUB, "gemini", {"message": 2, "session_end": 1, "tool_call": 1, "tool_result": 1}, 0),
-    (OPENCODE_EXPORT, "opencode", {"file_edit": 1, "message": 2, "note": 1, "session_end": 1,
+    (GEMINI_SUB, "gemini", {"message": 2, "note": 2, "session_end": 1, "tool_call": 1,
+                            "tool_result": 1}, 0),
+    (OPENCODE_EXPORT, "opencode", {"file_edit": 1, "message": 2, "note": 3, "session_end": 1,
                                    "test_result": 2, "tool_call": 4, "tool_result": 2}, 1),
-    (CLINE, "cline", {"file_edit": 1, "message": 3, "note": 2, "session_end": 1,
+    (CLINE, "cline", {"file_edit": 1, "message": 3, "note": 3, "session_end": 1,
                       "test_result": 2, "tool_call": 3, "tool_result": 1}, 0),
     (CLINE_UI, "cline-ui", {"file_edit": 1, "message": 3, "note": 1, "session_end": 1,
                             "test_result": 2, "tool_call": 2}, 1),
-    (ROO, "cline", {"file_edit": 1, "message": 2, "note": 1, "session_end": 1,
+    (ROO, "cline", {"file_edit": 1, "message": 2, "note": 2, "session_end": 1,
                     "test_result": 1, "tool_call": 1, "tool_result": 1}, 0),
-    (COPILOT_OLD, "copilot", {"file_edit": 1, "message": 3, "note": 4, "session_end": 2,
+    (COPILOT_OLD, "copilot", {"file_edit": 1, "message": 3, "note": 6, "session_end": 2,
                               "test_result": 1, "tool_call": 3, "tool_result": 3}, 1),
-    (COPILOT_NEW, "copilot", {"file_edit": 1, "message": 2, "note": 2, "session_end": 2,
+    (COPILOT_NEW, "copilot", {"file_edit": 1, "message": 2, "note": 4, "session_end": 2,
                               "tool_call": 1, "tool_result": 2}, 0),
     (CURSOR, "cursor", {"file_edit": 2, "message": 4, "note": 2, "session_end": 1,
                         "tool_call": 2}, 1),
     (CURSOR_SUB, "cursor", {"message": 2, "session_end": 1, "tool_call": 1}, 0),
     (SPECSTORY_V1, "specstory", {"message": 3, "note": 1, "session_end": 1, "test_result": 1,
                                  "tool_call": 2}, 0),
-    (SPECSTORY_V2, "specstory", {"file_edit": 1, "message": 3, "note": 1, "session_end": 1,
+    (SPECSTORY_V2, "specstory", {"file_edit": 1, "message": 3, "note": 2, "session_end": 1,
                                  "tool_call": 1, "tool_result": 1}, 0),
-    (CLAUDE, "claude-code", {"file_edit": 1, "message": 2, "note": 6, "session_end": 1,
+    (CLAUDE, "claude-code", {"file_edit": 1, "message": 2, "note": 8, "session_end": 1,
                              "test_result": 1, "tool_call": 2, "tool_result": 2}, 1),
-    (CLAUDE_SUB, "claude-code", {"message": 2, "session_end": 1, "tool_call": 1,
+    (CLAUDE_SUB, "claude-code", {"message": 2, "note": 2, "session_end": 1, "tool_call": 1,
                                  "tool_result": 1}, 0),
-    (CODEX, "codex", {"file_edit": 1, "message": 2, "note": 3, "session_end": 1,
+    (CODEX, "codex", {"file_edit": 1, "message": 2, "note": 5, "session_end": 1,
                       "test_result": 1, "tool_call": 1, "tool_result": 1}, 2),
 ]
 
@@ -228,7 +232,8 @@ def test_gemini_jsonl_reappended_messages_add_only_what_is_new() -> None:
 
 def test_claude_2_1_2xx_records_are_notes_and_session_facts() -> None:
     result = _only(CLAUDE)
-    notes = [e["content"] for e in result.events if e["kind"] == "note"]
+    notes = [e["content"] for e in result.events if e["kind"] == "note"
+             and "session_settings" not in e.get("attrs", {})]
     assert notes[:2] == ["bridge session: cse_01W9MQGReWS44CBjcm2YqFrL",
                          "file history: rust-toolchain.toml (version 1)"]
     assert "title: toolchain 1.85" in notes and "agent name: rates-upgrade" in notes
@@ -426,3 +431,100 @@ def test_specstory_v2_edits_name_the_file_their_reply_names(tmp_path: Path) -> N
     edit = next(e for e in _only(path).events if e["kind"] == "file_edit")
     assert edit["attrs"]["path"] == "/repo/future_development.md"
     assert "### 2.6 Stability across illuminants" in edit["content"]
+
+
+CLINE_2026 = FIXTURES / "cline/cline-2026/tasks/1777070000123/api_conversation_history.json"
+SAMPLE = FIXTURES / "claude-code-session.jsonl"
+CODEX_144 = FIXTURES / "codex-0.144-rollout.jsonl"
+#: what each agent's transcript records of the session: the settings its notes name
+RAN_WITH: list[tuple[Path, dict[str, str], str]] = [
+    (SAMPLE, {"agent_version": "2.0.49", "working_directory": "/home/dev/shop-api",
+              "git_branch": "feat/login-rate-limit", "model": "claude-sonnet-4-5-20250929"},
+     "model: claude-sonnet-4-5-20250929"),
+    (CLAUDE_SUB, {"agent_version": "2.1.294", "working_directory": "/home/dev/rates-rs",
+                  "git_branch": "main", "model": "claude-haiku-4-5"},
+     "claude-code version: 2.1.294"),
+    (CODEX_144, {"provider": "openai", "agent_version": "0.144.1",
+                 "working_directory": "/home/mika/src/ledger-rs", "git_branch": "fix/rounding",
+                 "model": "gpt-5.6-sol"}, "provider: openai"),
+    (CODEX, {"provider": "openrouter", "agent_version": "0.143.0",
+             "working_directory": "/srv/ci/rates-py", "git_branch": "ci/edition-2024",
+             "model": "qwen/qwen3-coder"}, "model: qwen/qwen3-coder"),
+    (GEMINI_JSON, {"model": "gemini-2.5-pro"}, "model: gemini-2.5-pro"),
+    (GEMINI_JSONL, {"working_directory": "/home/dev/reports", "model": "gemini-3-pro-preview"},
+     "working directory: /home/dev/reports"),
+    (OPENCODE_EXPORT, {"agent_version": "1.0.180", "working_directory": "/home/dev/shop-web",
+                       "model": "claude-sonnet-4-5", "provider": "anthropic"},
+     "opencode version: 1.0.180"),
+    (CLINE_2026, {"working_directory": "/home/dev/notes-api",
+                  "model": "anthropic/claude-sonnet-4.5", "provider": "cline"},
+     "model: anthropic/claude-sonnet-4.5"),
+    (ROO, {"working_directory": "/home/dev/notes-api"}, "working directory: /home/dev/notes-api"),
+    (COPILOT_OLD, {"agent_version": "0.0.369", "working_directory": "/home/dev/invoice-svc",
+                   "git_branch": "main", "model": "claude-sonnet-4.5"}, "git branch: main"),
+    (COPILOT_NEW, {"agent_version": "1.0.12", "working_directory": "/home/dev/site",
+                   "git_branch": "feat/title", "model": "gpt-5.4"}, "model: gpt-5.4"),
+    (SPECSTORY_V2, {"model": "claude-opus-4-8"}, "model: claude-opus-4-8"),
+    (AIDER, {"agent_version": "v0.84.0", "model": "anthropic/claude-sonnet-4-20250514"},
+     "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format, infinite output"),
+    (CURSOR, {}, ""),  # Cursor's transcripts record none of it
+]
+
+
+@pytest.mark.parametrize(("path", "settings", "line"), RAN_WITH,
+                         ids=[str(t[0].relative_to(FIXTURES)) for t in RAN_WITH])
+def test_sessions_name_what_they_ran_with(path: Path, settings: dict[str, str],
+                                          line: str) -> None:
+    """issue 46: the model, provider, agent version, working directory and branch a
+    transcript records are notes of the session's thread — each value verbatim in a line
+    of the note, and by name in ``attrs.session_settings`` — where first said."""
+    result = import_path(path, "auto", OPTIONS)[0]
+    main = result.threads[0]
+    notes = [e for e in result.events if e["thread_id"] == main
+             and "session_settings" in e.get("attrs", {})]
+    said: dict[str, str] = {}
+    for note in notes:
+        assert note["kind"] == "note" and note["role"] == "system"
+        said.update(note["attrs"]["session_settings"])
+        assert all(v in note["content"] for v in note["attrs"]["session_settings"].values())
+    assert said == settings
+    if line:
+        assert any(line in n["content"].splitlines() for n in notes), [n["content"] for n in notes]
+
+
+def test_a_setting_is_said_again_only_when_it_changes() -> None:
+    """A ``/model`` switch mid-session is a second note; the same model on every reply is
+    not (Claude Code writes ``model`` on each assistant record, ``cwd`` on each)."""
+    base = {"sessionId": "s-switch", "cwd": "/srv/app", "version": "2.1.130",
+            "gitBranch": "main", "timestamp": "2026-11-20T14:02:00Z"}
+
+    def reply(uid: str, model: str) -> dict[str, Any]:
+        return {**base, "type": "assistant", "uuid": uid, "message": {
+            "role": "assistant", "model": model, "content": [{"type": "text", "text": "ok"}]}}
+
+    inline = [{**base, "type": "user", "uuid": "u1", "message": {"role": "user",
+                                                                 "content": "hi"}},
+              reply("a1", "claude-sonnet-4-6"), reply("a2", "claude-sonnet-4-6"),
+              reply("a3", "<synthetic>"), reply("a4", "claude-opus-4-7")]
+    events = import_records(list(enumerate(inline, 1)), "claude-code", OPTIONS, "x",
+                            "x").events
+    notes = [e["content"] for e in events if "session_settings" in e.get("attrs", {})]
+    assert notes == ["claude-code version: 2.1.130\nworking directory: /srv/app\n"
+                     "git branch: main", "model: claude-sonnet-4-6", "model: claude-opus-4-7"]
+
+
+def test_gemini_names_the_folders_a_recording_lists_once_each_change(tmp_path: Path) -> None:
+    """A JSONL recording's metadata lists its ``directories`` (the first is where it runs);
+    a ``$set`` that moves it is a second settings note, with an id of its own."""
+    lines = [{"sessionId": "g-dirs", "projectHash": "p", "startTime": "2026-05-22T14:59:03Z",
+              "directories": ["/home/dev/reports"]},
+             {"id": "m1", "timestamp": "2026-05-22T14:59:04Z", "type": "user", "content": "hi"},
+             {"$set": {"directories": ["/home/dev/reports-v2"]}},
+             {"$set": {"directories": ["/home/dev/reports-v2"]}}]
+    path = tmp_path / "session-2026-05-22T14-59-gdirs.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", "utf-8")
+    events = _only(path).events
+    notes = [e for e in events if "session_settings" in e.get("attrs", {})]
+    assert [n["content"] for n in notes] == ["working directory: /home/dev/reports",
+                                             "working directory: /home/dev/reports-v2"]
+    assert len({e["event_id"] for e in events}) == len(events)

@@ -81,6 +81,9 @@ def _run(folder: Path, writes: list[Any], final: Path) -> ListSink:
 def test_gemini_jsonl_grows_and_restarts(tmp_path: Path) -> None:
     chats = tmp_path / "tmp" / "reports" / "chats"
     (chats / GEMINI_ID).mkdir(parents=True)
+    # Gemini CLI's project folder names its root beside the chats, as the fixture's does
+    (chats.parent / ".project_root").write_bytes(
+        (GEMINI_JSONL.parent.parent / ".project_root").read_bytes())
     live = chats / GEMINI_JSONL.name
     lines = GEMINI_JSONL.read_bytes().splitlines(keepends=True)
 
@@ -104,8 +107,8 @@ def test_gemini_jsonl_grows_and_restarts(tmp_path: Path) -> None:
     sub = chats / GEMINI_ID / GEMINI_SUB.name
     sub.write_bytes(GEMINI_SUB.read_bytes())
     watcher = _watcher(tmp_path / "tmp", sink, Clock())
-    assert watcher.poll_once() == 4
-    assert {e["attrs"]["parent_thread_id"] for e in sink.events[-4:]} == {GEMINI_ID}
+    assert watcher.poll_once() == 6  # its 4 events and 2 settings notes (cwd, model)
+    assert {e["attrs"]["parent_thread_id"] for e in sink.events[-6:]} == {GEMINI_ID}
 
 
 def test_a_cline_history_rewritten_whole(tmp_path: Path) -> None:

@@ -127,3 +127,54 @@ def test_settings_read_from_a_file_are_that_files() -> None:
     assert facts["file:skills/apply-grant/SKILL.md#name"] == "apply-grant"
     assert facts["file:skills/browser/SKILL.md#name"] == "browser"
     assert "config:name" not in facts
+
+
+def test_a_key_takes_its_value_from_its_own_assignment_not_a_neighbours() -> None:
+    """issue 46: the sample session's closing message names ``LOGIN_RATE_LIMIT = "5/minute"``
+    and, a sentence later, the Redis URL; 6380 is Redis's port, not the rate limit's."""
+    said = ('All 3 tests pass. POST /login now allows 5 attempts per minute per IP '
+            '(LOGIN_RATE_LIMIT = "5/minute"); the 6th answers 429. Counters live in Redis at '
+            'redis://cache.internal:6380/2 under rl:login:{ip} and expire after 60 s.')
+    facts = as_map([ev(0, "message", said)])
+    assert "port:LOGIN_RATE_LIMIT" not in facts
+    assert facts["port:redis"] == "6380"
+    # another value or a sentence between a name and a port: not its port either
+    assert as_map([ev(0, "message", "set NEO4J_AUTH=neo4j/password, TCP proxy on port 7687")]) \
+        == {"env:NEO4J_AUTH": "neo4j/password"}
+    assert "port:MAX_RETRIES" not in as_map([ev(0, "message",
+                                               "MAX_RETRIES is 5. Redis on port 6380.")])
+    # ... while a value written after its name, however it is said, stays the name's
+    for text, key in (('    REDIS_URL: str = "redis://localhost:6379/0"', "port:REDIS_URL"),
+                      ("`LEASH_RUNNER_URL` in `apps/web/.env` is now set to "
+                       "**`http://localhost:8788`**.", "port:LEASH_RUNNER_URL"),
+                      ('BACKEND_CORS_ORIGINS = ["http://localhost:8080"]',
+                       "port:BACKEND_CORS_ORIGINS")):
+        assert key in as_map([ev(0, "message", text)]), text
+
+
+def test_the_sample_sessions_facts_name_no_port_for_the_rate_limit() -> None:
+    """The Claude Code sample session (README's tour), imported and observed whole."""
+    from pathlib import Path
+
+    from breadcrumb.importers import ImportOptions, import_file
+
+    sample = Path(__file__).resolve().parents[2] / "fixtures" / "transcripts" / \
+        "claude-code-session.jsonl"
+    events = [Event.from_dict({**e, "index": i}) for i, e in
+              enumerate(import_file(sample, "auto", ImportOptions()).events)]
+    facts = as_map(events)
+    assert "port:LOGIN_RATE_LIMIT" not in facts
+    assert facts["port:REDIS_URL"] == "6380" and facts["env:REDIS_URL"].endswith(":6380/2")
+
+
+def test_a_sessions_settings_note_gives_facts_of_its_thread() -> None:
+    """issue 46: the model, provider, agent version, working directory and branch an
+    importer read are facts of the session's thread (``session:<thread>#<name>``), each
+    value verbatim in the note; a name the content does not hold gives none."""
+    note = ev(0, "note", "model: gpt-5.6-sol\nprovider: openai\nworking directory: /srv/ledger",
+              session_settings={"model": "gpt-5.6-sol", "provider": "openai",
+                                "working_directory": "/srv/ledger", "git_branch": "absent"})
+    assert as_map([note]) == {"session:t#model": "gpt-5.6-sol", "session:t#provider": "openai",
+                              "session:t#working_directory": "/srv/ledger"}
+    said = ev(1, "message", "model: gpt-5.6-sol", session_settings={"model": "gpt-5.6-sol"})
+    assert as_map([said]) == {}  # only a note carries a session's settings

@@ -71,3 +71,19 @@ def test_near_duplicate_needs_same_facts_and_similar_summary() -> None:
     assert not near_duplicate(s, s, facts, [("env:X", "2")])
     assert not near_duplicate(s, "something else entirely", facts, facts)
     assert not near_duplicate(s, s, [], [])
+
+
+def test_a_sessions_settings_are_history_that_nothing_supersedes() -> None:
+    """A session that moved to another folder or model (``session:<thread>#…``, issue 46)
+    does not make the lines of its earlier settings wrong: a working directory stands in
+    every path of the session. No verdict, no reversal, no wholly superseded memory."""
+    key = "session:t1#working_directory"
+    older = FactRow("m-old", key, "/srv/app", "2024-05-13T13:09:00Z")
+    newer = [FactRow("m-new", key, "/srv/app/api", "2024-05-15T11:02:00Z")]
+    assert compare_facts(newer, [older]) == []
+    assert reversal_verdicts("m-new", "2024-05-15T11:02:00Z", [key], [older]) == []
+    assert memory_outcome([key, "env:DB_PORT"], ["env:DB_PORT"]) == SUPERSEDED
+    assert memory_outcome([key], []) == "partial"
+    facts = {(key, "/srv/app"), ("env:DB_PORT", "5432")}
+    assert near_duplicate("same summary", "same summary", facts,
+                          {("session:t2#working_directory", "/srv/x"), ("env:DB_PORT", "5432")})
