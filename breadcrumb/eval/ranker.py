@@ -243,6 +243,24 @@ def simulate(model: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str,
     return {"questions": asked, "hits": hits, "top3": top3}
 
 
+def cross_validate(rows: Sequence[dict[str, Any]], l2: float = 1e-3) -> dict[str, Any]:
+    """Leave one question set out: train on the others' rows, simulate on its own."""
+    sets = sorted({q["set"] for q in rows if q.get("value")})
+    out: dict[str, Any] = {}
+    total = {"questions": 0, "hits": 0, "top3": 0, "candidate": 0}
+    for name in sets:
+        model = fit([q for q in rows if q["set"] != name], l2)
+        part = [q for q in rows if q["set"] == name]
+        got = simulate(model, part)
+        got["candidate"] = sum(1 for q in part if q.get("value")
+                               and any(ln["label"] for ln in q["lines"]))
+        out[name] = got
+        for key in total:
+            total[key] += got[key]
+    out["all"] = total
+    return out
+
+
 def manifest(files: Sequence[Path], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What the model was trained on: every dump, its questions per set, their hashes."""
     sets: dict[str, int] = {}
@@ -278,6 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--rows", type=Path, nargs="+", required=True)
     t.add_argument("--out", type=Path, required=True)
     t.add_argument("--l2", type=float, default=1e-3)
+    c = sub.add_parser("cv", help="leave one question set out")
+    c.add_argument("--rows", type=Path, nargs="+", required=True)
+    c.add_argument("--l2", type=float, default=1e-3)
     s = sub.add_parser("simulate", help="pack dumped rows by a model")
     s.add_argument("--rows", type=Path, nargs="+", required=True)
     s.add_argument("--model", type=Path, required=True)
@@ -295,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "fit": simulate(model, rows)}
         args.out.write_text(json.dumps(model, indent=1) + "\n", "utf-8")
         result = model["meta"]
+    elif args.cmd == "cv":
+        result = cross_validate(read_rows(args.rows), args.l2)
     else:
         model = json.loads(args.model.read_text("utf-8"))
         result = simulate(model, read_rows(args.rows))
