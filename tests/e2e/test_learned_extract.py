@@ -30,7 +30,9 @@ def _thread() -> list[dict[str, Any]]:
             "b/migrations/20261102_orders_status.sql\n"
             "+++ b/migrations/20261102_orders_status.sql\n"
             "+ALTER TABLE orders ADD COLUMN status TEXT NOT NULL DEFAULT 'new';\n"
-            "+CREATE INDEX orders_status_idx ON orders (status);"),
+            "+CREATE INDEX orders_status_idx ON orders (status);\n"
+            + "".join(f"+UPDATE orders SET status = 'state{n}' WHERE status_code = {n};\n"
+                      for n in range(30))),
         _ev(6, "session_end", "end"),
     ]
 
@@ -61,9 +63,9 @@ def test_a_key_assigned_by_two_edits_answers_with_the_newest(runtime: Any) -> No
 
 
 def test_a_path_question_gets_the_diff_header_naming_the_file(runtime: Any) -> None:
-    ask = "which migrations file adds the orders status column?"
-    text = _text(runtime.recall.recall(RecallRequest(user_id="u1", query=ask)))
-    assert "migrations/20261102_orders_status.sql" in text
+    ask = "orders テーブルに status 列を追加したマイグレーションファイルのパスは？"
+    answer = runtime.recall.recall(RecallRequest(user_id="u1", query=ask, max_tokens=300))
+    assert "migrations/20261102_orders_status.sql" in _text(answer)
 
 
 def test_nonsense_is_flagged_and_a_real_question_is_not(tmp_path: Path,

@@ -152,8 +152,8 @@ class LearnedLines:
 
     def _cuts(self, chosen: Sequence[tuple[Candidate, float]], known: dict[str, Observation],
               include: bool, recalled: Recalled) -> list[tuple[str, Extract, list[str]]]:
-        """The chosen lines grouped by memory (the best line's group first), each in
-        source order, costed as its joined text, replaced values dropped."""
+        """The chosen lines grouped by memory (the best line's group first), each best
+        first, costed as its joined text, replaced values dropped."""
         groups: dict[str, list[Line]] = {}
         for c, score in chosen:
             if c.memory_id in known:  # indexed but not stored: never guess
@@ -162,7 +162,9 @@ class LearnedLines:
         out = []
         intent = recalled.retrieved.query.intent
         for mid, lines in groups.items():
-            lines.sort(key=lambda ln: (ln.event_index, ln.start))
+            # best first: the answering line leads (each line's event_index tells the
+            # source order; a reader of an agent's answer reads from the top)
+            lines.sort(key=lambda ln: (-ln.score, ln.event_index, ln.start))
             cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
             cut, stale = drop_superseded(cut, known[mid], include, self.count, intent)
             out.append((mid, cut, stale))
