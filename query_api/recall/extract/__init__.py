@@ -44,18 +44,22 @@ class Extractor:
     def __init__(self, memories: MemoryStore, raw: RawEventStore, count: Callable[[str], int],
                  window_count: Callable[[str], int], quoter: Quoter | None,
                  errors: Counter[str], ranker: Ranker | None = None,
-                 embedder: str = "") -> None:
+                 embedder: str = "", learned_lines: bool = False) -> None:
         self.quoter = quoter
         self.word_exact = WordExactCut(count, quoter, errors)
         self.by_meaning = LinesByMeaning(memories, raw, count)
-        self.learned = None if ranker is None else LearnedLines(memories, raw, count, ranker,
-                                                                embedder)
+        # a model ranks under the embedder it was trained with; under another, the rules
+        self.learned = LearnedLines(memories, raw, count, ranker) \
+            if ranker is not None and ranker.fits(embedder) else None
+        self.learned_lines = learned_lines  # the model ranks the lines (else: the rules)
         self.window_count = window_count
 
     def __call__(self, recalled: Recalled) -> Extracted:
         scored = self._scored(recalled)
         evidence, level = self._memory_evidence(recalled, scored) if recalled.follow \
             else ([], 0)
+        if scored is not None and self.learned is not None and not self.learned_lines:
+            evidence = self.learned.without_replaced(evidence, scored, recalled)
         if recalled.windows is not None:  # the open windows too
             retrieved = recalled.retrieved
             evidence = fresh_tail.merge(retrieved.query, evidence, recalled.windows,
@@ -85,7 +89,8 @@ class Extractor:
         precise always does: the cut only when those are none; a quoter: always cut). A
         count a summary quotes (:attr:`Recalled.quoted`) is looked up by words."""
         query = recalled.retrieved.query
-        if self.learned is not None and scored is not None and self.quoter is None:
+        if self.learned is not None and scored is not None and self.quoter is None \
+                and self.learned_lines:
             evidence, level = self.learned(recalled, scored)
             if evidence:
                 return evidence, level

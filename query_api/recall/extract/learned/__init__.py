@@ -53,11 +53,9 @@ class LearnedLines:
     """Evidence lines chosen by the learned ranker."""
 
     def __init__(self, memories: MemoryStore, raw: RawEventStore,
-                 count: Callable[[str], int], ranker: Ranker, embedder: str = "") -> None:
+                 count: Callable[[str], int], ranker: Ranker) -> None:
         self.memories, self.raw, self.count, self.ranker = memories, raw, count, ranker
-        # relevance is calibrated on one embedder's cosines: under another it is not told
-        trained = str(ranker.meta.get("embedder") or "")
-        self.calibrated = ranker.relevance if not trained or trained == embedder else None
+        self.calibrated = ranker.relevance
 
     def score(self, recalled: Recalled) -> Scored:
         """Every candidate line of ``recalled`` with its features and score."""
@@ -116,6 +114,7 @@ class LearnedLines:
             cuts = self._cuts(chosen, known, include, recalled)
         was = {(lines[i].event_id, lines[i].start): v for i, v in old.items()}
         out = []
+        followed = {c.memory.id for c in recalled.hops}
         for mid, cut, stale in cuts:
             if not cut.lines:
                 continue
@@ -123,14 +122,43 @@ class LearnedLines:
                                       if (v := was.get((ln.event_id, ln.start))))})
             rng = known[mid].source_range
             item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
-                                   f"{recalled.decision.reason}; learned ranker; "
+                                   f"{recalled.decision.reason}; level "
+                                   f"{2 if mid in followed else 1}; learned ranker; "
                                    f"{len(cut.lines)} line(s), {cut.tokens} tokens")
             if stale:
                 item["superseded_values"] = stale
             out.append(item)
-        followed = {c.memory.id for c in recalled.hops}
         level = 2 if any(i["memory_id"] in followed for i in out) else 1
         return out, level if out else 0
+
+    def without_replaced(self, evidence: list[dict[str, Any]], scored: Scored,
+                         recalled: Recalled) -> list[dict[str, Any]]:
+        """Another ranker's evidence without the lines assigning a key a value that a
+        later edit of its thread replaced (:mod:`.current`; an item left with no line
+        goes); with history asked for (``include_superseded``) they stay, their values
+        named in the item's ``superseded_values``."""
+        lines = scored.pool.lines
+        threads = {m.id: m.source_range.thread_id for m in scored.pool.memories.values()}
+        old = {(lines[i].event_id, lines[i].text): v
+               for i, v in replaced(lines, threads).items()}
+        if not old:
+            return evidence
+        include = recalled.retrieved.request.include_superseded
+        out = []
+        for item in evidence:
+            said = [ln for ln in item.get("lines") or () if (ln["event_id"], ln["text"]) in old]
+            if not said:
+                out.append(item)
+            elif include:
+                values = {str(v) for v in item.get("superseded_values") or ()}
+                values |= {old[(ln["event_id"], ln["text"])] for ln in said}
+                out.append({**item, "superseded_values": sorted(values)})
+            elif kept := [ln for ln in item["lines"] if ln not in said]:
+                out.append({**item, "lines": kept,
+                            "extracted_text": "\n".join(str(ln["text"]) for ln in kept),
+                            "matched_event_ids": list(dict.fromkeys(
+                                str(ln["event_id"]) for ln in kept))})
+        return out
 
     def _with_events(self, lines: list[Candidate], user_id: str) -> list[Candidate]:
         """Candidates found as chunks carry no kind or role: their events tell."""

