@@ -3,9 +3,9 @@
 Opens an ingested data dir (e.g. the real-session eval's ``--work-dir``) with two recall
 services — ``recall_ranker=none`` (the rules, no model) and ``learned`` — and asks every
 question of a question set (JSONL with ``question``) in alternation, ``--rounds`` times,
-through the recall service (mode ``source``, k 5, 800 tokens, as the evaluation asks). Prints p50 / p95 wall ms of
-each and the ratio learned / rules; the machine is shared and noisy, so the two are
-interleaved question by question.
+through the recall service (mode ``source``, k 5, 800 tokens, as the evaluation asks).
+Prints p50 / p95 wall ms of each and the ratio learned / rules; the machine is shared
+and noisy, so the two are interleaved question by question.
 
     python -m bench.recall_ranker --data-dir DIR --questions FILE [--user U] [--rounds 2]
 """
