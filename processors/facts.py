@@ -96,6 +96,8 @@ _VALUE = (r"(?:\[[^\]\n]*\]?|\([^)\n]*\)?|\{[^}\n]*\}?|\"[^\"\n]*\"?|'[^'\n]*'?|
           r"|[^\s\"'`]*)")
 _ASSIGNED = re.compile(r"[\"'`]?[ \t]*(?::[^=\n\"'`]{1,40}?)?:?=(?!=)[ \t]*" + _VALUE
                        + r"|[\"'`]?[ \t]*:[ \t]*" + _VALUE)
+#: the port of a URL (``redis://cache-8:`` right before it)
+_IN_URL = re.compile(r"://[\w.-]+:$")
 #: ... nor a port in a later sentence (``LOGIN_RATE_LIMIT is 5/minute. Redis listens on
 #: port 6380``) or on a later line of JSON-escaped text (``NEO4J_AUTH: x\\n  ports: …``)
 _SENTENCE_END = re.compile(r"[.!?;。](?:\s|$)|\\n")  # \n: a line of JSON-escaped text
@@ -244,6 +246,8 @@ def _holds_port(line: str, end: int, col: int) -> bool:
     assigned = _ASSIGNED.match(line, end)
     if assigned is not None and assigned.end() < col:
         return False
+    if _IN_URL.search(line, 0, col):  # a URL's port is the value its sentence is about
+        return True  # (``… ignores RETRY_URL. Reading it … with default redis://h:63292/0``)
     return _SENTENCE_END.search(line, end, col) is None
 
 

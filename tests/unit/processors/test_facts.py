@@ -178,3 +178,12 @@ def test_a_sessions_settings_note_gives_facts_of_its_thread() -> None:
                               "session:t#working_directory": "/srv/ledger"}
     said = ev(1, "message", "model: gpt-5.6-sol", session_settings={"model": "gpt-5.6-sol"})
     assert as_map([said]) == {}  # only a note carries a session's settings
+
+
+def test_a_urls_port_stays_the_settings_across_a_sentence() -> None:
+    """The fleet demo's diagnosis names the setting, then its default URL a sentence later:
+    the port is RETRY_URL's, not a ``port:redis`` that every session would supersede."""
+    said = ("The failure is `ValueError`: load_retry ignores RETRY_URL. Reading it from the "
+            "environment with default redis://cache-8:63292/0 fixes it.")
+    facts = as_map([ev(0, "message", said)])
+    assert facts.get("port:RETRY_URL") == "63292" and "port:redis" not in facts
