@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from breadcrumb.processors.failures import DIAGNOSTIC, failure_line
 from breadcrumb.processors.shell import MAX_LINE_CHARS, SHELL_COMMAND
@@ -91,8 +92,16 @@ def feature_rows(query: Query, pool: Sequence[Candidate], weights: dict[str, flo
     total = sum(weights.values()) or 1.0
     words = max(1, len(groups.terms))
     intent = query.intent
-    held = [groups.terms and [t for t in groups.terms if t in line_terms(c.text)] or []
-            for c in pool]
+    asked = frozenset(groups.terms)
+    order = {t: n for n, t in enumerate(groups.terms)}.__getitem__  # sums in question order
+
+    def holding(*texts: str) -> list[str]:
+        found = asked.intersection(*(line_terms(t) for t in texts[:1]))
+        for t in texts[1:]:
+            found |= asked & line_terms(t)
+        return sorted(found, key=order)
+
+    held = [holding(c.text) for c in pool]
     cov = [groups.weight(h) / total if h else 0.0 for h in held]
     best_cov = max(cov, default=0.0) or 1.0
     dense = [c.dense for c in pool if c.dense is not None]
@@ -101,78 +110,90 @@ def feature_rows(query: Query, pool: Sequence[Candidate], weights: dict[str, flo
     near = _near(pool, cov)
     count = counts(intent.counted) if intent.counted else None
     asked_kinds = intent.kinds - {"command"}
+    precise = query.precise  # once: the question's, not the line's
+    counted = count is not None
+    asked_failure, asked_command = intent.failure_asked, "command" in intent.kinds
+    n_terms = math.log1p(len(groups.terms))
+    at = INDEX
     rows = []
     for i, c in enumerate(pool):
         text = c.text[:MAX_LINE_CHARS]
-        terms = line_terms(c.text)
-        kinds = typed_kinds(c.text)
-        command = SHELL_COMMAND.match(text) is not None
-        failing = failure_line(text) or DIAGNOSTIC.match(text) is not None
-        ctx = [t for t in groups.terms if t in terms or t in line_terms(c.header)]
+        kinds, shape, command, failing = _text_part(c.text)
         row = [0.0] * len(NAMES)
-        put = _putter(row)
-        put("lex_cov", cov[i])
-        put("lex_cov_rel", cov[i] / best_cov)
-        put("lex_words", len(held[i]) / words)
-        put("lex_all_words", float(len(held[i]) == len(groups.terms) > 0))
-        put("lex_ctx", groups.weight(ctx) / total if ctx else 0.0)
-        put("lex_rare", max((weights.get(t, 0.0) for t in held[i]), default=0.0))
-        put("lex_zero", float(not held[i]))
+        row[_SHAPE_FROM:_SHAPE_FROM + len(_SHAPE_NAMES)] = shape
+        ctx = holding(c.text, c.header) if c.header else held[i]
+        row[at["lex_cov"]] = cov[i]
+        row[at["lex_cov_rel"]] = cov[i] / best_cov
+        row[at["lex_words"]] = len(held[i]) / words
+        row[at["lex_all_words"]] = float(len(held[i]) == len(groups.terms) > 0)
+        row[at["lex_ctx"]] = groups.weight(ctx) / total if ctx else 0.0
+        row[at["lex_rare"]] = max((weights.get(t, 0.0) for t in held[i]), default=0.0)
+        row[at["lex_zero"]] = float(not held[i])
         if c.dense is not None:
-            put("dense", c.dense)
-            put("dense_rel", c.dense - best_dense)
-            put("dense_has", 1.0)
-        put("sparse_has", float(c.sparse))
-        put("raw_score", c.raw)
-        put("raw_rank_inv", 1.0 / (1.0 + c.raw_rank))
-        put("raw_top8", float(c.raw_rank < 8))
-        put("kind_asked", float(bool(asked_kinds & kinds)))
-        put("kind_any", float(bool(kinds)))
-        put("command_asked", float("command" in intent.kinds and command))
-        put("failure_asked", float(intent.failure_asked and failing))
-        put("count_asked", float(count is not None and count.search(text) is not None))
-        put("is_command", float(command))
-        put("is_failure", float(failing))
-        put("is_test_summary", float(_TEST_SUMMARY.search(text) is not None))
-        put("is_assignment", float(_ASSIGNMENT.match(text) is not None))
-        put("is_diff_header", float(bool(DIFF_HEADER.match(text) or _PATH_HEADER.match(text))))
-        put("is_added", float(text.startswith("+") and not text.startswith("+++")))
-        put("is_removed", float(text.startswith("-") and not text.startswith("---")))
-        put("is_lookup", float(LOOKUP_ARGS.match(text) is not None))
-        put("is_decision", float(DECISION.search(text) is not None))
-        put("is_code", float(_CODE.search(text) is not None))
-        put("is_prose", float(_PROSE.match(text) is not None))
-        put("has_digit", float(_NUMBER.search(text) is not None))
-        put("has_quote", float(_QUOTED.search(text) is not None))
-        put("tokens_log", math.log1p(len(c.text) / 4))
-        put("terms_log", math.log1p(len(terms)))
-        put("repeats_log", math.log1p(shapes[line_shape(c.text)] - 1))
-        put(f"kind_{c.kind}" if c.kind in KINDS else "kind_other", 1.0)
-        put("role_user", float(c.role == "user"))
-        put("role_assistant", float(c.role == "assistant"))
-        put("mem_rank_inv", 1.0 / (1.0 + c.mem_rank))
-        put("mem_score_rel", c.mem_score)
-        put("followed", float(c.followed))
-        put("line_pos_log", math.log1p(c.line_no))
-        put("first_line", float(c.line_no == 0))
-        put("near_lex", near[i])
-        put("superseded", float(c.superseded))
-        put("role_asked", float(bool(intent.role) and c.role == intent.role))
-        put("mine", float(intent.first_person and c.role == "user"))
-        put("dated", float(c.event_id in dated))
-        put("q_precise_lex", cov[i] if query.precise else 0.0)
-        put("q_precise_dense", (c.dense or 0.0) if query.precise else 0.0)
-        put("q_kinds", float(bool(intent.kinds)))
-        put("q_failure", float(intent.failure_asked))
-        put("q_terms_log", math.log1p(len(groups.terms)))
+            row[at["dense"]] = c.dense
+            row[at["dense_rel"]] = c.dense - best_dense
+            row[at["dense_has"]] = 1.0
+        row[at["sparse_has"]] = float(c.sparse)
+        row[at["raw_score"]] = c.raw
+        row[at["raw_rank_inv"]] = 1.0 / (1.0 + c.raw_rank)
+        row[at["raw_top8"]] = float(c.raw_rank < 8)
+        row[at["kind_asked"]] = float(bool(asked_kinds & kinds))
+        row[at["kind_any"]] = float(bool(kinds))
+        row[at["command_asked"]] = float(asked_command and command)
+        row[at["failure_asked"]] = float(asked_failure and failing)
+        row[at["count_asked"]] = float(counted and count.search(text) is not None)  # type: ignore[union-attr]
+        row[at["repeats_log"]] = math.log1p(shapes[line_shape(c.text)] - 1)
+        row[at[f"kind_{c.kind}" if c.kind in KINDS else "kind_other"]] = 1.0
+        row[at["role_user"]] = float(c.role == "user")
+        row[at["role_assistant"]] = float(c.role == "assistant")
+        row[at["mem_rank_inv"]] = 1.0 / (1.0 + c.mem_rank)
+        row[at["mem_score_rel"]] = c.mem_score
+        row[at["followed"]] = float(c.followed)
+        row[at["line_pos_log"]] = math.log1p(c.line_no)
+        row[at["first_line"]] = float(c.line_no == 0)
+        row[at["near_lex"]] = near[i]
+        row[at["superseded"]] = float(c.superseded)
+        row[at["role_asked"]] = float(bool(intent.role) and c.role == intent.role)
+        row[at["mine"]] = float(intent.first_person and c.role == "user")
+        row[at["dated"]] = float(c.event_id in dated)
+        row[at["q_precise_lex"]] = cov[i] if precise else 0.0
+        row[at["q_precise_dense"]] = (c.dense or 0.0) if precise else 0.0
+        row[at["q_kinds"]] = float(bool(intent.kinds))
+        row[at["q_failure"]] = float(asked_failure)
+        row[at["q_terms_log"]] = n_terms
         rows.append(row)
     return rows
 
 
-def _putter(row: list[float]) -> Callable[[str, float], None]:
-    def put(name: str, value: float) -> None:
-        row[INDEX[name]] = value
-    return put
+#: the features a line's text alone decides (cached per text: lines recur across recalls)
+_SHAPE_NAMES = ("is_command", "is_failure", "is_test_summary", "is_assignment",
+                "is_diff_header", "is_added", "is_removed", "is_lookup", "is_decision",
+                "is_code", "is_prose", "has_digit", "has_quote", "tokens_log", "terms_log")
+_SHAPE_FROM = NAMES.index(_SHAPE_NAMES[0])
+assert NAMES[_SHAPE_FROM:_SHAPE_FROM + len(_SHAPE_NAMES)] == _SHAPE_NAMES
+
+
+@lru_cache(maxsize=32768)
+def _text_part(full: str) -> tuple[frozenset[str], list[float], bool, bool]:
+    """A line's typed value kinds, its shape features (:data:`_SHAPE_NAMES`), whether it
+    is a shell command and whether a failure line."""
+    text = full[:MAX_LINE_CHARS]
+    command = SHELL_COMMAND.match(text) is not None
+    failing = failure_line(text) or DIAGNOSTIC.match(text) is not None
+    shape = [float(command), float(failing),
+             float(_TEST_SUMMARY.search(text) is not None),
+             float(_ASSIGNMENT.match(text) is not None),
+             float(bool(DIFF_HEADER.match(text) or _PATH_HEADER.match(text))),
+             float(text.startswith("+") and not text.startswith("+++")),
+             float(text.startswith("-") and not text.startswith("---")),
+             float(LOOKUP_ARGS.match(text) is not None),
+             float(DECISION.search(text) is not None),
+             float(_CODE.search(text) is not None),
+             float(_PROSE.match(text) is not None),
+             float(_NUMBER.search(text) is not None),
+             float(_QUOTED.search(text) is not None),
+             math.log1p(len(full) / 4), math.log1p(len(line_terms(full)))]
+    return typed_kinds(full), shape, command, failing
 
 
 def _near(pool: Sequence[Candidate], cov: list[float]) -> list[float]:

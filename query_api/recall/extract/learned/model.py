@@ -48,10 +48,13 @@ class Ranker:
 
     def scores(self, rows: Sequence[Sequence[float]]) -> list[float]:
         """One score per row (higher: more likely the answering line)."""
-        cols, mean, scale, w = self.columns, self.mean, self.scale, self.weights
-        return [sum(wi * (row[c] - m) / s for c, m, s, wi in zip(cols, mean, scale, w,
-                                                                strict=True))
-                for row in rows]
+        if not rows or not self.columns:
+            return [0.0] * len(rows)
+        import numpy as np  # the [server] extra, as recall itself
+
+        x = np.asarray(rows, dtype=np.float64)[:, list(self.columns)]
+        z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        return [float(v) for v in z @ np.asarray(self.weights)]
 
 
 def load(path: Path = MODEL_FILE) -> Ranker:
