@@ -17,9 +17,11 @@ from dataclasses import dataclass
 
 from breadcrumb.query_api.recall.extract.learned.features import Candidate
 
-#: ``KEY = value``, ``KEY: value``, ``export KEY=value``, ``"key": value``, in an edit
-_ASSIGN = re.compile(r"""^\s*([+-])?\s*(?:export\s+)?["']?([A-Za-z_][\w.-]{2,})["']?\s*"""
-                     r"""(?::(?!:)|=(?!=))\s*(.+?)\s*[,;]?\s*$""")
+#: ``KEY = value``, ``KEY: value``, ``export KEY=value``, ``"KEY": value``, in an edit; a
+#: key is a setting's name in capitals (``LOGIN_RETRIES``, ``DB_PORT``): a lower-case key
+#: (``image:``, ``port:``, ``name =``) names a field that many services of one file have
+_ASSIGN = re.compile(r"""^\s*([+-])?\s*(?:export\s+)?["']?([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"""
+                     r"""|[A-Z][A-Z0-9]{2,})["']?\s*(?::(?!:)|=(?!=))\s*(.+?)\s*[,;]?\s*$""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +47,16 @@ def assignment(line: Candidate) -> Assignment | None:
 
 def replaced(lines: Sequence[Candidate], threads: Mapping[str, str]) -> dict[int, str]:
     """Position in ``lines`` -> the value of an assignment a later edit of the same key,
-    in the same thread (``threads``: memory id -> its thread), replaced (or a diff
-    removed)."""
-    newest: dict[tuple[str, str], tuple[int, int, str]] = {}  # (thread, key) -> when, value
-    found: list[tuple[int, str, Assignment]] = []
+    in the same thread (``threads``: memory id -> its thread) and file (the header above
+    the line, where one names it), replaced (or a diff removed)."""
+    # (thread and file, key) -> when, value
+    newest: dict[tuple[tuple[str, str], str], tuple[int, int, str]] = {}
+    found: list[tuple[int, tuple[str, str], Assignment]] = []
     for i, line in enumerate(lines):
         a = assignment(line)
         if a is None:
             continue
-        thread = threads.get(line.memory_id, line.memory_id)
+        thread = (threads.get(line.memory_id, line.memory_id), line.header)  # and its file
         found.append((i, thread, a))
         if not a.removed:
             when = (line.event_index, line.start)
