@@ -39,11 +39,11 @@ class Settings(BaseSettings):
     # --- recall ------------------------------------------------------------------
     recall_k_default: int = Field(5, ge=1, le=50)
     recall_max_tokens_default: int = Field(800, ge=16)
-    #: who ranks Extract's lines: the hand-set rules, or the learned model (opt-in until it
-    #: holds the project's golden and fleet figures: docs/evaluation.md, "Learned Extract").
-    #: The model is loaded either way: it gives every answer its relevance and keeps a
-    #: key's replaced values out of the evidence (``none``: no model at all).
-    recall_ranker: Literal["learned", "rules", "none"] = "rules"
+    #: who ranks Extract's lines: the learned model (docs/evaluation.md, "Learned
+    #: Extract") or the hand-set rules. The model is loaded either way: it gives every
+    #: answer its relevance and keeps a key's replaced values out of the evidence
+    #: (``none``: no model at all).
+    recall_ranker: Literal["learned", "rules", "none"] = "learned"
     recall_ranker_file: Path | None = None  # another trained model (``eval.ranker train``)
     weight_vector: float = 1.0
     weight_keyword: float = 0.6
