@@ -1,9 +1,8 @@
 """Recall latency with the learned line ranker against no model, same data, same run.
 
 Opens an ingested data dir (e.g. the real-session eval's ``--work-dir``) with three recall
-services — ``recall_ranker=none`` (the rules, no model: recall before session 25),
-``rules`` (the default: the rules rank, the model scores for relevance) and ``learned`` —
-and asks every
+services — ``none`` (the rules, no model: recall before session 25), ``rules`` (the
+rules rank, the model scores for relevance) and ``learned`` (the default) — and asks every
 question of a question set (JSONL with ``question``) in alternation, ``--rounds`` times,
 through the recall service (mode ``source``, k 5, 800 tokens, as the evaluation asks).
 Prints p50 / p95 wall ms of each and the ratio learned / rules; the machine is shared
@@ -47,17 +46,17 @@ def main() -> None:
     from breadcrumb.infra.parts import build_recall_llm
     from breadcrumb.query_api.recall import RecallService
 
-    rules = runtime.recall  # no model at all: what recall was before the learned ranker
+    bare = runtime.recall  # no model at all: what recall was before the learned ranker
 
     def service(ranker: str) -> RecallService:
-        return RecallService(rules.index, rules.memories, rules.raw, rules.embedder,
-                             rules.weights, rules.clock,
+        return RecallService(bare.index, bare.memories, bare.raw, bare.embedder,
+                             bare.weights, bare.clock,
                              **build_recall_llm(base.with_overrides(recall_ranker=ranker)))
 
-    services = {"rules": rules, "default": service("rules"), "learned": service("learned")}
+    services = {"none": bare, "rules": service("rules"), "learned": service("learned")}
     times: dict[str, list[float]] = {name: [] for name in services}
     for q in questions:  # warm: the query vectors are cached, the pages read once
-        rules.recall(RecallRequest(user_id=args.user, query=q, mode="source"))
+        bare.recall(RecallRequest(user_id=args.user, query=q, mode="source"))
     names = list(services)
     for n in range(args.rounds):
         for i, q in enumerate(questions):
@@ -73,9 +72,9 @@ def main() -> None:
     runtime.stop()
     for name, ms in times.items():
         print(f"{name:8s} n={len(ms)} p50 {_p(ms, 50):.1f} ms  p95 {_p(ms, 95):.1f} ms")  # noqa: T201
-    for name in ("default", "learned"):
-        print(f"{name} / rules: p50 {_p(times[name], 50) / _p(times['rules'], 50):.2f}x  "  # noqa: T201
-              f"p95 {_p(times[name], 95) / _p(times['rules'], 95):.2f}x")
+    for name in ("rules", "learned"):
+        print(f"{name} / none: p50 {_p(times[name], 50) / _p(times['none'], 50):.2f}x  "  # noqa: T201
+              f"p95 {_p(times[name], 95) / _p(times['none'], 95):.2f}x")
 
 
 if __name__ == "__main__":
