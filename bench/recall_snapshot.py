@@ -89,8 +89,9 @@ def synthetic(cache: Path) -> Iterator[tuple[str, str]]:
         store.open()
         index = QdrantEdgeIndex(tmp / "vectors", model.dim, flush_interval_seconds=3600)
         index.ensure()
-        recall = RecallService(index, store, store, CachedEmbedder(model, vectors),
-                               ScoreWeights(), utc_now)
+        recall = RecallService(index, store.memories, store.events,
+                               CachedEmbedder(model, vectors), ScoreWeights(), utc_now,
+                               states=store.states)
         try:
             for q in queries:
                 for mode in MODES:

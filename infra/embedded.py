@@ -84,12 +84,13 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
     cold = LocalColdStore(settings.data_dir / "cold")
     lifecycle, raw = build_lifecycle(settings, store, index, cold)
     service = IngestService(
-        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
+        store.events, store.memories, store.dead_letters, store.states, index, embedder,
+        utc_now_iso, pipeline_config(settings),
         observer=build_observer(settings),
-        hooks=lifecycle if settings.lifecycle_enabled else None,
+        hooks=lifecycle if settings.lifecycle_enabled else None, tombstones=store.tombstones,
     )
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
-                           **build_recall_llm(settings))
+    recall = RecallService(index, store.memories, raw, embedder, score_weights(settings),
+                           utc_now, **build_recall_llm(settings), states=store.states)
     optimizer = OptimizeJob(index, settings.index_optimize_min_points,
                             settings.index_optimize_idle_seconds,
                             settings.index_optimize_check_seconds)
@@ -122,8 +123,9 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
                             two_speeds=settings.derive_two_speeds)
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
-        memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,
-        embedder=embedder, store=gen.store, lifecycle=gen.lifecycle,
+        memories=gen.store.memories, dead_letters=_DeadLetters(log_store, runner),
+        index=gen.index, embedder=embedder, audit=gen.store.audit, store=gen.store,
+        lifecycle=gen.lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
                              "index_unoptimized_points": gen_index_pending(runtime),
@@ -211,15 +213,15 @@ class _DeadLetters:
         self.runner = runner
 
     def put_dead_letter(self, letter: Any) -> None:
-        self.log_store.put_dead_letter(letter)
+        self.log_store.dead_letters.put_dead_letter(letter)
 
     def count_dead_letters(self) -> int:
         derived = self.runner.derived
-        extra = 0 if derived is self.log_store else derived.count_dead_letters()
-        return int(self.log_store.count_dead_letters()) + int(extra)
+        extra = 0 if derived is self.log_store else derived.dead_letters.count_dead_letters()
+        return int(self.log_store.dead_letters.count_dead_letters()) + int(extra)
 
     def list_dead_letters(self, limit: int = 100) -> list[Any]:
-        return list(self.log_store.list_dead_letters(limit))
+        return list(self.log_store.dead_letters.list_dead_letters(limit))
 
 
 def _close_current(runtime: Runtime, log_store: Any) -> None:
@@ -246,7 +248,7 @@ def replay(runtime: Runtime, name: str | None = None,
                                   "dim": embedder.dim, "llm_model": settings.llm_model})
     gen = open_generation(settings, embedder, paths, runner.store)
     progress = Progress(name, started=_monotonic())
-    replayer = Replayer(runner.store, gen.store, gen.service, progress, on_progress)
+    replayer = Replayer(runner.store.log, gen.store, gen.service, progress, on_progress)
     try:
         while replayer.catch_up() and replayer.remaining() > 100:
             pass  # the live log keeps growing: converge before pausing the processor
@@ -291,8 +293,9 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     """Point the runtime at the new generation; in-flight requests finish on the old one."""
     old = runtime.generations.get(runtime.generation)
     _runner_of(runtime).use_generation(gen.store, gen.service)
-    runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store
+    runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store.memories
     runtime.index, runtime.store, runtime.lifecycle = gen.index, gen.store, gen.lifecycle
+    runtime.audit = gen.store.audit
     runtime.generations[gen.name] = gen
     runtime.generation = gen.name
     if isinstance(old, Generation):

@@ -106,7 +106,7 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
 
     tables = LifecycleTables(store)
     tables.open()
-    raw = ArchiveAwareRawEvents(store, tables, cold)
+    raw = ArchiveAwareRawEvents(store.events, tables, cold)
     service = LifecycleService(
         store, tables, index, raw, publisher or SqlChangelog(tables, utc_now), utc_now,
         lifecycle_configs(settings), Archiver(store, tables, cold))

@@ -53,7 +53,7 @@ def check_mysql(settings: Settings) -> None:
 
     from breadcrumb.stores.sql.mysql_store import mysql_store
 
-    kwargs = {**mysql_store(settings).connect_kwargs(), "connect_timeout": TIMEOUT}
+    kwargs = {**mysql_store(settings).db.connect_kwargs(), "connect_timeout": TIMEOUT}
     try:
         pymysql.connect(**kwargs).close()
     except pymysql.err.MySQLError as exc:

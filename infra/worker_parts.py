@@ -50,11 +50,12 @@ class WorkerParts:
         are mirrored to ``mirror`` and raw events kept in ``raw``: the SQL store unless a
         batch collects them)."""
         return IngestService(
-            self.store if raw is None else raw, self.store, letters,
-            _Mirrored(states, self.store if mirror is None else mirror), self.index,
+            self.store.events if raw is None else raw, self.store.memories, letters,
+            _Mirrored(states, self.store.states if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
             hooks=self.lifecycle,  # issue 5: the lifecycle hears of each memory
+            tombstones=self.store.tombstones,  # issue 26: erased scopes are dropped
         )
 
     def close(self) -> None:

@@ -24,7 +24,6 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import AppliesLog
 from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql import forget
 from breadcrumb.streams.gateway import check_batch, limits_of
 
 GENERATION_PREFIX = "g"
@@ -44,7 +43,7 @@ def letters_view(runtime: Runtime, user_id: str | None, limit: int,
     """Dead letters newest first with their re-drive, if any."""
     out: list[dict[str, Any]] = []
     for prefix, store in letter_stores(runtime):
-        forget.ensure_tables(store)
+        store.erasure.ensure_tables()
         for letter in sql_browse.list_dead_letters(store, user_id, limit, before):
             letter["redrive"] = _redrive_of(store, letter["id"])
             letter["id"] = f"{prefix}{letter['id']}" if prefix else letter["id"]
@@ -53,7 +52,7 @@ def letters_view(runtime: Runtime, user_id: str | None, limit: int,
 
 
 def _redrive_of(store: Any, letter_id: int) -> dict[str, Any] | None:
-    rows = store._read("SELECT at, actor, outcome FROM dead_letter_redrives "
+    rows = store.db.read("SELECT at, actor, outcome FROM dead_letter_redrives "
                        "WHERE dead_letter_id = ?", (letter_id,))
     return {"at": rows[0][0], "actor": rows[0][1], "outcome": rows[0][2]} if rows else None
 
@@ -75,7 +74,7 @@ def redrive_letter(runtime: Runtime, letter_id: str, event: dict[str, Any] | Non
                    actor: str) -> dict[str, Any]:
     """Re-drive one dead letter; the answer says how it went."""
     store, number, letter = _find(runtime, letter_id)
-    forget.ensure_tables(store)
+    store.erasure.ensure_tables()
     if _redrive_of(store, number) is not None:
         raise ApiError(409, "already_redriven", f"dead letter {letter_id} was re-driven before")
     position = letter["position"] or ""
@@ -86,7 +85,7 @@ def redrive_letter(runtime: Runtime, letter_id: str, event: dict[str, Any] | Non
         outcome = _resubmit(runtime, event if event is not None else _payload(letter))
     at = utc_now_iso()
     with store.transaction():
-        store._execute("INSERT INTO dead_letter_redrives (dead_letter_id, at, actor, outcome) "
+        store.db.execute("INSERT INTO dead_letter_redrives (dead_letter_id, at, actor, outcome) "
                        "VALUES (?, ?, ?, ?)", (number, at, actor, outcome))
     return {"id": letter_id, "outcome": outcome, "redriven_at": at, "actor": actor}
 
@@ -116,7 +115,7 @@ def _reapply(runner: AppliesLog, seq: int, payload: str) -> str:
     from breadcrumb.streams.replay import log_items, log_unit
 
     with runner.paused():
-        entry = runner.store.read_log_entries([seq]).get(seq, payload)
+        entry = runner.store.log.read_log_entries([seq]).get(seq, payload)
         try:
             # the runner's marks stay where they are: the unit's cursor marks nothing
             unit = log_unit(runner.derived, runner.service, mark=lambda _items: None)

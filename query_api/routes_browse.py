@@ -130,7 +130,7 @@ def threads_view(runtime: Runtime, user_id: str, project: str | None, limit: int
 def _open_windows(runtime: Runtime, user_id: str) -> dict[str, dict[str, Any]]:
     """Per thread with events not yet in a memory: how many, their first and last index."""
     out: dict[str, dict[str, Any]] = {}
-    for source in dict.fromkeys([runtime.store, runtime.log_store()]):
+    for source in dict.fromkeys([runtime.store.states, runtime.log_store().states]):
         if not isinstance(source, OpenWindowStates):
             continue
         for key, state in source.list_open_states(user_id):

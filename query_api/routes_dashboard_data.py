@@ -77,7 +77,7 @@ def next_change(life: lc.MemoryLife, cfg: lc.LifecycleConfig) -> dict[str, Any] 
 
 def lifecycle_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:
     """``GET /v1/dashboard/memories/{id}/lifecycle``."""
-    if runtime.store.get_memory_row(user_id, memory_id) is None:
+    if runtime.memories.get_memory_row(user_id, memory_id) is None:
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
     service = runtime.lifecycle
     life = service.tables.get_life(user_id, memory_id) if service is not None else None

@@ -35,9 +35,9 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
-from breadcrumb.stores.sql import forget, tombstones
+from breadcrumb.stores.ports.tables import Plan, Scope
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.forget import Plan, Scope
+from breadcrumb.stores.sql import tombstones
 from breadcrumb.streams.log_rewrite import rewrite_log
 
 log = logging.getLogger(__name__)
@@ -79,16 +79,16 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
     stores = _stores(runtime)
     with _held(runtime):
         _restart_schedule(runtime)  # two speeds: deferred passages are written first
-        p = forget.plan(runtime.store, scope)
+        p = runtime.store.erasure.plan(scope)
         if p is None:
             raise ApiError(404, "not_found", f"no memory {scope.memory_id} for this user")
         _add_range_events(runtime, p)
         at = utc_now_iso()
         for store in stores:  # intake and the processors refuse it from now on
-            tombstones.write_tombstone(store, p, at, actor)
+            store.tombstones.write(p, at, actor)
         counts: dict[str, int] = {}
         for store in stores:
-            for table, n in forget.erase(store, p).items():
+            for table, n in store.erasure.erase(p).items():
                 counts[table] = counts.get(table, 0) + n
         _erase_vectors(runtime, p)
         counts["cold_objects"] = _erase_cold(runtime, p)
@@ -96,7 +96,7 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
         _restart_schedule(runtime)
     if runtime.runner() is None:
         _settle(runtime, stores, p)
-    forget.write_audit(stores[0], scope, at, actor, counts)
+    stores[0].erasure.write_audit(scope, at, actor, counts)
     out = {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
            "counts": counts}
     if runtime.settings.mode == "cluster":
@@ -120,10 +120,10 @@ def _settle(runtime: Runtime, stores: list[Any], p: Plan) -> None:
     tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
     erased by a second pass once every worker must see the tombstone."""
     time.sleep(tombstones.TOMBSTONE_TTL_S + 0.5)
-    again = forget.plan(runtime.store, p.scope) if p.scope.kind != "memory" else p
+    again = runtime.store.erasure.plan(p.scope) if p.scope.kind != "memory" else p
     if again is not None:
         for store in stores:
-            forget.erase(store, again)
+            store.erasure.erase(again)
         _erase_vectors(runtime, again)
 
 
@@ -214,5 +214,5 @@ async def list_erasures(request: Request, user_id: str | None = Query(None, max_
     """The erasure audit (admin): who erased which kind of scope when, and row counts."""
     runtime = request.app.state.runtime
     log_store = _stores(runtime)[0]
-    rows = await run_in_threadpool(forget.list_audit, log_store, user_id)
+    rows = await run_in_threadpool(log_store.erasure.list_audit, user_id)
     return {"erasures": rows}

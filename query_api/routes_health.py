@@ -88,7 +88,7 @@ class Readiness:
             if isinstance(store, SqlWriteProbe):
                 store.probe_write()
             else:  # cluster SQL: a read proves the connection
-                store.get_counters()
+                store.counters.get_counters()
         return None
 
     def _integrity_ok(self) -> str | None:

@@ -19,6 +19,7 @@ from breadcrumb.stores.ports import (
     RawEventStore,
     VectorIndex,
 )
+from breadcrumb.stores.ports.tables import AuditTrail
 from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.streams.gateway import Gateway, MeasuresFreshness, TwoSpeeds
 from breadcrumb.streams.lifecycle import LifecycleService
@@ -69,6 +70,7 @@ class Runtime:
     dead_letters: DeadLetterStore
     index: VectorIndex
     embedder: Embedder
+    audit: AuditTrail  # who changed which field of a memory (the current generation's)
     store: SqlStore  # SqliteStore or MySqlStore: stats, audit, log
     lifecycle: LifecycleService | None = None  # issue 5: the status/tier owner
     generation: str = "main"  # embedded: the generation of derived stores in use

@@ -161,7 +161,7 @@ class LifecycleService(BatchScope):
         others = sorted(candidates - {obs.id})
         reads = self._reads()
         found = (reads.memories(obs.user_id, others) if reads is not None else
-                 {o.id: o for o in self.store.get_memories(obs.user_id, others)})
+                 {o.id: o for o in self.store.memories.get_memories(obs.user_id, others)})
         for mid in others:
             other = found.get(mid)
             if other is not None and sp.near_duplicate(
@@ -240,7 +240,7 @@ class LifecycleService(BatchScope):
         if isinstance(tables, BatchedLifecycleTables):  # a batch: maybe at its end
             tables.apply_status_change(change, [values[c] for c in STATUS_COLUMNS])
         else:
-            self.store.apply_status_change(change)
+            self.store.memories.apply_status_change(change)
         self._changed(change.user_id, memory_id, values)
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
@@ -268,7 +268,7 @@ class LifecycleService(BatchScope):
             reads.forget_archive(change.user_id)
             reads.forget(change.user_id, change.memory_id)
             self._tables().flush_memory(change.user_id, change.memory_id)  # read from SQL
-        memory = self.store.get_memory(change.user_id, change.memory_id)
+        memory = self.store.memories.get_memory(change.user_id, change.memory_id)
         if memory is None:
             return
         if change.status == "archived":
@@ -284,10 +284,10 @@ class LifecycleService(BatchScope):
             raise ValueError(f"status must be one of {lc.STATUSES}")
         if tier is not None and tier not in lc.TIERS:
             raise ValueError(f"tier must be one of {lc.TIERS}")
-        if self.store.get_memory_row(user_id, mid) is None:
+        if self.store.memories.get_memory_row(user_id, mid) is None:
             return None
         self._set(user_id, mid, actor, reason, self.clock().isoformat(), status=status, tier=tier)
-        memory: Observation | None = self.store.get_memory(user_id, mid)
+        memory: Observation | None = self.store.memories.get_memory(user_id, mid)
         return memory
 
     def sweep(self, now: datetime | None = None) -> Counter[str]:
@@ -319,7 +319,7 @@ class LifecycleService(BatchScope):
 
     def history(self, user_id: str, mid: str) -> list[dict[str, Any]]:
         """The memories this one superseded / was superseded by (whole or per fact)."""
-        row = self.store.get_memory_row(user_id, mid)
+        row = self.store.memories.get_memory_row(user_id, mid)
         if row is None:
             return []
         meta = row["metadata"]
@@ -330,7 +330,7 @@ class LifecycleService(BatchScope):
         links += [("supersedes", v["memory_id"], k)
                   for k, v in meta.get("supersedes_facts", {}).items()]
         links += [("merged", k, None) for k in meta.get("merged_ranges", {})]
-        return [_link(self.store.get_memory_row(user_id, other), rel, key)
+        return [_link(self.store.memories.get_memory_row(user_id, other), rel, key)
                 for rel, other, key in links if other]
 
 

@@ -100,7 +100,7 @@ class BatchScope:
         reads = self._reads()
         if reads is not None:
             return reads.row(user_id, mid)
-        row: dict[str, Any] | None = self.store.get_memory_row(user_id, mid)
+        row: dict[str, Any] | None = self.store.memories.get_memory_row(user_id, mid)
         return row
 
     def _changed(self, user_id: str, mid: str, values: dict[str, Any]) -> None:
@@ -118,7 +118,7 @@ class BatchScope:
         if reads is not None:
             reads.audits.append(row)
         else:
-            self.store.add_audit(*row)
+            self.store.audit.add_audit(*row)
 
     def _forget(self, user_id: str, mid: str) -> None:
         reads = self._reads()

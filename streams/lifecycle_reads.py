@@ -65,7 +65,7 @@ class BatchReads:
                 by_user.setdefault(user_id, []).append(mid)
         for user_id, mids in by_user.items():
             self.row_reads += 1
-            for mid, row in self.store.get_memory_rows(user_id, list(dict.fromkeys(mids))
+            for mid, row in self.store.memories.get_memory_rows(user_id, list(dict.fromkeys(mids))
                                                        ).items():
                 self._rows[(user_id, mid)] = row
         mids = [m for _u, m in dict.fromkeys(mine) if m not in self._fact_keys]
@@ -89,11 +89,11 @@ class BatchReads:
             todo = [m for m in mids if (user_id, m) not in self._rows]
             if todo:
                 self.row_reads += 1
-                for mid, row in self.store.get_memory_rows(user_id, todo).items():
+                for mid, row in self.store.memories.get_memory_rows(user_id, todo).items():
                     self._rows[(user_id, mid)] = row
             rows = {m: self._rows[(user_id, m)] for m in mids if (user_id, m) in self._rows}
             return {m: self._memory(user_id, m, row) for m, row in rows.items()}
-        rows = self.store.get_memory_rows(user_id, mids)
+        rows = self.store.memories.get_memory_rows(user_id, mids)
         return {m: _memory(row) for m, row in rows.items()}
 
     def _memory(self, user_id: str, mid: str, row: dict[str, Any]) -> Observation:
@@ -108,18 +108,18 @@ class BatchReads:
         """Insert the buffered audit rows (inside the batch's transaction)."""
         audits, self.audits = self.audits, []
         if audits:
-            self.store.add_audits(audits)
+            self.store.audit.add_audits(audits)
 
     def row(self, user_id: str, mid: str) -> dict[str, Any] | None:
         """The memory's row (a missing one is not remembered: it may be written later)."""
         key = (user_id, mid)
         if not self.keep_rows:
             self.row_reads += 1
-            row: dict[str, Any] | None = self.store.get_memory_row(user_id, mid)
+            row: dict[str, Any] | None = self.store.memories.get_memory_row(user_id, mid)
             return row
         if key not in self._rows:
             self.row_reads += 1
-            row = self.store.get_memory_row(user_id, mid)
+            row = self.store.memories.get_memory_row(user_id, mid)
             if row is None:
                 return None
             self._rows[key] = row

@@ -60,11 +60,11 @@ class Archiver:
         """
         rng = memory.source_range
         key = archive_key(memory.user_id, rng.thread_id, rng.start_index, rng.end_index)
-        events = self.store.get_range(memory.user_id, rng.thread_id, rng.start_index,
-                                      rng.end_index)
+        events = self.store.events.get_range(memory.user_id, rng.thread_id,
+                                             rng.start_index, rng.end_index)
         if not events:
             return key
-        chunks = self.store.get_chunks(memory.user_id, memory.id)
+        chunks = self.store.chunks.get_chunks(memory.user_id, memory.id)
         self._put_checked(key, pack_events(events))
         self._put_checked(chunks_key(key), pack_chunks(chunks))
         with self.store.transaction():
@@ -87,8 +87,8 @@ class Archiver:
             data = self.cold.get_object(chunks_key(key))
             with self.store.transaction():
                 for event in events:
-                    restored += bool(self.store.put_event(event))
-                self.store.put_chunks(unpack_chunks(data) if data else [])
+                    restored += bool(self.store.events.put_event(event))
+                self.store.chunks.put_chunks(unpack_chunks(data) if data else [])
                 self.tables.remove_archived(memory.user_id, thread_id, start)
         return restored
 

@@ -56,7 +56,7 @@ class ClusterCatalog:
         self._tables_ready = False  # the DDL runs once per catalog, not on every poll
 
     def _connect(self, database: str | None) -> Any:
-        kwargs = mysql_store(self.settings).connect_kwargs()  # same TLS, modes and flags
+        kwargs = mysql_store(self.settings).db.connect_kwargs()  # same TLS, modes and flags
         kwargs["database"] = database
         return pymysql.connect(**kwargs)
 

@@ -205,7 +205,7 @@ def mysql_key_store(settings: Settings) -> SqlKeyStore:
 
     from breadcrumb.stores.sql.mysql_store import mysql_store
 
-    kwargs = mysql_store(settings).connect_kwargs()
+    kwargs = mysql_store(settings).db.connect_kwargs()
     kwargs["autocommit"] = True
     return SqlKeyStore(lambda: pymysql.connect(**kwargs), "%s", reuse=True)
 

@@ -74,15 +74,15 @@ def ensure_indexes(store: Any) -> None:
 
 def _create_index(store: Any, table: str, cols: Sequence[str]) -> None:
     name = f"ix_browse_{table}_{'_'.join(cols)}"
-    if not store.dialect.mysql:
-        store._execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(cols)})")
+    if not store.db.dialect.mysql:
+        store.db.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {table} ({', '.join(cols)})")
         return
-    found = store._fetch("SELECT 1 FROM information_schema.statistics WHERE table_schema = "
+    found = store.db.fetch("SELECT 1 FROM information_schema.statistics WHERE table_schema = "
                          "DATABASE() AND table_name = ? AND index_name = ?", (table, name))
     if not found:
         # VARBINARY(1600) ids: a prefix keeps the key under InnoDB's 3072-byte limit
         parts = [f"{c}(255)" if c in ("id", "source_thread_id", "user_id") else c for c in cols]
-        store._execute(f"CREATE INDEX {name} ON {table} ({', '.join(parts)})")
+        store.db.execute(f"CREATE INDEX {name} ON {table} ({', '.join(parts)})")
 
 
 def encode_cursor(sort: str, value: Any, memory_id: str) -> str:
@@ -142,7 +142,7 @@ def list_memories(store: Any, flt: MemoryFilter, sort: str = "time", limit: int 
     ensure_indexes(store)
     column = SORTS[sort][0]
     text = flt.text
-    where, params = _where(replace(flt, text=None), store.dialect.mysql)
+    where, params = _where(replace(flt, text=None), store.db.dialect.mysql)
     if cursor is not None:
         value, last_id = decode_cursor(sort, cursor)
         where.append(f"({column} < ? OR ({column} = ? AND id < ?))")
@@ -152,7 +152,7 @@ def list_memories(store: Any, flt: MemoryFilter, sort: str = "time", limit: int 
         return _text_page(store, where, params, order, column, sort, text, limit)
     sql = (f"{s.select_sql('agent_memories', LIST_COLUMNS)} WHERE {' AND '.join(where)} "
            f"{order} LIMIT ?")
-    rows = store._read(sql, (*params, limit + 1))
+    rows = store.db.read(sql, (*params, limit + 1))
     page = [s.memory_row_dict(_texts(r)) for r in rows[:limit]]
     more = len(rows) > limit
     nxt = encode_cursor(sort, page[-1][column], page[-1]["id"]) if more and page else None
@@ -165,16 +165,16 @@ def _text_page(store: Any, where: list[str], params: list[Any], order: str, colu
     order (the window and the match both in SQL). The cursor goes on after the last match,
     or after the window when it held fewer than ``limit`` matches."""
     clause = " AND ".join(where)
-    match, args = _where(MemoryFilter("", text=text), store.dialect.mysql)
+    match, args = _where(MemoryFilter("", text=text), store.db.dialect.mysql)
     cols = ", ".join(LIST_COLUMNS)
-    rows = store._read(
+    rows = store.db.read(
         f"SELECT {cols} FROM (SELECT {cols} FROM agent_memories WHERE {clause} {order} "
         f"LIMIT ?) w WHERE {match[-1]} {order} LIMIT ?",
         (*params, TEXT_WINDOW, *args[1:], limit + 1))
     page = [s.memory_row_dict(_texts(r)) for r in rows[:limit]]
     if len(rows) > limit:
         return page, encode_cursor(sort, page[-1][column], page[-1]["id"])
-    end = store._read(f"SELECT {column}, id FROM agent_memories WHERE {clause} {order} "
+    end = store.db.read(f"SELECT {column}, id FROM agent_memories WHERE {clause} {order} "
                       "LIMIT 1 OFFSET ?", (*params, TEXT_WINDOW - 1))
     if not end:  # the window reached the last row: nothing after it
         return page, None
@@ -190,7 +190,7 @@ def versions(store: Any, user_id: str, memory_id: str, limit: int = 200) -> list
     """The supersession chain through ``memory_id``, oldest first: each version's id,
     summary, status, tier, created_at, updated_at and its links. Empty when the memory is
     not the user's. A chain is followed ``limit`` steps each way at most."""
-    start = store.get_memory_row(user_id, memory_id)
+    start = store.memories.get_memory_row(user_id, memory_id)
     if start is None:
         return []
     seen = {start["id"]}
@@ -204,12 +204,12 @@ def fact_versions(store: Any, user_id: str, memory_id: str) -> list[dict[str, An
     memories gave it, oldest first: memory id, value, when, current or superseded."""
     if not _has_facts(store):
         return []
-    keys = [_texts(r)[0] for r in store._read(
+    keys = [_texts(r)[0] for r in store.db.read(
         "SELECT fact_key FROM memory_facts WHERE user_id = ? AND memory_id = ?",
         (user_id, memory_id))]
     out = []
     for key in sorted(set(keys)):
-        rows = store._read("SELECT memory_id, value, ts, state FROM memory_facts WHERE "
+        rows = store.db.read("SELECT memory_id, value, ts, state FROM memory_facts WHERE "
                            "user_id = ? AND fact_key = ? ORDER BY ts, memory_id", (user_id, key))
         out.append({"key": key, "versions": [
             {"memory_id": m, "value": v, "ts": ts, "state": st}
@@ -218,12 +218,12 @@ def fact_versions(store: Any, user_id: str, memory_id: str) -> list[dict[str, An
 
 
 def _has_facts(store: Any) -> bool:
-    if store.dialect.mysql:
+    if store.db.dialect.mysql:
         sql = ("SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() "
                "AND table_name = 'memory_facts'")
     else:
         sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'memory_facts'"
-    return bool(store._read(sql))
+    return bool(store.db.read(sql))
 
 
 def _follow(store: Any, user_id: str, row: dict[str, Any], link: str, seen: set[str],
@@ -233,7 +233,7 @@ def _follow(store: Any, user_id: str, row: dict[str, Any], link: str, seen: set[
         nxt = row.get(link)
         if not nxt or nxt in seen:
             break
-        found = store.get_memory_row(user_id, nxt)
+        found = store.memories.get_memory_row(user_id, nxt)
         if found is None:
             break
         seen.add(nxt)
@@ -266,7 +266,7 @@ def list_threads(store: Any, user_id: str, project_id: str | None = None,
     if after is not None:
         where.append("thread_id > ?")
         params.append(after)
-    rows = store._read(
+    rows = store.db.read(
         "SELECT thread_id, MIN(agent_id), MIN(project_id), COUNT(*), MIN(ts), MAX(ts), "
         f"MIN(idx), MAX(idx) FROM raw_events WHERE {' AND '.join(where)} "
         "GROUP BY thread_id ORDER BY thread_id LIMIT ?", (*params, limit + 1))
@@ -280,7 +280,7 @@ def thread_memory_counts(store: Any, user_id: str, thread_ids: Sequence[str]) ->
     """Memories per source thread, for the listed threads."""
     if not thread_ids:
         return {}
-    rows = store._read("SELECT source_thread_id, COUNT(*) FROM agent_memories WHERE user_id = ? "
+    rows = store.db.read("SELECT source_thread_id, COUNT(*) FROM agent_memories WHERE user_id = ? "
                        f"AND source_thread_id IN ({s.marks(len(thread_ids))}) "
                        "GROUP BY source_thread_id", (user_id, *thread_ids))
     return {str(_texts(r)[0]): int(r[1]) for r in rows}
@@ -305,14 +305,14 @@ def list_dead_letters(store: Any, user_id: str | None, limit: int = 100,
         where.append("d.id < ?")
         params.append(before)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    rows = store._read(f"{DEAD_LETTER_SELECT}{clause} ORDER BY d.id DESC LIMIT ?",
+    rows = store.db.read(f"{DEAD_LETTER_SELECT}{clause} ORDER BY d.id DESC LIMIT ?",
                        (*params, limit))
     return [_letter(_texts(r)) for r in rows]
 
 
 def get_dead_letter(store: Any, letter_id: int) -> dict[str, Any] | None:
     """One dead letter by id."""
-    rows = store._read(f"{DEAD_LETTER_SELECT} WHERE d.id = ?", (letter_id,))
+    rows = store.db.read(f"{DEAD_LETTER_SELECT} WHERE d.id = ?", (letter_id,))
     return _letter(_texts(rows[0])) if rows else None
 
 

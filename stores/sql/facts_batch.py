@@ -67,7 +67,7 @@ class BatchedLifecycleTables:
         ids = [m for m in dict.fromkeys(memory_ids) if m not in self._has_row]
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            for mid, since, base, window in self.tables.store._read(
+            for mid, since, base, window in self.tables.store.db.read(
                     "SELECT memory_id, tier_since, hits_base, window_start FROM "
                     f"memory_lifecycle WHERE memory_id IN ({s.marks(len(part))})", part):
                 self._in_sql[str(mid)] = (since, base, window)
@@ -179,7 +179,7 @@ class BatchedLifecycleTables:
         leaves in the row (the links coalesced with the row's), written at the end when
         rows are deferred."""
         if not self.defer_rows:
-            self.tables.store.apply_status_change(change)
+            self.tables.store.memories.apply_status_change(change)
             return
         self._status.setdefault(change.user_id, {})[change.memory_id] = tuple(values)
         if self.facts is not None:
@@ -230,10 +230,10 @@ class BatchedLifecycleTables:
                     _set_status_many(store, user_id, items[start:start + 500])
             if ensured:
                 sql = self.tables.insert_missing_life_sql()
-                store._execute_many(sql, [(m, u, since, 0, since)
+                store.db.execute_many(sql, [(m, u, since, 0, since)
                                           for m, (u, since) in ensured.items()])
             if lives:
-                store._execute_many(store.dialect.upsert(
+                store.db.execute_many(store.db.dialect.upsert(
                     "memory_lifecycle", _LIFE_COLUMNS, ("memory_id",), _LIFE_COLUMNS[2:]),
                     [(m, *values) for m, values in lives.items()])
             for user_id, group in _by_user(metadata).items():
@@ -253,7 +253,7 @@ def kept_facts(tables: Any, defer_rows: bool,
                kept_row: Callable[[str, str], dict[str, Any] | None] | None
                ) -> BatchFacts | None:
     """The batch's kept ``memory_facts`` (MySQL, rows deferred), else None."""
-    return BatchFacts(tables.store, kept_row) if defer_rows and tables.store.dialect.mysql \
+    return BatchFacts(tables.store, kept_row) if defer_rows and tables.store.db.dialect.mysql \
         else None
 
 
@@ -281,7 +281,7 @@ def _set_metadata_many(store: Any, user_id: str,
     """``set_metadata`` of several memories of one user in one statement."""
     cases = " ".join("WHEN ? THEN ?" for _ in group)
     params: list[Any] = [v for mid, meta in group for v in (mid, s.dumps(meta))]
-    store._execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
+    store.db.execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
                    f"user_id = ? AND id IN ({s.marks(len(group))})",
                    (*params, user_id, *(mid for mid, _ in group)))
 
@@ -297,5 +297,5 @@ def _set_status_many(store: Any, user_id: str,
     for n, column in enumerate(STATUS_COLUMNS):
         sets.append(f"{column} = CASE id {' '.join('WHEN ? THEN ?' for _ in group)} END")
         params += [v for mid, values in group for v in (mid, values[n])]
-    store._execute(f"UPDATE agent_memories SET {', '.join(sets)} WHERE user_id = ? AND id IN "
+    store.db.execute(f"UPDATE agent_memories SET {', '.join(sets)} WHERE user_id = ? AND id IN "
                    f"({s.marks(len(group))})", (*params, user_id, *(mid for mid, _ in group)))

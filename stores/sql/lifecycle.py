@@ -42,11 +42,11 @@ class LifecycleTables(FactsTables, LivesTables, ChangelogTables, ArchivedTables)
         """Create the tables (idempotent)."""
         with self.store.transaction():
             for table in TABLES:
-                for stmt in self.store.dialect.create_table(table):
-                    self.store._execute(stmt)
+                for stmt in self.store.db.dialect.create_table(table):
+                    self.store.db.execute(stmt)
 
     def drop(self) -> None:
         """Drop the lifecycle tables (tests)."""
         with self.store.transaction():
             for table in TABLES:
-                self.store._execute(f"DROP TABLE IF EXISTS {table.name}")
+                self.store.db.execute(f"DROP TABLE IF EXISTS {table.name}")

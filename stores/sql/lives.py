@@ -29,7 +29,7 @@ class LivesTables(StoreTables):
         """Create the memory's lifecycle row if missing (one statement: an existing row
         is left as it is)."""
         with self.store.transaction():
-            self.store._execute(self.insert_missing_life_sql(),
+            self.store.db.execute(self.insert_missing_life_sql(),
                                 (memory_id, user_id, since, 0, since))
 
     def insert_missing_life_sql(self) -> str:
@@ -38,27 +38,27 @@ class LivesTables(StoreTables):
         sql = ("INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
                "window_start) VALUES (?, ?, ?, ?, ?)")
         return sql + (" ON DUPLICATE KEY UPDATE memory_id = memory_id"
-                      if self.store.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
+                      if self.store.db.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
 
     def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
                  window_start: str | None) -> None:
         """Upsert the memory's lifecycle row."""
-        sql = self.store.dialect.upsert(
+        sql = self.store.db.dialect.upsert(
             "memory_lifecycle", ("memory_id", "user_id", "tier_since", "hits_base",
                                  "window_start"), ("memory_id",),
             ("tier_since", "hits_base", "window_start"))
         with self.store.transaction():
-            self.store._execute(sql, (memory_id, user_id, tier_since, hits_base, window_start))
+            self.store.db.execute(sql, (memory_id, user_id, tier_since, hits_base, window_start))
 
     def set_window(self, memory_id: str, hits_base: int, window_start: str) -> None:
         """Re-open the sweeper's hit window."""
         with self.store.transaction():
-            self.store._execute("UPDATE memory_lifecycle SET hits_base = ?, window_start = ? "
+            self.store.db.execute("UPDATE memory_lifecycle SET hits_base = ?, window_start = ? "
                                 "WHERE memory_id = ?", (hits_base, window_start, memory_id))
 
     def get_life(self, user_id: str, memory_id: str) -> MemoryLife | None:
         """One memory's lifecycle view."""
-        rows = self.store._read(f"{_LIFE_SQL} WHERE m.id = ? AND m.user_id = ?",
+        rows = self.store.db.read(f"{_LIFE_SQL} WHERE m.id = ? AND m.user_id = ?",
                                 (memory_id, user_id))
         return _life(rows[0]) if rows else None
 
@@ -66,7 +66,7 @@ class LivesTables(StoreTables):
         """Every memory not archived, keyset-paged by id."""
         after = ""
         while True:
-            rows = self.store._read(f"{_LIFE_SQL} WHERE m.id > ? AND m.status <> 'archived' "
+            rows = self.store.db.read(f"{_LIFE_SQL} WHERE m.id > ? AND m.status <> 'archived' "
                                     "ORDER BY m.id LIMIT ?", (after, batch))
             yield from (_life(r) for r in rows)
             if len(rows) < batch:
@@ -82,13 +82,13 @@ class ChangelogTables(StoreTables):
         """Append one value (None = tombstone) to the embedded changelog."""
         text = None if payload is None else s.dumps(payload)
         with self.store.transaction():
-            self.store._execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at) "
+            self.store.db.execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at) "
                                 "VALUES (?, ?, ?, ?)", (memory_id, user_id, text, at))
 
     def read_changes(self, after_seq: int = 0, limit: int = 10_000) -> list[
             tuple[int, str, str, dict[str, Any] | None]]:
         """(seq, memory_id, user_id, payload or None) in seq order."""
-        rows = self.store._read("SELECT seq, memory_id, user_id, payload FROM memory_changelog "
+        rows = self.store.db.read("SELECT seq, memory_id, user_id, payload FROM memory_changelog "
                                 "WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit))
         return [(int(q), str(m), str(u), None if p is None else json.loads(p))
                 for q, m, u, p in rows]

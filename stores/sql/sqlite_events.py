@@ -20,9 +20,11 @@ megabytes (the soak's server grew with every stored event until the count was re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.events import SqlEvents
+from breadcrumb.stores.sql.sqlite_database import TransactionListener
+from breadcrumb.stores.sql.sqlite_memories import KeptRows
 from breadcrumb.topics.records import Event
 
 ThreadEvents = dict[tuple[str, str], dict[int, Event]]  # (user_id, thread_id) -> idx -> event
@@ -38,50 +40,29 @@ def _weight(event: Event) -> int:
     return len(event.content) + EVENT_OVERHEAD
 
 
-class CachedRangesMixin(SqlStore):
-    """``put_event(s)`` / ``get_range`` of :class:`~stores.sql.base.SqlStore` with the
-    inserted events kept in memory (mixed in before it)."""
+class HeldEvents(TransactionListener):
+    """The events the store inserted, by thread and index: those of the open transaction,
+    and the committed ones (see the module docstring)."""
 
-    def _init_event_cache(self) -> None:
-        self._held: ThreadEvents = {}  # committed
-        self._held_count = 0
-        self._held_bytes = 0
-        self._held_tx: ThreadEvents = {}  # inserted in the open transaction
+    def __init__(self) -> None:
+        self.held: ThreadEvents = {}  # committed
+        self.count = 0
+        self.bytes = 0
+        self.staged: ThreadEvents = {}  # inserted in the open transaction
 
-    # Staged inside the insert's transaction (a caller's, or one of its own): its commit
-    # moves them to ``_held`` at once, not at some later commit.
-    def put_event(self, event: Event) -> bool:
-        with self.transaction():
-            inserted = super().put_event(event)
-            if inserted:
-                self._stage_events([event])
-        return inserted
-
-    def put_events(self, events: Sequence[Event]) -> None:
-        with self.transaction():
-            super().put_events(events)
-            self._stage_events(events)
-
-    def _stage_events(self, events: Sequence[Event]) -> None:
+    def stage(self, events: Sequence[Event]) -> None:
+        """Events inserted in the open transaction (held once it commits)."""
         for event in events:
             assert event.index is not None  # put_event(s) refuse events without one
-            self._held_tx.setdefault((event.user_id, event.thread_id), {})[event.index] = event
+            self.staged.setdefault((event.user_id, event.thread_id), {})[event.index] = event
 
-    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
-        # a thread outside the writer's lock sees committed events only (sqlite_readers):
-        # the open transaction's inserts are not read, and the writer is not waited for
-        found = self._held_range((user_id, thread_id), start, end, self._writer_owned())
-        if found is not None:
-            return found
-        return super().get_range(user_id, thread_id, start, end)
-
-    def _held_range(self, key: tuple[str, str], start: int, end: int,
-                    own: bool = True) -> list[Event] | None:
+    def range(self, key: tuple[str, str], start: int, end: int,
+              own: bool = True) -> list[Event] | None:
         """The range from memory when every index of it is held (with ``own``, this
-        transaction's inserts first), else None. An event enters ``_held`` only after its
+        transaction's inserts first), else None. An event enters ``held`` only after its
         COMMIT, so a reader that misses part of a range reads SQL, which has it."""
-        tx = self._held_tx.get(key, {}) if own else {}
-        held = self._held.get(key, {})
+        tx = self.staged.get(key, {}) if own else {}
+        held = self.held.get(key, {})
         if end < start or not (tx or held):
             return None
         out: list[Event] = []
@@ -94,41 +75,75 @@ class CachedRangesMixin(SqlStore):
             out.append(event)
         return out
 
-    def _events_committed(self) -> None:
+    def committed(self) -> None:
         """The transaction committed: its inserted events are now in the table."""
-        staged, self._held_tx = self._held_tx, {}
+        staged, self.staged = self.staged, {}
         count = sum(len(v) for v in staged.values())
         weight = sum(_weight(e) for v in staged.values() for e in v.values())
-        if (self._held_count + count > EVENT_CACHE_MAX
-                or self._held_bytes + weight > EVENT_CACHE_BYTES):
-            self._held, self._held_count, self._held_bytes = {}, 0, 0
+        if (self.count + count > EVENT_CACHE_MAX
+                or self.bytes + weight > EVENT_CACHE_BYTES):
+            self.held, self.count, self.bytes = {}, 0, 0
         for key, events in staged.items():
-            mine = self._held.setdefault(key, {})
+            mine = self.held.setdefault(key, {})
             for index, event in events.items():
                 old = mine.get(index)
                 if old is None:
-                    self._held_count += 1
+                    self.count += 1
                 else:
-                    self._held_bytes -= _weight(old)
-                self._held_bytes += _weight(event)
+                    self.bytes -= _weight(old)
+                self.bytes += _weight(event)
             mine.update(events)
 
-    def _events_discarded(self) -> None:
-        self._held_tx = {}
+    def rolled_back(self) -> None:
+        self.staged = {}
 
-    def _forget_events(self) -> None:
-        self._held, self._held_count, self._held_bytes, self._held_tx = {}, 0, 0, {}
+    def reset(self) -> None:
+        self.held, self.count, self.bytes, self.staged = {}, 0, 0, {}
 
-    def _watch(self, sql: str) -> None:
+    def statement(self, sql: str) -> None:
         """Empty the cache before a statement that changes ``raw_events`` otherwise than by
         an insert (the archive's ``DELETE`` of an archived range)."""
         if "raw_events" in sql and sql.lstrip()[:6].upper() not in ("SELECT", "INSERT"):
-            self._forget_events()
+            self.reset()
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        self._watch(sql)
-        return super()._execute(sql, params)
 
-    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._watch(sql)
-        super()._execute_many(sql, rows)
+class SqliteEvents(SqlEvents):
+    """``put_event(s)`` / ``get_range`` of :class:`~stores.sql.events.SqlEvents` with the
+    inserted events kept in memory (:class:`HeldEvents`), and ``get_events`` (recall's
+    evidence) served from the rows read since the last write (``sqlite_memories``)."""
+
+    def __init__(self, db: SqlDatabase, held: HeldEvents, kept: KeptRows) -> None:
+        super().__init__(db)
+        self.held = held
+        self.kept = kept
+
+    # Staged inside the insert's transaction (a caller's, or one of its own): its commit
+    # moves them to ``held`` at once, not at some later commit.
+    def put_event(self, event: Event) -> bool:
+        with self.db.transaction():
+            inserted = super().put_event(event)
+            if inserted:
+                self.held.stage([event])
+        return inserted
+
+    def put_events(self, events: Sequence[Event]) -> None:
+        with self.db.transaction():
+            super().put_events(events)
+            self.held.stage(events)
+
+    def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
+        # a thread outside the writer's lock sees committed events only (sqlite_readers):
+        # the open transaction's inserts are not read, and the writer is not waited for
+        found = self.held.range((user_id, thread_id), start, end, self.db.writer_owned())
+        if found is not None:
+            return found
+        return super().get_range(user_id, thread_id, start, end)
+
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        if self.db.writer_owned():
+            return super().get_events(user_id, event_ids)
+        keys = {f"{user_id}\0{i}": i for i in dict.fromkeys(event_ids)}
+        found = self.kept.read(self.kept.events, list(keys), lambda missing: {
+            f"{user_id}\0{e.event_id}": e for e in super(SqliteEvents, self).get_events(
+                user_id, [keys[k] for k in missing]).values()})
+        return {keys[k]: e for k in keys if (e := found.get(k)) is not None}

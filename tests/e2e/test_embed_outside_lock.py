@@ -31,9 +31,9 @@ class SlowEmbedder(HashEmbedder):
             free: list[bool] = []
 
             def take_lock() -> None:
-                got = self.store._lock.acquire(timeout=2.0)
+                got = self.store.db.lock.acquire(timeout=2.0)
                 if got:
-                    self.store._lock.release()
+                    self.store.db.lock.release()
                 free.append(got)
 
             writer = threading.Thread(target=take_lock, daemon=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from breadcrumb.stores.ports.tables import Scope
 from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql import forget, tombstones
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
@@ -49,8 +49,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 def _fill(store: Any) -> list[str]:
     for thread, n in (("t-a", 3), ("t-b", 2)):
         for i in range(n):
-            store.put_event(ev(USER, thread, i))
-    store.put_event(ev("uzx", "t-a", 0))  # matches u_x% as a LIKE pattern, not as an id
+            store.events.put_event(ev(USER, thread, i))
+    store.events.put_event(ev("uzx", "t-a", 0))  # matches u_x% as a LIKE pattern, not as an id
     ids = []
     for k in range(5):
         o = obs(f"m{k}", USER, summary="Hello 100%_ Done" if k == 3 else f"summary {k}")
@@ -59,9 +59,9 @@ def _fill(store: Any) -> list[str]:
                                 source_range=dataclasses.replace(o.source_range,
                                                                  thread_id="t-a" if k < 3
                                                                  else "t-b"))
-        store.upsert_memory(o)
+        store.memories.upsert_memory(o)
         ids.append(o.id)
-    store.upsert_memory(obs("other", "uzx"))
+    store.memories.upsert_memory(obs("other", "uzx"))
     return ids
 
 
@@ -92,12 +92,13 @@ def test_list_filters_and_pages(store: Any) -> None:
 
 
 def test_dead_letters_by_column_or_payload(store: Any) -> None:
-    store.put_dead_letter(DeadLetter("bad ts", '{"user_id":"u_x%","ts":"x"}', "2026-01-01",
-                                     user_id=USER))
-    store.put_dead_letter(DeadLetter("failed", '{"user_id":"u_x%","thread_id":"t-a"}',
-                                     "2026-01-02", source="processor"), key="log:7")
-    store.put_dead_letter(DeadLetter("failed", '{"user_id":"uzx"}', "2026-01-03",
-                                     source="processor"), key="log:8")
+    letters = store.dead_letters
+    letters.put_dead_letter(DeadLetter("bad ts", '{"user_id":"u_x%","ts":"x"}', "2026-01-01",
+                                       user_id=USER))
+    letters.put_dead_letter(DeadLetter("failed", '{"user_id":"u_x%","thread_id":"t-a"}',
+                                       "2026-01-02", source="processor"), key="log:7")
+    letters.put_dead_letter(DeadLetter("failed", '{"user_id":"uzx"}', "2026-01-03",
+                                       source="processor"), key="log:8")
     mine = sql_browse.list_dead_letters(store, USER)
     assert [(x["reason"], x["position"]) for x in mine] == [("failed", "log:7"),
                                                             ("bad ts", None)]
@@ -106,27 +107,27 @@ def test_dead_letters_by_column_or_payload(store: Any) -> None:
 
 def test_forget_a_thread_and_its_tombstone(store: Any) -> None:
     _fill(store)
-    plan = forget.plan(store, forget.Scope("thread", USER, thread_id="t-a"))
+    plan = store.erasure.plan(Scope("thread", USER, thread_id="t-a"))
     assert plan is not None and sorted(plan.memory_ids) == ["m0", "m1", "m2"]
-    tombstones.write_tombstone(store, plan, "2026-02-01T00:00:00Z", "test")
-    counts = forget.erase(store, plan)
+    store.tombstones.write(plan, "2026-02-01T00:00:00Z", "test")
+    counts = store.erasure.erase(plan)
     assert counts["raw_events"] == 3 and counts["agent_memories"] == 3
     assert _ids(store) == ["m4", "m3"]
-    assert store.get_range("uzx", "t-a", 0, 0)  # the look-alike tenant keeps its events
+    assert store.events.get_range("uzx", "t-a", 0, 0)  # the look-alike tenant keeps its events
     keys = [(USER, "t-a", "e1", "2020-01-01T00:00:00Z"), (USER, "t-b", "e2", "2020-01-01Z"),
             ("uzx", "t-a", "e3", "2020-01-01T00:00:00Z")]
-    assert tombstones.erased_positions(store, keys) == {0}
-    memory = forget.plan(store, forget.Scope("memory", USER, memory_id="m4"))
+    assert store.tombstones.erased_positions(keys) == {0}
+    memory = store.erasure.plan(Scope("memory", USER, memory_id="m4"))
     assert memory is not None and sorted(memory.event_ids) == [f"{USER}-t-b-0",
                                                               f"{USER}-t-b-1"]
-    tombstones.write_tombstone(store, memory, "2026-02-02T00:00:00Z", "test")
-    forget.erase(store, memory)
-    assert tombstones.is_erased(store, USER, "t-b", f"{USER}-t-b-1", "2020-01-01T00:00:00Z")
-    assert not tombstones.is_erased(store, USER, "t-b", "new-event", "2020-01-01T00:00:00Z")
-    tenant = forget.plan(store, forget.Scope("tenant", "uzx"))
+    store.tombstones.write(memory, "2026-02-02T00:00:00Z", "test")
+    store.erasure.erase(memory)
+    assert store.tombstones.is_erased(USER, "t-b", f"{USER}-t-b-1", "2020-01-01T00:00:00Z")
+    assert not store.tombstones.is_erased(USER, "t-b", "new-event", "2020-01-01T00:00:00Z")
+    tenant = store.erasure.plan(Scope("tenant", "uzx"))
     assert tenant is not None
-    tombstones.write_tombstone(store, tenant, "2026-03-01T00:00:00Z", "test")
-    forget.erase(store, tenant)
-    assert tombstones.is_erased(store, "uzx", "t-z", "old", "2026-02-28T23:59:59Z")
-    assert not tombstones.is_erased(store, "uzx", "t-z", "new", "2026-03-01T00:00:01Z")
-    assert store.get_memory("uzx", "other") is None
+    store.tombstones.write(tenant, "2026-03-01T00:00:00Z", "test")
+    store.erasure.erase(tenant)
+    assert store.tombstones.is_erased("uzx", "t-z", "old", "2026-02-28T23:59:59Z")
+    assert not store.tombstones.is_erased("uzx", "t-z", "new", "2026-03-01T00:00:01Z")
+    assert store.memories.get_memory("uzx", "other") is None

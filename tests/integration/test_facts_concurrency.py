@@ -34,7 +34,7 @@ def stores() -> Iterator[list[tuple[MySqlStore, LifecycleTables]]]:
         store.open()
         tables = LifecycleTables(store)
         tables.open()
-        store._execute("SET SESSION innodb_lock_wait_timeout = 10")
+        store.db.execute("SET SESSION innodb_lock_wait_timeout = 10")
         out.append((store, tables))
     yield out
     for store, _tables in out:
@@ -95,8 +95,8 @@ def test_a_users_transactions_in_two_workers_run_one_after_the_other(
         t1.replace_facts("u", "m1", _rows("m1"))
         thread = threading.Thread(target=second)
         thread.start()
-        third = MySqlStore(port=s1.port, user="breadcrumb", password="breadcrumb",
-                           database=s1.database)
+        third = MySqlStore(port=s1.db.port, user="breadcrumb", password="breadcrumb",
+                           database=s1.db.database)
         third.open()
         try:
             with third.serialized(["someone-else"]):

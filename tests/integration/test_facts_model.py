@@ -35,7 +35,7 @@ def pair() -> Iterator[list[LifecycleTables]]:
         tables = LifecycleTables(store)
         tables.open()
         for mid in MEMORIES:
-            store.upsert_memory(Observation(mid, "u", None, f"summary {mid}",
+            store.memories.upsert_memory(Observation(mid, "u", None, f"summary {mid}",
                                             SourceRange("t", 0, 1), (), (), "", 0.5,
                                             "2025-01-01T00:00:00Z"))
         out.append(tables)
@@ -47,7 +47,7 @@ def pair() -> Iterator[list[LifecycleTables]]:
 
 
 def _facts(tables: LifecycleTables) -> list[tuple[Any, ...]]:
-    return sorted(tables.store._read("SELECT memory_id, fact_key, user_id, value, ts, state "
+    return sorted(tables.store.db.read("SELECT memory_id, fact_key, user_id, value, ts, state "
                                      "FROM memory_facts"))
 
 
@@ -65,7 +65,7 @@ def test_a_batch_reads_and_writes_facts_as_the_statements_do(
     _seed(batched, random.Random(seed))
     rng = random.Random(100 + seed)
     held = batched.fact_keys_of(MEMORIES)
-    rows = {m: batched.store.get_memory_row("u", m) for m in MEMORIES}
+    rows = {m: batched.store.memories.get_memory_row("u", m) for m in MEMORIES}
     with batched.store.transaction():
         batch = BatchedLifecycleTables(batched, defer_rows=True, kept_row=lambda _u, m: rows[m])
         assert batch.facts is not None  # MySQL: the facts are kept (stores.sql.facts_model)
@@ -102,6 +102,6 @@ def _step_both(direct: LifecycleTables, batch: BatchedLifecycleTables, rng: rand
     else:  # a status change: its memory's current facts stop or start counting
         status = rng.choice(("active", "superseded", "conflicted"))
         change = MemoryStatusChange(mid, "u", status, "active", "t9", "p", "r")
-        direct.store.apply_status_change(change)
+        direct.store.memories.apply_status_change(change)
         rows[mid] = {**rows[mid], "status": status, "tier": "active", "updated_at": "t9"}
         batch.apply_status_change(change, [rows[mid][c] for c in STATUS_COLUMNS])

@@ -21,8 +21,9 @@ NOW = "2026-11-30T00:00:00+00:00"
 
 def _runtime(gateway: Any, store: Any) -> Runtime:
     return Runtime(settings=Settings(), gateway=gateway, recall=None,  # type: ignore[arg-type]
-                   raw=store, memories=store, dead_letters=store, index=None,  # type: ignore[arg-type]
-                   embedder=None, store=store)  # type: ignore[arg-type]
+                   raw=store.events, memories=store.memories,
+                   dead_letters=store.dead_letters, index=None,  # type: ignore[arg-type]
+                   embedder=None, audit=store.audit, store=store)  # type: ignore[arg-type]
 
 
 def _stores(tmp_path: Path) -> tuple[SqliteStore, SqliteStore]:
@@ -63,7 +64,7 @@ def test_a_gateway_without_a_store_falls_back_to_the_runtime_store(tmp_path: Pat
     runtime = _runtime(object(), derived)
     assert runtime.runner() is None
     assert runtime.log_store() is derived and runtime.derived_store() is derived
-    assert isinstance(derived, OpenWindowStates)  # the fresh tail's windows (threads view)
+    assert isinstance(derived.states, OpenWindowStates)  # the fresh tail's windows (threads)
     derived.close()
 
 

@@ -17,8 +17,9 @@ def _tables(tmp_path: Path) -> LifecycleTables:
     tables = LifecycleTables(store)
     tables.open()
     for mid in ("m1", "m2", "m3"):
-        store.upsert_memory(Observation(mid, "u", None, f"summary {mid}", SourceRange("t", 0, 1),
-                                        (), (), "", 0.5, "2025-01-01T00:00:00Z"))
+        store.memories.upsert_memory(Observation(mid, "u", None, f"summary {mid}",
+                                                 SourceRange("t", 0, 1), (), (), "", 0.5,
+                                                 "2025-01-01T00:00:00Z"))
     tables.ensure_life("u", "m3", "2025-01-02T00:00:00Z")  # already has a row
     return tables
 
@@ -46,8 +47,9 @@ def test_kept_writes_read_back_as_written_and_land_at_the_end(tmp_path: Path) ->
     assert _lives(batched) != _lives(direct)  # ... but not written yet
     batch.flush()
     assert _lives(batched) == _lives(direct)
-    assert batched.store.get_memory("u", "m1") == direct.store.get_memory("u", "m1")
-    assert batched.store.get_memory("u", "m1").metadata == {"merged_ranges": {"m2": {}, "m3": {}}}
+    kept = batched.store.memories.get_memory("u", "m1")
+    assert kept == direct.store.memories.get_memory("u", "m1")
+    assert kept is not None and kept.metadata == {"merged_ranges": {"m2": {}, "m3": {}}}
 
 
 def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
@@ -59,13 +61,13 @@ def test_a_tombstone_drops_what_was_kept(tmp_path: Path) -> None:
     assert batch.delete_memory("u", "m1")
     batch.flush()
     assert tables.get_life("u", "m1") is None
-    assert tables.store._read("SELECT COUNT(*) FROM memory_lifecycle WHERE memory_id = 'm1'") \
+    assert tables.store.db.read("SELECT COUNT(*) FROM memory_lifecycle WHERE memory_id = 'm1'") \
         == [(0,)]
 
 
 def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
     direct, batched = _tables(tmp_path / "a"), _tables(tmp_path / "b")
-    rows = {m: batched.store.get_memory_row("u", m) for m in ("m1", "m2", "m3")}
+    rows = {m: batched.store.memories.get_memory_row("u", m) for m in ("m1", "m2", "m3")}
     batch = BatchedLifecycleTables(batched, defer_rows=True,
                                    kept_row=lambda _user, mid: rows.get(mid))
     batch.prefetch(["m1", "m2", "m3"])
@@ -73,8 +75,8 @@ def test_a_kept_row_answers_get_life_without_a_read(tmp_path: Path) -> None:
         tables.ensure_life("u", "m1", "2025-02-01T00:00:00Z")
         tables.set_life("u", "m2", "2025-02-02T00:00:00Z", 4, "2025-02-02T00:00:00Z")
     reads: list[str] = []
-    inner = batched.store._read
-    batched.store._read = lambda sql, params=(): reads.append(sql) or inner(sql, params)  # type: ignore[method-assign]
+    inner = batched.store.db.read
+    batched.store.db.read = lambda sql, params=(): reads.append(sql) or inner(sql, params)  # type: ignore[method-assign]
     assert _lives(batch) == _lives(direct)
     assert [batch.get_life("u", m) for m in ("m1", "m2", "m3")] == \
         [direct.get_life("u", m) for m in ("m1", "m2", "m3")]
@@ -105,7 +107,7 @@ def test_fact_holders_are_read_once_and_kept_as_facts_are_replaced(tmp_path: Pat
 
 
 def _memory_state(tables: LifecycleTables) -> list[tuple[object, ...]]:
-    return tables.store._read("SELECT id, status, tier, updated_at, superseded_by, "
+    return tables.store.db.read("SELECT id, status, tier, updated_at, superseded_by, "
                               "supersedes_memory_id FROM agent_memories ORDER BY id")
 
 
@@ -129,7 +131,7 @@ def test_status_changes_land_at_the_end_and_are_seen_before(tmp_path: Path) -> N
     row = {str(r[0]): dict(zip(STATUS_COLUMNS, r[1:], strict=True))
            for r in _memory_state(batched)}
     for change in changes:
-        direct.store.apply_status_change(change)
+        direct.store.memories.apply_status_change(change)
         old = row[change.memory_id]
         row[change.memory_id] = {
             "status": change.status, "tier": change.tier, "updated_at": change.at,

@@ -36,7 +36,8 @@ def _points(index: QdrantServerIndex) -> dict[str, Any]:
 def _derive(tmp_path: Path, index: Any) -> None:
     store = SqliteStore(tmp_path / "s.sqlite3")
     store.open()
-    service = IngestService(store, store, CapturingDeadLetters(store), DictStateStore(), index,
+    service = IngestService(store.events, store.memories,
+                            CapturingDeadLetters(store.dead_letters), DictStateStore(), index,
                             HashEmbedder(dim=32), lambda: "2026-11-30T00:00:00+00:00")
     events = example_events()
     with store.transaction(), service.batched():
