@@ -310,7 +310,7 @@ def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:
     generation's changelog into the new one (memories that no longer exist are skipped)."""
     if old is None or new is None:
         return
-    changes = old.tables.read_changes(0, 1_000_000)
+    changes = old.tables.changelog.read_changes(0, 1_000_000)
     new.replay((row[1], row[3]) for row in changes)
 
 

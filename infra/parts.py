@@ -101,12 +101,11 @@ def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
     from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver
-    from breadcrumb.stores.sql.lifecycle import LifecycleTables
     from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
 
-    tables = LifecycleTables(store)
+    tables = store.lifecycle_tables
     tables.open()
-    raw = ArchiveAwareRawEvents(store.events, tables, cold)
+    raw = ArchiveAwareRawEvents(store.events, tables.archived, cold)
     service = LifecycleService(
         store, tables, index, raw, publisher or SqlChangelog(tables, utc_now), utc_now,
         lifecycle_configs(settings), Archiver(store, tables, cold))

@@ -80,7 +80,7 @@ def lifecycle_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]
     if runtime.memories.get_memory_row(user_id, memory_id) is None:
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
     service = runtime.lifecycle
-    life = service.tables.get_life(user_id, memory_id) if service is not None else None
+    life = service.tables.lives.get_life(user_id, memory_id) if service is not None else None
     if service is None or life is None:
         return {"memory_id": memory_id, "enabled": False, "next": None}
     cfg = service.configs(life.project_id)

@@ -36,7 +36,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     # delegating proxies: the rest of the wrapped store, by name
     ("streams/state.py", DYNAMIC): "WriteBackStates.__getattr__ forwards to the store",
     ("stores/sql/raw_batch.py", DYNAMIC): "BatchedRawEvents.__getattr__ forwards to the store",
-    ("stores/sql/facts_batch.py", DYNAMIC): "the batch's tables forward to the real ones",
     ("stores/cold/archive.py", DYNAMIC): "ArchiveAwareRawEvents forwards to the hot store",
     # per-thread state of a threading.local (unset in a thread that never set it)
     ("streams/lifecycle_batch.py", "payloads"): "threading.local: this thread's deferred payloads",

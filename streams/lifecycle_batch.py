@@ -64,7 +64,7 @@ class BatchScope:
         mine = list(memories or ())
         self._local.payloads = {}
         self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
-        self._local.tables = BatchedLifecycleTables(self.tables, defer_rows=keep,
+        self._local.tables = BatchedLifecycleTables(self.tables, self.store, defer_rows=keep,
                                                     kept_row=self._local.reads.kept)
         try:
             holders = self._holders(fact_keys or {})
@@ -108,9 +108,15 @@ class BatchScope:
         if reads is not None:
             reads.update(user_id, mid, values)
 
-    def _tables(self) -> Any:
+    def _tables(self) -> LifecycleTables:
         """The lifecycle tables, through this thread's batch (``stores.sql.facts_batch``)."""
-        return getattr(self._local, "tables", None) or self.tables
+        batched = self._batched()
+        return self.tables if batched is None else batched.view
+
+    def _batched(self) -> BatchedLifecycleTables | None:
+        """This thread's batch of the lifecycle tables (None outside a batch)."""
+        batched: BatchedLifecycleTables | None = getattr(self._local, "tables", None)
+        return batched
 
     def _audit(self, *row: Any) -> None:
         """``store.add_audit(*row)``, or at the end of the batch in one statement."""

@@ -48,7 +48,7 @@ class BatchReads:
     def events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         if self.hot is not None:
             if user_id not in self._archived:
-                self._archived[user_id] = self.tables.has_archived(user_id)
+                self._archived[user_id] = self.tables.archived.has_archived(user_id)
             if not self._archived[user_id]:
                 return list(self.hot.get_range(user_id, thread_id, start, end))
         return list(self.archive.get_range(user_id, thread_id, start, end))
@@ -70,7 +70,7 @@ class BatchReads:
                 self._rows[(user_id, mid)] = row
         mids = [m for _u, m in dict.fromkeys(mine) if m not in self._fact_keys]
         if mids and self.keep_rows:
-            self._fact_keys.update(self.tables.fact_keys_of(mids))
+            self._fact_keys.update(self.tables.facts.fact_keys_of(mids))
 
     def fact_keys(self, mid: str) -> list[str] | None:
         """The memory's held fact keys when known (None: ``replace_facts`` reads them)."""

@@ -21,6 +21,7 @@ import orjson
 
 from breadcrumb.stores.cold.storage import archive_key, pack_events, unpack_events
 from breadcrumb.stores.ports import ColdStore
+from breadcrumb.stores.ports.tables import ArchivedRanges
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Chunk, Event, Observation
 
@@ -68,18 +69,18 @@ class Archiver:
         self._put_checked(key, pack_events(events))
         self._put_checked(chunks_key(key), pack_chunks(chunks))
         with self.store.transaction():
-            self.tables.add_archived(memory.user_id, rng.thread_id, rng.start_index,
+            self.tables.archived.add_archived(memory.user_id, rng.thread_id, rng.start_index,
                                      rng.end_index, key)
-            self.tables.delete_raw_range(memory.user_id, rng.thread_id, rng.start_index,
+            self.tables.archived.delete_raw_range(memory.user_id, rng.thread_id, rng.start_index,
                                          rng.end_index)
-            self.tables.delete_chunks(memory.user_id, memory.id)
+            self.tables.archived.delete_chunks(memory.user_id, memory.id)
         return key
 
     def restore(self, memory: Observation) -> int:
         """Bring an archived memory's events and chunks back to the hot store; returns the
         number of events restored (0 when nothing was archived)."""
         rng = memory.source_range
-        found = self.tables.archived_overlapping(memory.user_id, rng.thread_id,
+        found = self.tables.archived.archived_overlapping(memory.user_id, rng.thread_id,
                                                  rng.start_index, rng.end_index)
         restored = 0
         for thread_id, start, _end, key in found:
@@ -89,7 +90,7 @@ class Archiver:
                 for event in events:
                     restored += bool(self.store.events.put_event(event))
                 self.store.chunks.put_chunks(unpack_chunks(data) if data else [])
-                self.tables.remove_archived(memory.user_id, thread_id, start)
+                self.tables.archived.remove_archived(memory.user_id, thread_id, start)
         return restored
 
     def _put_checked(self, key: str, data: bytes) -> None:
@@ -110,10 +111,10 @@ class ArchiveAwareRawEvents:
     Decoded cold objects are cached (LRU, ``cache_objects`` entries).
     """
 
-    def __init__(self, hot: Any, tables: LifecycleTables, cold: ColdStore,
+    def __init__(self, hot: Any, archived: ArchivedRanges, cold: ColdStore,
                  cache_objects: int = 64) -> None:
         self.hot = hot
-        self.tables = tables
+        self.archived = archived
         self.cold = cold
         self._cache: OrderedDict[str, list[Event]] = OrderedDict()
         self._size = cache_objects
@@ -131,7 +132,8 @@ class ArchiveAwareRawEvents:
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         """Hot events merged with archived ones, in index order."""
         by_index = {e.index: e for e in self.hot.get_range(user_id, thread_id, start, end)}
-        for _t, _a, _b, key in self.tables.archived_overlapping(user_id, thread_id, start, end):
+        archived = self.archived.archived_overlapping(user_id, thread_id, start, end)
+        for _t, _a, _b, key in archived:
             for event in self._object(key):
                 if event.index is not None and start <= event.index <= end:
                     by_index.setdefault(event.index, event)
@@ -143,7 +145,7 @@ class ArchiveAwareRawEvents:
         if event is not None:
             return event
         big = 2**62
-        for _t, _a, _b, key in self.tables.archived_overlapping(user_id, None, 0, big):
+        for _t, _a, _b, key in self.archived.archived_overlapping(user_id, None, 0, big):
             for cold in self._object(key):
                 if cold.event_id == event_id:
                     return cold

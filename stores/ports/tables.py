@@ -6,8 +6,10 @@ here: ``store.events`` (:class:`RawEvents`), ``store.memories`` (:class:`MemoryR
 ``store.chunks`` (:class:`ChunkRows`), ``store.audit`` (:class:`AuditTrail`),
 ``store.dead_letters`` (:class:`KeyedDeadLetters`), ``store.states``
 (:class:`ThreadStates`), ``store.log`` (:class:`EventLog`) and ``store.counters``
-(:class:`Counters`). A caller that needs one concern takes its port; one that writes
-several in one transaction takes the :class:`Store`. Wrappers (a batch's raw events or
+(:class:`Counters`), ``store.erasure`` (:class:`Erasure`) and ``store.tombstones``
+(:class:`Tombstones`); and the lifecycle's tables (``store.lifecycle_tables``: facts,
+lives, changelog, archived ranges). A caller that needs one concern takes its port; one
+that writes several in one transaction takes the :class:`Store`. Wrappers (a batch's raw events or
 states, the archive-aware raw events) implement the same Protocols.
 """
 
@@ -18,6 +20,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from breadcrumb.processors.lifecycle import MemoryLife
+from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.ports import (
     BatchedEventReads,
     MemoryRowReads,
@@ -148,6 +152,80 @@ class KeyedDeadLetters(Protocol):
     def count_dead_letters(self) -> int: ...
 
     def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]: ...
+
+
+class FactTable(Protocol):
+    """A memory's facts (key, value, when, current or superseded), by memory and by key."""
+
+    def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
+                      held: Sequence[str] | None = None) -> list[str]: ...
+
+    def fact_keys_of(self, memory_ids: Sequence[str]) -> dict[str, list[str]]: ...
+
+    def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]: ...
+
+    def current_facts_any_status(self, user_id: str, keys: Sequence[str]
+                                 ) -> list[tuple[FactRow, str]]: ...
+
+    def facts_in_any_state(self, user_id: str, keys: Sequence[str]) -> list[FactRow]: ...
+
+    def facts_of(self, memory_id: str, state: str = "current") -> list[FactRow]: ...
+
+    def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]: ...
+
+    def mark_fact(self, memory_id: str, key: str, state: str) -> None: ...
+
+
+class LifeTable(Protocol):
+    """A memory's life: its tier's start and hit window, the notes and deletes the
+    lifecycle writes to its row, the owner of a bare id."""
+
+    def ensure_life(self, user_id: str, memory_id: str, since: str) -> None: ...
+
+    def insert_missing_life_sql(self) -> str: ...
+
+    def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
+                 window_start: str | None) -> None: ...
+
+    def set_window(self, memory_id: str, hits_base: int, window_start: str) -> None: ...
+
+    def get_life(self, user_id: str, memory_id: str) -> MemoryLife | None: ...
+
+    def iter_lives(self, batch: int = 1000) -> Iterator[MemoryLife]: ...
+
+    def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None: ...
+
+    def owner_of(self, memory_id: str) -> str | None: ...
+
+    def delete_memory(self, user_id: str, memory_id: str) -> bool: ...
+
+
+class MemoryChangelog(Protocol):
+    """The embedded changelog of memory status values (None: a tombstone), in order."""
+
+    def append_change(self, memory_id: str, user_id: str, payload: dict[str, Any] | None,
+                      at: str) -> None: ...
+
+    def read_changes(self, after_seq: int = 0, limit: int = 10_000
+                     ) -> list[tuple[int, str, str, dict[str, Any] | None]]: ...
+
+
+class ArchivedRanges(Protocol):
+    """Source ranges whose events live in cold storage, and the hot rows they replace."""
+
+    def add_archived(self, user_id: str, thread_id: str, start: int, end: int,
+                     key: str) -> None: ...
+
+    def remove_archived(self, user_id: str, thread_id: str, start: int) -> None: ...
+
+    def has_archived(self, user_id: str) -> bool: ...
+
+    def archived_overlapping(self, user_id: str, thread_id: str | None, start: int,
+                             end: int) -> list[tuple[str, int, int, str]]: ...
+
+    def delete_raw_range(self, user_id: str, thread_id: str, start: int, end: int) -> int: ...
+
+    def delete_chunks(self, user_id: str, memory_id: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ port (:mod:`stores.ports`) and holding the store's one :class:`~stores.sql.core.
 * ``log`` -- the embedded event log (:mod:`stores.sql.event_log`);
 * ``counters`` -- named counters (:mod:`stores.sql.counters`);
 * ``erasure`` and ``tombstones`` -- forgetting a scope, and what keeps it forgotten
-  (:mod:`stores.sql.forget`, :mod:`stores.sql.tombstones`).
+  (:mod:`stores.sql.forget`, :mod:`stores.sql.tombstones`);
+* ``lifecycle_tables`` -- the lifecycle's facts, lives, changelog and archived ranges
+  (:mod:`stores.sql.lifecycle`; their tables are created by its ``open()``).
 
 :class:`~stores.sql.sqlite_store.SqliteStore` and :class:`~stores.sql.mysql_store.MySqlStore`
 build it with their database and, for SQLite, the objects that keep rows in memory. The
@@ -33,6 +35,7 @@ from breadcrumb.stores.sql.dead_letters import SqlDeadLetters
 from breadcrumb.stores.sql.event_log import SqlEventLog
 from breadcrumb.stores.sql.events import SqlEvents
 from breadcrumb.stores.sql.forget import SqlErasure
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.memories import SqlChunks, SqlMemories
 from breadcrumb.stores.sql.states import SqlThreadStates
 from breadcrumb.stores.sql.tombstones import SqlTombstones
@@ -57,6 +60,7 @@ class SqlStore:
         self.log = SqlEventLog(db)
         self.erasure = SqlErasure(db, memories, control)  # control: the tombstones' database
         self.tombstones = SqlTombstones(self.erasure)
+        self.lifecycle_tables = LifecycleTables.on(db)
 
     def open(self) -> None:
         """Connect and create missing tables and indexes. A second call does nothing."""

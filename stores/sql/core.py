@@ -235,10 +235,3 @@ class SqlDatabase(ABC):
 def id_text(value: Any) -> str:
     """An id column as text (MySQL returns VARBINARY columns as bytes)."""
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
-
-
-class StoreTables:
-    """A group of tables read and written through a SQL store's database and lock."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store  # SqliteStore | MySqlStore (uses its transaction and database)

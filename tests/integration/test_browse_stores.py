@@ -15,7 +15,6 @@ import pytest
 
 from breadcrumb.stores.ports.tables import Scope
 from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.stores.sql.sqlite_store import SqliteStore
 from breadcrumb.topics.records import DeadLetter
@@ -37,7 +36,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
                           port=int(os.environ.get("BREADCRUMB_MYSQL_PORT", "3306")),
                           user="breadcrumb", password="breadcrumb", database=database)
     made.open()
-    LifecycleTables(made).open()
+    made.lifecycle_tables.open()
     try:
         yield made
     finally:

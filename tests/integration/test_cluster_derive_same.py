@@ -77,8 +77,7 @@ def test_deferred_lifecycle_writes_leave_what_one_statement_each_leaves(
     with monkeypatch.context() as old:  # every change its own statement, as before
         old.setattr(facts_batch, "kept_facts", lambda *_args: None)
         old.setattr(facts_batch.BatchedLifecycleTables, "apply_status_change",
-                    lambda self, change, _values:
-                    self.tables.store.memories.apply_status_change(change))
+                    lambda self, change, _values: self.store.memories.apply_status_change(change))
         before = _derive(batch, old)
     assert len(new["agent_memories"]) > 20 and len(new["memory_audit"]) > 20
     assert any("superseded" in r for r in new["memory_facts"])

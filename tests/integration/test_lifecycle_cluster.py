@@ -71,7 +71,7 @@ def world(tmp_path: Path) -> Iterator[World]:
                           "2024-05-01T00:00:00+00:00")
         index.upsert_memories([mem], [[0.1, 0.2, 0.3, 0.4]], [sparse_vector("s")])
         store.memories.upsert_memory(mem)
-        life.tables.ensure_life("u1", MID, mem.created_at)
+        life.tables.lives.ensure_life("u1", MID, mem.created_at)
         t0 = life.clock().replace(year=2024, month=5, day=1, hour=0, minute=0, second=0,
                                   microsecond=0)
         yield World(settings, store, index, topic, life, mem, t0)

@@ -129,7 +129,7 @@ def test_walk_tiers_with_an_injected_clock_and_replay(tmp_path: Path) -> None:
     life.set_manual("u1", mem.id, "alice", "fixed", status="active")
     payload = rt.index._memory_payloads({mem.id})[mem.id]
     assert (payload["status"], payload["tier"]) == tier()
-    changes = [(m, v) for _s, m, _u, v in life.tables.read_changes()]
+    changes = [(m, v) for _s, m, _u, v in life.tables.changelog.read_changes()]
     # replay into fresh stores built from the same events, lifecycle off
     rt2 = _runtime(tmp_path / "b", lifecycle_enabled=False)
     rt2.gateway.submit([e for e in golden_events() if e["thread_id"] == "inventory-cron"], "cli")
@@ -139,7 +139,7 @@ def test_walk_tiers_with_an_injected_clock_and_replay(tmp_path: Path) -> None:
     assert (row2["status"], row2["tier"]) == tier()
     life.sweep(t0 + timedelta(days=439))
     assert tier() == ("gone", "gone")
-    assert life.tables.read_changes()[-1][3] is None  # tombstone
+    assert life.tables.changelog.read_changes()[-1][3] is None  # tombstone
     fields = [(a["field"], a["from_value"], a["to_value"], a["actor"])
               for a in rt.store.audit.list_audit("u1", mem.id)]
     assert fields == [
