@@ -101,7 +101,7 @@ def main() -> None:
                                utc_now, states=store.states)
         runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall,  # type: ignore[arg-type]
                           store.events, store.memories, store.dead_letters, index, cached,
-                          store.audit, store)
+                          store.audit, store.browse)
         with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
             loop = Loop(http)
             loop.start()

@@ -123,7 +123,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-list-"))
     runtime = build_runtime(Settings(data_dir=tmp / "data", embedder="hash"),
                             embedder=HashEmbedder())
-    store = runtime.store
+    store = runtime.derived_store()
     started = time.perf_counter()
     data = rows(args.n, random.Random(26))
     columns = (*s.MEMORY_COLUMNS, "hit_count")
@@ -185,9 +185,10 @@ def deep(http: Any, runtime: Any, into: Timings) -> None:
     into[0].append(_ms(lambda: orjson.dumps(list_view(runtime, USER, cursor=cursor))))
     into[1].append(_ms(lambda: _ok(http.get("/v1/memories",
                                             params={"user_id": USER, "cursor": cursor}))))
-    row = runtime.store.db.read("SELECT created_at, id FROM agent_memories WHERE user_id = ? "
-                              "ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 949", (USER,))[0]
-    into[2].append(_ms(lambda: runtime.store.db.read(
+    db = runtime.derived_store().db
+    row = db.read("SELECT created_at, id FROM agent_memories WHERE user_id = ? "
+                  "ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 949", (USER,))[0]
+    into[2].append(_ms(lambda: db.read(
         "SELECT * FROM agent_memories WHERE user_id = ? AND (created_at < ? OR "
         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT 51",
         (USER, row[0], row[0], row[1]))))

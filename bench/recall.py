@@ -158,7 +158,7 @@ def run_size(
                                utc_now, states=store.states)
         runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall,  # type: ignore[arg-type]
                           store.events, store.memories, store.dead_letters, index, cached,
-                          store.audit, store)
+                          store.audit, store.browse)
         flt = SearchFilter(user_id=USER, statuses=("active", "conflicted"))
         queries = [QUERIES[i % len(QUERIES)] for i in range(rounds)]
         it = iter(queries * 3)

@@ -54,7 +54,7 @@ def build_cluster_runtime(
         index=view.index,
         embedder=embedder,
         audit=view.store.audit,
-        store=view.store,
+        browse=view.store.browse,
         lifecycle=view.lifecycle,
         generation=view.name,
         generation_manager=gens,

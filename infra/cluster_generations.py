@@ -107,7 +107,8 @@ class ClusterGenerations:
             view = self.views.get(name) or self.open_view(name)
             runtime.recall, runtime.raw = view.recall, view.raw
             runtime.memories, runtime.audit = view.store.memories, view.store.audit
-            runtime.index, runtime.store, runtime.lifecycle = view.index, view.store, view.lifecycle
+            runtime.index, runtime.lifecycle, runtime.browse = view.index, view.lifecycle, \
+                view.store.browse
             runtime.dead_letters = view.store.dead_letters
             from breadcrumb.streams.kafka_gateway import KafkaGateway
 

@@ -124,7 +124,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
         memories=gen.store.memories, dead_letters=_DeadLetters(log_store, runner),
-        index=gen.index, embedder=embedder, audit=gen.store.audit, store=gen.store,
+        index=gen.index, embedder=embedder, audit=gen.store.audit, browse=gen.store.browse,
         lifecycle=gen.lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
@@ -254,7 +254,7 @@ def replay(runtime: Runtime, name: str | None = None,
             pass  # the live log keeps growing: converge before pausing the processor
         with runner.paused():
             replayer.catch_up()
-            _carry_over_changes(runtime.lifecycle, gen.lifecycle, runtime.store)
+            _carry_over_changes(runtime.lifecycle, gen.lifecycle)
             catalog.switch(name)
             _adopt(runtime, gen)
             runtime.embedder = embedder
@@ -294,8 +294,8 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     old = runtime.generations.get(runtime.generation)
     _runner_of(runtime).use_generation(gen.store, gen.service)
     runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store.memories
-    runtime.index, runtime.store, runtime.lifecycle = gen.index, gen.store, gen.lifecycle
-    runtime.audit = gen.store.audit
+    runtime.index, runtime.lifecycle = gen.index, gen.lifecycle
+    runtime.audit, runtime.browse = gen.store.audit, gen.store.browse
     runtime.generations[gen.name] = gen
     runtime.generation = gen.name
     if isinstance(old, Generation):
@@ -305,7 +305,7 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     gen.optimizer.start()
 
 
-def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:
+def _carry_over_changes(old: Any, new: Any) -> None:
     """Manual and sweeper status/tier changes are not in the event log: replay the old
     generation's changelog into the new one (memories that no longer exist are skipped)."""
     if old is None or new is None:

@@ -27,7 +27,6 @@ from breadcrumb.processors import lifecycle as lc
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.routes_browse import _open_windows
-from breadcrumb.stores.sql import browse as sql_browse
 from breadcrumb.stores.sql.browse import MemoryFilter
 
 router = APIRouter()
@@ -106,7 +105,7 @@ def thread_view(runtime: Any, user_id: str, thread_id: str) -> dict[str, Any]:
     cursor: str | None = None
     flt = MemoryFilter(user_id, thread_id=thread_id)
     while len(windows) < MAX_WINDOWS:
-        rows, cursor = sql_browse.list_memories(runtime.store, flt, "time", WINDOW_PAGE, cursor)
+        rows, cursor = runtime.browse.list_memories(flt, "time", WINDOW_PAGE, cursor)
         windows += [{"memory_id": r["id"], "start_index": int(r["source_start_index"]),
                      "end_index": int(r["source_end_index"]), "status": r["status"],
                      "tier": r["tier"], "summary": r["summary"]} for r in rows]

@@ -76,7 +76,7 @@ class Readiness:
     def _stores(self) -> list[Any]:
         gateway = self.runtime.gateway
         log_store = gateway.store if isinstance(gateway, EmbeddedRunner) else None
-        stores = [log_store, self.runtime.store]
+        stores = [log_store, self.runtime.derived_store()]
         unique: list[Any] = []
         for store in stores:
             if store is not None and all(store is not s for s in unique):

@@ -4,13 +4,14 @@ A SQL store (:class:`~stores.sql.base.SqlStore`: ``SqliteStore`` embedded, ``MyS
 cluster mode) is one database and one object per concern, each implementing one Protocol
 here: ``store.events`` (:class:`RawEvents`), ``store.memories`` (:class:`MemoryRows`),
 ``store.chunks`` (:class:`ChunkRows`), ``store.audit`` (:class:`AuditTrail`),
-``store.dead_letters`` (:class:`KeyedDeadLetters`), ``store.states``
-(:class:`ThreadStates`), ``store.log`` (:class:`EventLog`) and ``store.counters``
-(:class:`Counters`), ``store.erasure`` (:class:`Erasure`) and ``store.tombstones``
-(:class:`Tombstones`); and the lifecycle's tables (``store.lifecycle_tables``: facts,
-lives, changelog, archived ranges). A caller that needs one concern takes its port; one
-that writes several in one transaction takes the :class:`Store`. Wrappers (a batch's raw events or
-states, the archive-aware raw events) implement the same Protocols.
+``store.dead_letters`` (:class:`KeyedDeadLetters`), ``store.states`` (:class:`ThreadStates`),
+``store.log`` (:class:`EventLog`), ``store.counters`` (:class:`Counters`), ``store.erasure``
+(:class:`Erasure`), ``store.tombstones`` (:class:`Tombstones`), ``store.browse``
+(:class:`MemoryBrowse`), and the lifecycle's tables (``store.lifecycle_tables``: facts
+:class:`FactTable`, lives :class:`LifeTable`, changelog :class:`MemoryChangelog`, archived
+ranges :class:`ArchivedRanges`). A caller that needs one concern takes its port; one that
+writes several in one transaction takes the :class:`Store`. Wrappers (a batch's raw events
+or states, the archive-aware raw events) implement the same Protocols.
 """
 
 from __future__ import annotations
@@ -153,6 +154,10 @@ class KeyedDeadLetters(Protocol):
 
     def list_dead_letters(self, limit: int = 100) -> list[DeadLetter]: ...
 
+    def redrive_of(self, letter_id: int) -> dict[str, Any] | None: ...
+
+    def add_redrive(self, letter_id: int, at: str, actor: str, outcome: str) -> None: ...
+
 
 class FactTable(Protocol):
     """A memory's facts (key, value, when, current or superseded), by memory and by key."""
@@ -275,6 +280,44 @@ class Tombstones(Protocol):
     def is_erased(self, user_id: str, thread_id: str, event_id: str, ts: str) -> bool: ...
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """What ``GET /v1/memories`` narrows by (None: any)."""
+
+    user_id: str
+    project_id: str | None = None
+    thread_id: str | None = None
+    status: str | None = None
+    tier: str | None = None
+    tag: str | None = None
+    text: str | None = None
+
+
+class MemoryBrowse(Protocol):
+    """The browsing reads (issue 26): pages of a user's memories, a memory's versions and
+    its facts' values, the user's threads, the dead letters. Each scoped to one user (dead
+    letters: all for None, an admin)."""
+
+    def list_memories(self, flt: MemoryFilter, sort: str = "time", limit: int = 50,
+                      cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]: ...
+
+    def versions(self, user_id: str, memory_id: str, limit: int = 200
+                 ) -> list[dict[str, Any]]: ...
+
+    def fact_versions(self, user_id: str, memory_id: str) -> list[dict[str, Any]]: ...
+
+    def list_threads(self, user_id: str, project_id: str | None = None, limit: int = 100,
+                     after: str | None = None) -> tuple[list[dict[str, Any]], str | None]: ...
+
+    def thread_memory_counts(self, user_id: str, thread_ids: Sequence[str]
+                             ) -> dict[str, int]: ...
+
+    def list_dead_letters(self, user_id: str | None, limit: int = 100,
+                          before: int | None = None) -> list[dict[str, Any]]: ...
+
+    def get_dead_letter(self, letter_id: int) -> dict[str, Any] | None: ...
+
+
 class Store(Protocol):
     """A SQL store: its table objects, and one transaction over all of them."""
 
@@ -307,6 +350,9 @@ class Store(Protocol):
 
     @property
     def tombstones(self) -> Tombstones: ...
+
+    @property
+    def browse(self) -> MemoryBrowse: ...
 
     def transaction(self) -> AbstractContextManager[None]: ...
 

@@ -12,6 +12,7 @@ port (:mod:`stores.ports`) and holding the store's one :class:`~stores.sql.core.
 * ``counters`` -- named counters (:mod:`stores.sql.counters`);
 * ``erasure`` and ``tombstones`` -- forgetting a scope, and what keeps it forgotten
   (:mod:`stores.sql.forget`, :mod:`stores.sql.tombstones`);
+* ``browse`` -- pages of memories, versions, threads, dead letters (:mod:`stores.sql.browse`);
 * ``lifecycle_tables`` -- the lifecycle's facts, lives, changelog and archived ranges
   (:mod:`stores.sql.lifecycle`; their tables are created by its ``open()``).
 
@@ -29,6 +30,7 @@ from typing import Self
 from breadcrumb.stores.sql import migrate as sql_migrate
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.audit import SqlAudit
+from breadcrumb.stores.sql.browse import SqlBrowse
 from breadcrumb.stores.sql.core import DEAD_LETTER_KEYS, SqlDatabase
 from breadcrumb.stores.sql.counters import SqlCounters
 from breadcrumb.stores.sql.dead_letters import SqlDeadLetters
@@ -61,6 +63,7 @@ class SqlStore:
         self.erasure = SqlErasure(db, memories, control)  # control: the tombstones' database
         self.tombstones = SqlTombstones(self.erasure)
         self.lifecycle_tables = LifecycleTables.on(db)
+        self.browse = SqlBrowse(db, memories)
 
     def open(self) -> None:
         """Connect and create missing tables and indexes. A second call does nothing."""

@@ -1,8 +1,10 @@
 """The dead letters of a SQL store (DeadLetterStore): rejected inputs with their reason,
 keyed by their position so a redelivered message is not dead-lettered twice, and counted
-in the same transaction."""
+in the same transaction; and their re-drives (``query_api.redrive``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import IndexConflictError, SqlDatabase, id_text
@@ -52,3 +54,17 @@ class SqlDeadLetters:
         """The most recent dead letters, newest first."""
         rows = self.db.read(f"{s.SELECT_DEAD_LETTERS} ORDER BY id DESC LIMIT ?", (limit,))
         return [s.dead_letter_from_row(r) for r in rows]
+
+    # --- re-drives (``dead_letter_redrives``, created with the erasure's tables) ----------
+
+    def redrive_of(self, letter_id: int) -> dict[str, Any] | None:
+        """When, by whom and how a letter was re-driven (None: never)."""
+        rows = self.db.read("SELECT at, actor, outcome FROM dead_letter_redrives "
+                            "WHERE dead_letter_id = ?", (letter_id,))
+        return {"at": rows[0][0], "actor": rows[0][1], "outcome": rows[0][2]} if rows else None
+
+    def add_redrive(self, letter_id: int, at: str, actor: str, outcome: str) -> None:
+        """Record a letter's re-drive (each letter is re-driven once)."""
+        with self.db.transaction():
+            self.db.execute("INSERT INTO dead_letter_redrives (dead_letter_id, at, actor, "
+                            "outcome) VALUES (?, ?, ?, ?)", (letter_id, at, actor, outcome))

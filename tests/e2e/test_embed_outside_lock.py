@@ -50,7 +50,7 @@ def test_a_slow_embedder_embeds_outside_the_store_lock_with_the_same_results(
     slow_embedder = SlowEmbedder()
     fast = _runtime(tmp_path / "fast", 32, HashEmbedder())
     slow = _runtime(tmp_path / "slow", 32, slow_embedder)
-    slow_embedder.store = slow.store
+    slow_embedder.store = slow.derived_store()
     try:
         _derive(fast, events)
         _derive(slow, events)

@@ -56,7 +56,7 @@ def clean_ranges(tmp_path: Path, events: list[dict[str, Any]]) -> list[tuple[Any
     try:
         runtime.gateway.submit(events, "test")
         runtime.gateway.wait_processed(300)
-        return ranges(runtime.store)
+        return ranges(runtime.derived_store())
     finally:
         runtime.stop()
 

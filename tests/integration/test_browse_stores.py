@@ -66,7 +66,7 @@ def _fill(store: Any) -> list[str]:
 
 def _ids(store: Any, **kw: Any) -> list[str]:
     flt = sql_browse.MemoryFilter(USER, **kw)
-    rows, _ = sql_browse.list_memories(store, flt, limit=50)
+    rows, _ = store.browse.list_memories(flt, limit=50)
     return [r["id"] for r in rows]
 
 
@@ -79,15 +79,15 @@ def test_list_filters_and_pages(store: Any) -> None:
     assert _ids(store, thread_id="t-b") == ["m4", "m3"]
     seen, cursor = [], None
     for _ in range(10):
-        rows, cursor = sql_browse.list_memories(store, sql_browse.MemoryFilter(USER),
-                                                "importance", 2, cursor)
+        rows, cursor = store.browse.list_memories(sql_browse.MemoryFilter(USER),
+                                                  "importance", 2, cursor)
         seen += [r["id"] for r in rows]
         if cursor is None:
             break
     assert seen == ["m4", "m3", "m2", "m1", "m0"]
-    threads, _ = sql_browse.list_threads(store, USER)
+    threads, _ = store.browse.list_threads(USER)
     assert [(t["thread_id"], t["event_count"]) for t in threads] == [("t-a", 3), ("t-b", 2)]
-    assert [v["id"] for v in sql_browse.versions(store, USER, "m1")] == ["m1"]
+    assert [v["id"] for v in store.browse.versions(USER, "m1")] == ["m1"]
 
 
 def test_dead_letters_by_column_or_payload(store: Any) -> None:
@@ -98,10 +98,10 @@ def test_dead_letters_by_column_or_payload(store: Any) -> None:
                                        "2026-01-02", source="processor"), key="log:7")
     letters.put_dead_letter(DeadLetter("failed", '{"user_id":"uzx"}', "2026-01-03",
                                        source="processor"), key="log:8")
-    mine = sql_browse.list_dead_letters(store, USER)
+    mine = store.browse.list_dead_letters(USER)
     assert [(x["reason"], x["position"]) for x in mine] == [("failed", "log:7"),
                                                             ("bad ts", None)]
-    assert len(sql_browse.list_dead_letters(store, None)) == 3
+    assert len(store.browse.list_dead_letters(None)) == 3
 
 
 def test_forget_a_thread_and_its_tombstone(store: Any) -> None:

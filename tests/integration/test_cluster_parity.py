@@ -54,7 +54,7 @@ def _embedded_memories(tmp_path: Path, events: list[dict[str, Any]]) -> list[tup
     try:
         runtime.gateway.submit(events, "test")
         runtime.gateway.wait_processed(300)
-        return _ranges(runtime.store, "demo")
+        return _ranges(runtime.derived_store(), "demo")
     finally:
         runtime.stop()
 
