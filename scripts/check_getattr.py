@@ -33,10 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("stores/vectors/qdrant_common.py", DYNAMIC): "an Observation's payload fields by name",
     ("stores/sql/schema.py", DYNAMIC): "a Chunk's columns by name",
     ("streams/lifecycle.py", DYNAMIC): "a status change's fields by name (audit rows)",
-    # delegating proxies: the rest of the wrapped store, by name
-    ("streams/state.py", DYNAMIC): "WriteBackStates.__getattr__ forwards to the store",
-    ("stores/sql/raw_batch.py", DYNAMIC): "BatchedRawEvents.__getattr__ forwards to the store",
-    ("stores/cold/archive.py", DYNAMIC): "ArchiveAwareRawEvents forwards to the hot store",
     # per-thread state of a threading.local (unset in a thread that never set it)
     ("streams/lifecycle_batch.py", "payloads"): "threading.local: this thread's deferred payloads",
     ("streams/lifecycle_batch.py", "reads"): "threading.local: this thread's batch reads",

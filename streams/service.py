@@ -29,7 +29,6 @@ from breadcrumb.processors.segmenter import ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
 from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.stores.ports import (
-    BatchedEventReads,
     BatchedMemoryWrites,
     DeadLetterStore,
     Embedder,
@@ -38,7 +37,7 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
-from breadcrumb.stores.ports.tables import Tombstones
+from breadcrumb.stores.ports.tables import RawEvents, Tombstones
 from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
 from breadcrumb.streams.erased import erased
 from breadcrumb.streams.service_types import (
@@ -131,7 +130,7 @@ class IngestService:
         ctx = context or BatchContext()
         raw, states = self.raw, self.states
         batch_raw = batch_states = None
-        if ctx.events is not None and isinstance(raw, BatchedEventReads):
+        if ctx.events is not None and isinstance(raw, RawEvents):
             batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
             batch_raw.prefetch(ctx.events)
             self.raw, self.states = batch_raw, batch_states

@@ -15,13 +15,13 @@ from __future__ import annotations
 import gzip
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import orjson
 
 from breadcrumb.stores.cold.storage import archive_key, pack_events, unpack_events
 from breadcrumb.stores.ports import ColdStore
-from breadcrumb.stores.ports.tables import ArchivedRanges
+from breadcrumb.stores.ports.tables import ArchivedRanges, RawEvents, Store
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Chunk, Event, Observation
 
@@ -49,7 +49,7 @@ def unpack_chunks(data: bytes) -> list[Chunk]:
 class Archiver:
     """Moves a memory's evidence between the hot SQL store and the cold store."""
 
-    def __init__(self, store: Any, tables: LifecycleTables, cold: ColdStore) -> None:
+    def __init__(self, store: Store, tables: LifecycleTables, cold: ColdStore) -> None:
         self.store = store
         self.tables = tables
         self.cold = cold
@@ -106,12 +106,13 @@ class Archiver:
 
 
 class ArchiveAwareRawEvents:
-    """A RawEventStore: hot SQL rows, plus archived ranges read from the cold store.
+    """Raw events (``RawEvents``): hot SQL rows, plus archived ranges read from the cold
+    store. Writes, counts, batch lookups and the full scan are the hot store's.
 
     Decoded cold objects are cached (LRU, ``cache_objects`` entries).
     """
 
-    def __init__(self, hot: Any, archived: ArchivedRanges, cold: ColdStore,
+    def __init__(self, hot: RawEvents, archived: ArchivedRanges, cold: ColdStore,
                  cache_objects: int = 64) -> None:
         self.hot = hot
         self.archived = archived
@@ -125,9 +126,23 @@ class ArchiveAwareRawEvents:
         """Hot write."""
         return bool(self.hot.put_event(event))
 
+    def put_events(self, events: Sequence[Event]) -> None:
+        """Hot writes."""
+        self.hot.put_events(events)
+
     def count_events(self) -> int:
         """Hot events only."""
         return int(self.hot.count_events())
+
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        """Hot events only (``BatchedEventReads``: a caller asks ``get_event`` for the ids
+        not found, which also reads the archive)."""
+        return self.hot.get_events(user_id, event_ids)
+
+    def iter_all_events(self, after: tuple[str, str, int] | None = None,
+                        batch: int = 500) -> Iterator[Event]:
+        """Hot events only."""
+        return self.hot.iter_all_events(after, batch)
 
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         """Hot events merged with archived ones, in index order."""
@@ -171,7 +186,3 @@ class ArchiveAwareRawEvents:
         """Drop the decoded cold objects (after an erasure); ports.ForgetsCached."""
         with self._lock:
             self._cache.clear()
-
-    def __getattr__(self, name: str) -> Any:
-        # everything else (iter_all_events, transaction, ...) is the hot store's
-        return getattr(self.hot, name)

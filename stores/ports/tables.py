@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.processors.supersession import FactRow
@@ -38,6 +38,7 @@ from breadcrumb.topics.records import Chunk, DeadLetter, Event, MemoryStatusChan
 LogItem = tuple[str | None, str | None, str, str]
 
 
+@runtime_checkable
 class RawEvents(RawEventStore, BatchedEventReads, Protocol):
     """The raw events of a SQL store: by id (one or many), by thread range, inserted many
     at once, and every one in (user, thread, index) order (a replay)."""
