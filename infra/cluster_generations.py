@@ -26,6 +26,7 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed
+from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class View:
     """The derived stores of one generation, as the query service reads them."""
 
     name: str
-    store: Any
+    store: MySqlStore
     index: Any
     lifecycle: Any
     raw: Any

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from breadcrumb.infra.parts import (
     build_lifecycle,
@@ -35,8 +35,13 @@ from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.data_dir import index_failure
 from breadcrumb.stores.generations.embedded import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder, WriteBacklog
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.streams.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
+
+if TYPE_CHECKING:
+    from breadcrumb.stores.sql.sqlite_store import SqliteStore
+    from breadcrumb.streams.embedded import EmbeddedRunner
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +51,7 @@ class Generation:
     """One generation of derived stores and the services bound to it."""
 
     name: str
-    store: Any  # SqliteStore holding this generation's derived tables
+    store: SqliteStore  # this generation's derived tables
     index: Any  # QdrantEdgeIndex
     raw: Any  # archive-aware raw events (what recall reads)
     lifecycle: Any
@@ -55,7 +60,7 @@ class Generation:
     sweeper: Any
     optimizer: Any  # stores.vectors.index_maintenance.OptimizeJob (HNSW builds when idle)
 
-    def close(self, log_store: Any) -> None:
+    def close(self, log_store: Store) -> None:
         self.sweeper.stop()
         self.optimizer.stop()
         self.index.close()
@@ -64,7 +69,7 @@ class Generation:
 
 
 def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPaths,
-                    log_store: Any) -> Generation:
+                    log_store: SqliteStore) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
     from breadcrumb.stores.cold.storage import LocalColdStore
     from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
@@ -140,7 +145,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     return runtime
 
 
-def open_sqlite(path: Path) -> Any:
+def open_sqlite(path: Path) -> SqliteStore:
     """Open a SqliteStore; failures become one-line :class:`StartupError`s."""
     import sqlite3
 
@@ -208,7 +213,7 @@ def gen_index_pending(runtime: Runtime) -> int:
 class _DeadLetters:
     """Intake rejections live with the log; processing rejections with the generation."""
 
-    def __init__(self, log_store: Any, runner: Any) -> None:
+    def __init__(self, log_store: SqliteStore, runner: EmbeddedRunner) -> None:
         self.log_store = log_store
         self.runner = runner
 
@@ -224,7 +229,7 @@ class _DeadLetters:
         return list(self.log_store.dead_letters.list_dead_letters(limit))
 
 
-def _close_current(runtime: Runtime, log_store: Any) -> None:
+def _close_current(runtime: Runtime, log_store: Store) -> None:
     for gen in runtime.generations.values():
         gen.close(log_store)
 

@@ -4,7 +4,7 @@ the mode."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.chunker import ChunkerConfig
@@ -12,8 +12,12 @@ from breadcrumb.processors.observer import ObserverConfig
 from breadcrumb.processors.segmenter import SegmenterConfig
 from breadcrumb.query_api.recall import ScoreWeights
 from breadcrumb.stores.clock import utc_now
-from breadcrumb.stores.ports import Embedder, ReportsStats
+from breadcrumb.stores.ports import ColdStore, Embedder, ReportsStats, VectorIndex
 from breadcrumb.streams.service import ObserveFn, PipelineConfig
+
+if TYPE_CHECKING:
+    from breadcrumb.stores.sql.base import SqlStore
+    from breadcrumb.streams.lifecycle_changelog import ChangelogPublisher
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -96,8 +100,8 @@ def score_weights(settings: Settings) -> ScoreWeights:
     )
 
 
-def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
-                    publisher: Any = None) -> tuple[Any, Any]:
+def build_lifecycle(settings: Settings, store: SqlStore, index: VectorIndex, cold: ColdStore,
+                    publisher: ChangelogPublisher | None = None) -> tuple[Any, Any]:
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
     from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver

@@ -24,6 +24,7 @@ from breadcrumb.infra.parts import (
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
+from breadcrumb.stores.sql.mysql_store import MySqlStore
 from breadcrumb.streams.service import IngestService, ObserveFn
 
 
@@ -32,7 +33,7 @@ class WorkerParts:
     """The ports a Faust worker needs, built once per process."""
 
     settings: Settings
-    store: Any
+    store: MySqlStore
     index: Any
     embedder: Embedder
     clock: Callable[[], str]

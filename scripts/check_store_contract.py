@@ -38,8 +38,8 @@ from class_index import ClassIndex, ClassInfo, is_dunder, module_name  # noqa: E
 
 #: What the tree may hold at most (issue 48: 0, 0, 0, <= 25, 0).
 TARGETS: dict[str, int] = {
-    "private_calls": 2,
-    "any_store_params": 14,
+    "private_calls": 0,
+    "any_store_params": 0,
     "getattr_forwarders": 0,
     "largest_store_class": 24,
     "runtime_store_uses": 0,

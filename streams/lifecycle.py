@@ -20,6 +20,8 @@ from typing import Any
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.cold.archive import Archiver
+from breadcrumb.stores.ports import RawEventStore, VectorIndex
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.streams.lifecycle_batch import BatchScope
@@ -47,7 +49,8 @@ class LifecycleService(BatchScope):
     steps read and write, directly or through a derivation batch: :class:`BatchScope`.
     """
 
-    def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any,
+    def __init__(self, store: Store, tables: LifecycleTables, index: VectorIndex,
+                 raw: RawEventStore,
                  publisher: ChangelogPublisher, clock: Callable[[], datetime],
                  configs: ConfigFor | None = None, archiver: Archiver | None = None) -> None:
         super().__init__(store, tables, index, raw)

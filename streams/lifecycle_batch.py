@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from breadcrumb.stores.ports import BatchedPayloads
+from breadcrumb.stores.ports import BatchedPayloads, RawEventStore, VectorIndex
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
@@ -35,8 +36,9 @@ class BatchScope:
     """A memory's row, events, lifecycle tables, audit and payload, read and written
     directly or through this thread's batch."""
 
-    def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any) -> None:
-        self.store = store  # SqlStore: rows, audit
+    def __init__(self, store: Store, tables: LifecycleTables, index: VectorIndex,
+                 raw: RawEventStore) -> None:
+        self.store = store  # memory rows, audit
         self.tables = tables
         self.index = index
         self.raw = raw
@@ -44,7 +46,8 @@ class BatchScope:
         self._local = threading.local()  # .payloads: this thread's deferred payloads (batch)
 
     @contextmanager
-    def batch(self, raw: Any = None, memories: Iterable[tuple[str, str]] | None = None,
+    def batch(self, raw: RawEventStore | None = None,
+              memories: Iterable[tuple[str, str]] | None = None,
               fact_keys: dict[str, Iterable[str]] | None = None) -> Iterator[None]:
         """Defer this thread's vector payload updates to the end of the block (a derivation
         batch): each memory's payload is set once with its final status and tier, memories

@@ -25,16 +25,19 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from breadcrumb.stores.ports import RawEventStore
+from breadcrumb.stores.ports.tables import Store
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Event, Fact, Observation, SourceRange
 
 
 class BatchReads:
     """Reads of one batch's lifecycle hooks (see the module docstring)."""
 
-    def __init__(self, store: Any, tables: Any, archive: Any, hot: Any,
-                 keep_rows: bool = True) -> None:
-        self.store = store  # SqlStore
-        self.tables = tables  # LifecycleTables
+    def __init__(self, store: Store, tables: LifecycleTables, archive: RawEventStore,
+                 hot: RawEventStore | None, keep_rows: bool = True) -> None:
+        self.store = store  # memory rows, audit
+        self.tables = tables
         self.archive = archive  # the archive-aware raw events
         self.hot = hot  # the batch's raw events (None: read through the archive)
         self._archived: dict[str, bool] = {}
