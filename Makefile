@@ -46,7 +46,7 @@ demo: venv
 
 ## ruff, mypy, the import contracts (layers without cycles, pyproject.toml), no getattr
 ## capability probes in product code (scripts/check_getattr.py), no class over 15
-## methods without the reason in its docstring (scripts/check_classes.py), and the storage
+## methods over its MRO without the reason in its docstring (scripts/check_classes.py), and the storage
 ## contract's figures within their targets (scripts/check_store_contract.py, issue 48).
 lint: venv
 	$(BIN)/ruff check .

@@ -36,12 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_getattr import ROOT, product_files  # noqa: E402 - the sibling's list
 from class_index import ClassIndex, ClassInfo, is_dunder, module_name  # noqa: E402
 
-#: What the tree may hold at most (issue 48: 0, 0, 0, <= 25, 0).
+#: What the tree may hold at most (issue 48's goals; each figure was measured at 43b5902:
+#: 92, 68, 4, 101 and 21).
 TARGETS: dict[str, int] = {
     "private_calls": 0,
     "any_store_params": 0,
     "getattr_forwarders": 0,
-    "largest_store_class": 24,
+    "largest_store_class": 25,
     "runtime_store_uses": 0,
 }
 STORE_NAMES = frozenset({"store", "sql", "hot", "tables", "raw", "states"})

@@ -81,7 +81,12 @@ def escape_string(s: str) -> str:
 
 
 class MySqlDatabase(SqlDatabase):
-    """One MySQL/TiDB database through pymysql. Nothing connects before ``connect()``."""
+    """One MySQL/TiDB database through pymysql. Nothing connects before ``connect()``.
+
+    Why so many methods: it is a SqlDatabase (connection, transaction, statement helpers)
+    with what MySQL adds: the connect arguments (TLS, modes), a lost connection re-opened
+    and said once, named user locks, ids decoded from bytes.
+    """
 
     dialect = MYSQL
     integrity_errors = (pymysql.err.IntegrityError,)

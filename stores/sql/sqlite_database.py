@@ -64,7 +64,12 @@ class TransactionListener:
 
 class SqliteDatabase(SqlDatabase):
     """One SQLite file at ``path``: a write connection, a pool of readers, and the
-    listeners of the rows kept in memory (:class:`TransactionListener`)."""
+    listeners of the rows kept in memory (:class:`TransactionListener`).
+
+    Why so many methods: it is a SqlDatabase (connection, transaction, statement helpers)
+    with what a file adds: the reader connections, the WAL set-up, the listeners told of
+    each statement, commit, rollback and reset, and the write connection's change count.
+    """
 
     dialect = SQLITE
     integrity_errors = (sqlite3.IntegrityError,)

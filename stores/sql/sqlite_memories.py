@@ -128,7 +128,11 @@ class SqliteChunks(SqlChunks):
 
 class SqliteMemories(SqlMemories):
     """``get_memories`` served from the rows read since the last write; usage updates
-    that do not move the write token (``KeptChunkRows``: recall reads chunk texts here)."""
+    that do not move the write token (``KeptChunkRows``: recall reads chunk texts here).
+
+    Why so many methods: those of SqlMemories (the ``MemoryRows`` port, whose reason its
+    docstring gives); it overrides two of them.
+    """
 
     #: recall reads chunk texts here rather than from the index's payloads (cheaper kept)
     KEEPS_ROWS = True

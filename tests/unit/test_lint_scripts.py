@@ -103,3 +103,18 @@ def route(runtime: Any) -> Any:
     assert len(found["largest_store_class"]) == 2  # rows and _mine: dunders are not counted
     assert notes[0].startswith("largest store class: Forwarder (stores/x.py), 2 methods")
 
+
+
+def test_methods_are_counted_over_the_mro(tmp_path: Path) -> None:
+    root = _tree(tmp_path, "base.py", _class(10, "Base.").replace("class Big", "class Base"))
+    (root / "stores" / "big.py").write_text(
+        "from breadcrumb.stores.base import Base\n\n\n"
+        + _class(6, "Big.").replace("class Big:", "class Big(Base):").replace("def m", "def n"),
+        encoding="utf-8")
+    checks = _script("check_classes")
+    [found] = checks.findings(root)
+    assert found.startswith("stores/big.py:4: class Big has 16 methods (over 15)")
+    (root / "stores" / "big.py").write_text(  # an override is one method, not two
+        "from breadcrumb.stores.base import Base\n\n\n"
+        + _class(6, "Big.").replace("class Big:", "class Big(Base):"), encoding="utf-8")
+    assert checks.findings(root) == []
