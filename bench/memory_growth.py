@@ -126,7 +126,7 @@ def main() -> None:
           f"events = {per_event:.1f} KB per stored event (file-backed {before['RssFile']} -> "
           f"{after['RssFile']} MB)")
     store: Any = backend.runtime.derived_store()
-    held = store.events.held  # the SQLite store's raw-event cache (stores.sql.sqlite_events)
+    held = store.events.held  # the SQLite store's raw-event cache (stores.sql.sqlite.events)
     print(f"raw-event cache: {sum(len(v) for v in held.held.values())} events, "
           f"{held.bytes / 2**20:.1f} MB counted")
     backend.runtime.index.close()

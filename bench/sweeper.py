@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from breadcrumb.stores.cold.storage import LocalColdStore  # noqa: E402
 from breadcrumb.stores.sql import schema as s  # noqa: E402
-from breadcrumb.stores.sql.sqlite_store import SqliteStore  # noqa: E402
+from breadcrumb.stores.sql.sqlite.store import SqliteStore  # noqa: E402
 
 
 class _NoIndex:

@@ -26,7 +26,7 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)

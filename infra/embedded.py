@@ -40,7 +40,7 @@ from breadcrumb.streams.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
 
 if TYPE_CHECKING:
-    from breadcrumb.stores.sql.sqlite_store import SqliteStore
+    from breadcrumb.stores.sql.sqlite.store import SqliteStore
     from breadcrumb.streams.embedded import EmbeddedRunner
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ def open_sqlite(path: Path) -> SqliteStore:
     """Open a SqliteStore; failures become one-line :class:`StartupError`s."""
     import sqlite3
 
-    from breadcrumb.stores.sql.sqlite_store import SqliteStore
+    from breadcrumb.stores.sql.sqlite.store import SqliteStore
 
     store = SqliteStore(path)
     try:

@@ -24,7 +24,7 @@ from breadcrumb.infra.parts import (
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.streams.service import IngestService, ObserveFn
 
 

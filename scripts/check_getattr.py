@@ -25,7 +25,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # attributes of exceptions raised by drivers and libraries (no common base class)
     ("streams/failure_policy.py", "status_code"): "an HTTP error's status, any client library",
     ("stores/llm/chat.py", "status_code"): "an HTTP error's status, any client library",
-    ("stores/sql/sqlite_database.py", "sqlite_errorcode"): "sqlite3 errors carry it from 3.11 only",
+    ("stores/sql/sqlite/database.py", "sqlite_errorcode"): "sqlite3 errors carry it from 3.11 only",
     ("breadcrumb/extras.py", "name"): "ModuleNotFoundError.name, may be None",
     ("breadcrumb/publishers.py", "retriable"): "aiokafka errors: a class attribute on some",
     # records and rows read field by field (the name is data)

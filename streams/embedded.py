@@ -29,7 +29,7 @@ import orjson
 
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks

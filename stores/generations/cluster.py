@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.sql.mysql_store import mysql_store
+from breadcrumb.stores.sql.mysql.store import mysql_store
 
 MAIN = "main"
 _CURRENT: tuple[str, tuple[Any, ...]] = (

@@ -203,7 +203,7 @@ def mysql_key_store(settings: Settings) -> SqlKeyStore:
     """Cluster: the ``api_keys`` table in the configured MySQL/TiDB database (TLS as set)."""
     import pymysql
 
-    from breadcrumb.stores.sql.mysql_store import mysql_store
+    from breadcrumb.stores.sql.mysql.store import mysql_store
 
     kwargs = mysql_store(settings).db.connect_kwargs()
     kwargs["autocommit"] = True

@@ -16,7 +16,7 @@ port (:mod:`stores.ports`) and holding the store's one :class:`~stores.sql.core.
 * ``lifecycle_tables`` -- the lifecycle's facts, lives, changelog and archived ranges
   (:mod:`stores.sql.lifecycle`; their tables are created by its ``open()``).
 
-:class:`~stores.sql.sqlite_store.SqliteStore` and :class:`~stores.sql.mysql_store.MySqlStore`
+:class:`~stores.sql.sqlite.store.SqliteStore` and :class:`~stores.sql.mysql.store.MySqlStore`
 build it with their database and, for SQLite, the objects that keep rows in memory. The
 store itself only opens and closes the database and groups writes in one transaction.
 """

@@ -5,7 +5,7 @@ audit, dead letters, thread state, the log, counters, the lifecycle tables ...) 
 writes through: each holds the store's one database and calls its public statement
 helpers; none touches the connection itself. Subclasses supply the connection, the
 :class:`~stores.sql.schema.Dialect` and how a transaction begins
-(:mod:`stores.sql.sqlite_store`, :mod:`stores.sql.mysql_store`). One connection per store,
+(:mod:`stores.sql.sqlite.store`, :mod:`stores.sql.mysql.store`). One connection per store,
 guarded by a re-entrant lock: the HTTP server and the background processor may share a
 store across threads.
 

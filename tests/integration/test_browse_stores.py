@@ -15,8 +15,8 @@ import pytest
 
 from breadcrumb.stores.ports.tables import Scope
 from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql.mysql_store import MySqlStore
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import DeadLetter
 from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import ev, obs

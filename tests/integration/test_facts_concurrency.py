@@ -17,7 +17,7 @@ import pytest
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from tests.integration.conftest import drop_database, fresh_database
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.topics.records import MemoryStatusChange, Observation, SourceRange
 from tests.integration.conftest import drop_database, fresh_database
 

@@ -16,7 +16,7 @@ import pymysql
 import pytest
 
 from breadcrumb.stores.sql.base import SqlStore
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.stores.sql.schema import TABLE_NAMES
 from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import StoreContract, ev

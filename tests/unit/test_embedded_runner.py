@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
 from breadcrumb.topics.records import DeadLetter

@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.fair_schedule import CURSOR, THREAD_MARK, FairSchedule
 from breadcrumb.streams.service import HandleResult

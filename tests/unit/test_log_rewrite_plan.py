@@ -21,7 +21,7 @@ from breadcrumb.processors.log_rewrite_plan import (
     survivors,
 )
 from breadcrumb.stores.ports.tables import Plan, Scope
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.log_rewrite import fence_value, tombstone_predicate
 from breadcrumb.topics.records import FlushMarker, thread_key
 

@@ -14,7 +14,7 @@ from breadcrumb.stores.ports import (
     OpenWindowStates,
     Transactional,
 )
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import Chunk
 
 RECALL = Path(__file__).resolve().parents[2] / "query_api" / "recall"

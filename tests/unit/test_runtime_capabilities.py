@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from breadcrumb.infra.settings import Settings, settings_error_line
 from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.ports import AppliesLog, OpenWindowStates, OwnStore, SettlesOwed
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.kafka_gateway import KafkaGateway
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from breadcrumb.query_api.recall.usage import UsageWriter, layers
 from breadcrumb.stores.sql.base import SqlStore
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from tests.unit.stores.test_sqlite_store import obs
 
 

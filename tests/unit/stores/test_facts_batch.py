@@ -8,7 +8,7 @@ from pathlib import Path
 from breadcrumb.stores.ports.tables import LifeTable
 from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import Observation, SourceRange
 
 

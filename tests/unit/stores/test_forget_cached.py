@@ -11,7 +11,7 @@ import pytest
 from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, ArchiveError
 from breadcrumb.stores.cold.storage import pack_events
 from breadcrumb.stores.ports import ForgetsCached
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from tests.unit.stores.test_sqlite_events import event
 from tests.unit.stores.test_sqlite_readers import memory
 

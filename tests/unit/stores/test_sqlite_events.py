@@ -1,11 +1,11 @@
-"""SqliteStore's inserted raw events served to range reads (stores/sql/sqlite_events.py): the
+"""SqliteStore's inserted raw events served to range reads (stores/sql/sqlite/events.py): the
 same events a SQL read returns, never one the table no longer holds."""
 
 from __future__ import annotations
 
 import pytest
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import Event
 
 
@@ -67,7 +67,7 @@ def test_a_duplicate_put_event_is_not_held_twice(store: SqliteStore) -> None:
 def test_the_cache_is_bounded_by_the_size_of_what_it_holds(store: SqliteStore,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    from breadcrumb.stores.sql import sqlite_events
+    from breadcrumb.stores.sql.sqlite import events as sqlite_events
 
     monkeypatch.setattr(sqlite_events, "EVENT_CACHE_BYTES", 3 * 1000 + 3 * 400)
     big = [Event(**{**event(i).to_dict(), "content": "x" * 1000}) for i in range(5)]
@@ -82,7 +82,7 @@ def test_the_cache_is_bounded_by_the_size_of_what_it_holds(store: SqliteStore,
 
 
 def test_every_connection_maps_the_file_and_keeps_a_small_cache(store: SqliteStore) -> None:
-    from breadcrumb.stores.sql import sqlite_database as sqlite_store
+    from breadcrumb.stores.sql.sqlite import database as sqlite_store
 
     store.events.put_events([event(0)])
     writer = store.db._conn

@@ -1,4 +1,4 @@
-"""Memories kept between writes (stores/sql/sqlite_memories.py): a second read of the same
+"""Memories kept between writes (stores/sql/sqlite/memories.py): a second read of the same
 memories costs no SQL, any write (committed, or a statement of an open transaction)
 makes the next read go to SQL, and a memory is only ever served to its own user."""
 
@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import MemoryStatusChange
 from tests.unit.stores.test_sqlite_readers import memory
 

@@ -1,4 +1,4 @@
-"""Reads beside the writer (stores/sql/sqlite_readers.py): a thread outside the store's open
+"""Reads beside the writer (stores/sql/sqlite/readers.py): a thread outside the store's open
 transaction is answered without waiting for it, from the committed state only; the
 writing thread still sees its own uncommitted rows."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from breadcrumb.stores.sql.core import StoreClosedError
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 WAIT = 10.0  # seconds a blocked call would wait at least (the writer holds its lock longer)

@@ -1,4 +1,4 @@
-"""SqliteStore's thread states between batches (stores/sql/sqlite_states.py) and its counters
+"""SqliteStore's thread states between batches (stores/sql/sqlite/states.py) and its counters
 written many at once: the same rows and answers as one statement per call."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.stores.sql.schema import dumps
-from breadcrumb.stores.sql.sqlite_states import _state_json, _state_value
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.states import _state_json, _state_value
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:

@@ -18,8 +18,8 @@ import pytest
 
 from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.stores.sql.core import IndexConflictError, StoreClosedError, TenantMismatchError
-from breadcrumb.stores.sql.mysql_store import MySqlStore
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import (
     Chunk,
     DeadLetter,
@@ -405,7 +405,7 @@ class TestSqliteStore(StoreContract):
         path = tmp_path / "crash.sqlite3"
         code = (
             "import os, sys; from pathlib import Path\n"
-            "from breadcrumb.stores.sql.sqlite_store import SqliteStore\n"
+            "from breadcrumb.stores.sql.sqlite.store import SqliteStore\n"
             "s = SqliteStore(Path(sys.argv[1])); s.open()\n"
             "s.log.append_log([('alice', 'e1', 'alice/t1', 'payload')])\nos._exit(0)\n"
         )

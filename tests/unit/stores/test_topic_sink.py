@@ -12,7 +12,7 @@ from qdrant_client import QdrantClient
 from breadcrumb.infra.cluster_stores import split_store_reason
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 from breadcrumb.stores.vectors.topic_sink import TopicVectorIndex, apply_records
 from breadcrumb.streams.service import IngestService

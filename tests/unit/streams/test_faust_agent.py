@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 from breadcrumb.infra.cluster import WorkerParts
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 from breadcrumb.stores.sql.core import SqlDatabase
 from breadcrumb.stores.sql.events import SqlEvents
-from breadcrumb.stores.sql.sqlite_database import TransactionListener
-from breadcrumb.stores.sql.sqlite_memories import KeptRows
+from breadcrumb.stores.sql.sqlite.database import TransactionListener
+from breadcrumb.stores.sql.sqlite.memories import KeptRows
 from breadcrumb.topics.records import Event
 
 ThreadEvents = dict[tuple[str, str], dict[int, Event]]  # (user_id, thread_id) -> idx -> event
@@ -110,7 +110,7 @@ class HeldEvents(TransactionListener):
 class SqliteEvents(SqlEvents):
     """``put_event(s)`` / ``get_range`` of :class:`~stores.sql.events.SqlEvents` with the
     inserted events kept in memory (:class:`HeldEvents`), and ``get_events`` (recall's
-    evidence) served from the rows read since the last write (``sqlite_memories``)."""
+    evidence) served from the rows read since the last write (``stores.sql.sqlite.memories``)."""
 
     def __init__(self, db: SqlDatabase, held: HeldEvents, kept: KeptRows) -> None:
         super().__init__(db)
@@ -132,7 +132,7 @@ class SqliteEvents(SqlEvents):
             self.held.stage(events)
 
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
-        # a thread outside the writer's lock sees committed events only (sqlite_readers):
+        # a thread outside the writer's lock sees committed events only (.readers):
         # the open transaction's inserts are not read, and the writer is not waited for
         found = self.held.range((user_id, thread_id), start, end, self.db.writer_owned())
         if found is not None:

@@ -31,7 +31,7 @@ import orjson
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
-from breadcrumb.stores.sql.sqlite_database import TransactionListener
+from breadcrumb.stores.sql.sqlite.database import TransactionListener
 from breadcrumb.stores.sql.states import SqlThreadStates
 
 StagedRow = tuple[str, str, int, str]  # (state_key, state json, pending_count, updated_at)
@@ -43,7 +43,7 @@ STATE_CACHE_MAX = 20_000
 class SqliteThreadStates(SqlThreadStates, TransactionListener):
     """``ThreadStateStore`` over the SQL one of :class:`~stores.sql.states.SqlThreadStates`
     with the committed texts kept, and the transaction's rows written at its commit (the
-    database tells it: :class:`~stores.sql.sqlite_database.TransactionListener`)."""
+    database tells it: :class:`~stores.sql.sqlite.database.TransactionListener`)."""
 
     def __init__(self, db: SqlDatabase) -> None:
         super().__init__(db)
@@ -55,7 +55,7 @@ class SqliteThreadStates(SqlThreadStates, TransactionListener):
 
     def get_state(self, key: str) -> dict[str, Any] | None:
         """The segmenter state of a thread key, or None. A thread outside the writer's
-        lock reads the committed state and leaves the cache as it is (``sqlite_readers``:
+        lock reads the committed state and leaves the cache as it is (``stores.sql.sqlite.readers``:
         a text it read could be older than one committed meanwhile)."""
         if not self.db.writer_owned():
             text = self._state_text.get(key)

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from breadcrumb.stores.sql.core import SqlDatabase
 from breadcrumb.stores.sql.memories import SqlChunks, SqlMemories
-from breadcrumb.stores.sql.sqlite_database import SqliteDatabase, TransactionListener
+from breadcrumb.stores.sql.sqlite.database import SqliteDatabase, TransactionListener
 from breadcrumb.topics.records import Chunk, Event, Observation
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ before the HTTP 202 goes out. One write connection shared across threads
 (``check_same_thread=False``), serialised by the database's re-entrant lock; transactions
 start with ``BEGIN IMMEDIATE`` so the write lock is taken up front. Reads by threads that
 do not hold that lock go to a few read-only connections and see the committed state
-without waiting for the writer (:mod:`stores.sql.sqlite_readers`).
+without waiting for the writer (:mod:`stores.sql.sqlite.readers`).
 
 The embedded store keeps some rows in memory between statements (thread states, inserted
 events, memories read by recall). Each such object is a :class:`TransactionListener` the
@@ -23,7 +23,7 @@ from typing import Any
 
 from breadcrumb.stores.sql.core import Row, SqlDatabase
 from breadcrumb.stores.sql.schema import SQLITE
-from breadcrumb.stores.sql.sqlite_readers import ReaderPool
+from breadcrumb.stores.sql.sqlite.readers import ReaderPool
 
 _DUPLICATE_CODES = frozenset({
     2067,  # SQLITE_CONSTRAINT_UNIQUE

@@ -11,8 +11,8 @@ read by a thread that does not hold the lock goes to a small pool of read-only
 connections and takes no writer lock; it sees what is committed, never a batch half
 written. A thread inside its own transaction (or otherwise holding the lock) reads through
 the write connection as before, and sees its own uncommitted writes
-(:class:`~stores.sql.sqlite_database.SqliteDatabase` picks). The in-memory caches of
-:mod:`stores.sql.sqlite_events` and :mod:`stores.sql.sqlite_states` follow the same rule (a
+(:class:`~stores.sql.sqlite.database.SqliteDatabase` picks). The in-memory caches of
+:mod:`stores.sql.sqlite.events` and :mod:`stores.sql.sqlite.states` follow the same rule (a
 reader outside the transaction uses their committed part only).
 """
 

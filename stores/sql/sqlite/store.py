@@ -1,10 +1,10 @@
-"""The embedded default store: one SQLite file (:mod:`stores.sql.sqlite_database`).
+"""The embedded default store: one SQLite file (:mod:`stores.sql.sqlite.database`).
 
 Its table objects are those of :class:`~stores.sql.base.SqlStore`, some keeping rows in
 memory between statements (one process owns a data dir): thread states
-(:mod:`stores.sql.sqlite_states`), inserted events (:mod:`stores.sql.sqlite_events`), and
+(:mod:`stores.sql.sqlite.states`), inserted events (:mod:`stores.sql.sqlite.events`), and
 the memories, chunk rows and events recall read since the last write
-(:mod:`stores.sql.sqlite_memories`). The store adds what only a file-backed store has:
+(:mod:`stores.sql.sqlite.memories`). The store adds what only a file-backed store has:
 counters many at once, the write / read / integrity probes and ``forget_cached``.
 """
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.stores.sql.counters import SqlCounters
-from breadcrumb.stores.sql.sqlite_database import SqliteDatabase
-from breadcrumb.stores.sql.sqlite_events import HeldEvents, SqliteEvents
-from breadcrumb.stores.sql.sqlite_memories import KeptRows, SqliteChunks, SqliteMemories
-from breadcrumb.stores.sql.sqlite_states import SqliteThreadStates
+from breadcrumb.stores.sql.sqlite.database import SqliteDatabase
+from breadcrumb.stores.sql.sqlite.events import HeldEvents, SqliteEvents
+from breadcrumb.stores.sql.sqlite.memories import KeptRows, SqliteChunks, SqliteMemories
+from breadcrumb.stores.sql.sqlite.states import SqliteThreadStates
 
 
 class SqliteCounters(SqlCounters):
