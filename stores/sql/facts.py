@@ -8,13 +8,12 @@ The ``facts`` of :class:`~stores.sql.lifecycle.LifecycleTables`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.core import SqlDatabase, id_text
 
-_FACT_COLUMNS = ("memory_id", "fact_key", "user_id", "value", "ts", "state")
+FACT_COLUMNS = ("memory_id", "fact_key", "user_id", "value", "ts", "state")
 MAX_KEY_BYTES = 500  # fact keys longer than this are not tracked (VARBINARY(512) column)
 
 
@@ -38,7 +37,7 @@ class SqlFacts:
         keep = {r[1] for r in rows}
         with self.db.transaction():
             if held is None:
-                held = [_key(k) for (k,) in self.db.fetch(
+                held = [id_text(k) for (k,) in self.db.fetch(
                     "SELECT fact_key FROM memory_facts WHERE memory_id = ?", (memory_id,))]
             for key in held:
                 if key not in keep:
@@ -46,7 +45,7 @@ class SqlFacts:
                                         "fact_key = ?", (memory_id, key))
             if rows:
                 self.db.execute_many(self.db.dialect.upsert(
-                    "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
+                    "memory_facts", FACT_COLUMNS, ("memory_id", "fact_key"), FACT_COLUMNS[2:]),
                     rows)
         return list(dict.fromkeys(r[1] for r in rows))
 
@@ -59,7 +58,7 @@ class SqlFacts:
             for mid, key in self.db.read(
                     "SELECT memory_id, fact_key FROM memory_facts WHERE memory_id IN "
                     f"({s.marks(len(part))})", part):
-                out[_key(mid)].append(_key(key))
+                out[id_text(mid)].append(id_text(key))
         return out
 
     def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
@@ -107,7 +106,7 @@ class SqlFacts:
         """(key, state) of every fact of one memory (``facts_of`` of each state at once)."""
         rows = self.db.read("SELECT fact_key, state FROM memory_facts WHERE memory_id = ?",
                                 (memory_id,))
-        return [(_key(k), str(st)) for k, st in rows]
+        return [(id_text(k), str(st)) for k, st in rows]
 
     def mark_fact(self, memory_id: str, key: str, state: str) -> None:
         """Set one fact's state."""
@@ -116,6 +115,3 @@ class SqlFacts:
                                 "AND fact_key = ?", (state, memory_id, key))
 
 
-def _key(value: Any) -> str:
-    """A key column as text (MySQL returns VARBINARY columns as bytes)."""
-    return value.decode() if isinstance(value, bytes | bytearray) else str(value)

@@ -23,8 +23,8 @@ from typing import Any
 
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import SqlDatabase
-from breadcrumb.stores.sql.facts import _FACT_COLUMNS, MAX_KEY_BYTES, _key
+from breadcrumb.stores.sql.core import SqlDatabase, id_text
+from breadcrumb.stores.sql.facts import FACT_COLUMNS, MAX_KEY_BYTES
 
 _LIVE = ("active", "conflicted")
 Values = tuple[str, str, str, str]  # user_id, value, ts, state
@@ -143,7 +143,7 @@ class BatchFacts:
                                 f"fact_key IN ({s.marks(len(keys))})", (state, memory_id, *keys))
         if there:
             self.db.execute_many(self.db.dialect.upsert(
-                "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
+                "memory_facts", FACT_COLUMNS, ("memory_id", "fact_key"), FACT_COLUMNS[2:]),
                 there)
         self._in_sql.difference_update(gone)
         self._in_sql.update(pk for pk in changed if pk in self._rows)
@@ -224,7 +224,7 @@ class BatchFacts:
         """Rows read from SQL, but for memories kept whole (the batch's are newer)."""
         fresh: set[str] = set()
         for mid, key, user, value, ts, state, status in rows:
-            memory_id, fact_key = _key(mid), _key(key)
+            memory_id, fact_key = id_text(mid), id_text(key)
             if memory_id in self._memories_known:
                 continue
             fresh.add(memory_id)

@@ -29,7 +29,7 @@ from typing import Any
 from breadcrumb.stores.ports.tables import Plan, Scope
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.browse import json_field_like, like_pattern
-from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.core import SqlDatabase, id_text
 from breadcrumb.stores.sql.memories import SqlMemories
 from breadcrumb.topics.records import thread_key
 
@@ -119,7 +119,7 @@ class SqlErasure:
             p.thread_id, p.start, p.end = (row["source_thread_id"],
                                            int(row["source_start_index"]),
                                            int(row["source_end_index"]))
-            p.event_ids = [_text(r[0]) for r in self.db.read(
+            p.event_ids = [id_text(r[0]) for r in self.db.read(
                 "SELECT event_id FROM raw_events WHERE user_id = ? AND thread_id = ? AND "
                 "idx >= ? AND idx <= ?", (u, p.thread_id, p.start, p.end))]
             p.cold_keys = self._archived("user_id = ? AND thread_id = ? AND start_idx <= ? AND "
@@ -127,7 +127,7 @@ class SqlErasure:
             return p
         where, params = ("user_id = ?", (u,)) if scope.kind == "tenant" else \
             ("user_id = ? AND source_thread_id = ?", (u, scope.thread_id))
-        p.memory_ids = [_text(r[0]) for r in self.db.read(
+        p.memory_ids = [id_text(r[0]) for r in self.db.read(
             f"SELECT id FROM agent_memories WHERE {where}", params)]
         p.thread_id = scope.thread_id
         cold_where = "user_id = ?" if scope.kind == "tenant" else "user_id = ? AND thread_id = ?"
@@ -137,7 +137,7 @@ class SqlErasure:
     def _archived(self, where: str, params: Sequence[Any]) -> list[str]:
         if not self.has_table("archived_ranges"):
             return []
-        return [_text(r[0]) for r in self.db.read(
+        return [id_text(r[0]) for r in self.db.read(
             f"SELECT object_key FROM archived_ranges WHERE {where}", params)]
 
     # --- erasing ------------------------------------------------------------------------
@@ -269,12 +269,8 @@ class SqlErasure:
         where, params = ("WHERE user_id = ? ", (user_id,)) if user_id is not None else ("", ())
         rows = self.db.read("SELECT user_id, scope, at, actor, counts FROM erasure_audit "
                             f"{where}ORDER BY id", params)
-        return [{"user_id": _text(u), "scope": sc, "at": a, "actor": ac,
+        return [{"user_id": id_text(u), "scope": sc, "at": a, "actor": ac,
                  "counts": json.loads(c)} for u, sc, a, ac, c in rows]
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes | bytearray) else str(value)
 
 
 def _in(column: str, ids: Sequence[str]) -> str:

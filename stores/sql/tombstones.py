@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from breadcrumb.stores.sql.forget import Plan, SqlErasure, _in, _text
+from breadcrumb.stores.sql import schema as s
+from breadcrumb.stores.sql.core import id_text
+from breadcrumb.stores.sql.forget import Plan, SqlErasure
 
 TOMBSTONE_TTL_S = 2.0  # other processes' tombstones are seen within this (cluster)
 
@@ -79,10 +81,10 @@ class SqlTombstones:
                 f"{self.erasure.table('erasure_tombstones')}"):
             if scope == "tenant":
                 when = _when(str(at)) or datetime.max.replace(tzinfo=UTC)
-                tenants[_text(user)] = max(when, tenants.get(_text(user), when))
+                tenants[id_text(user)] = max(when, tenants.get(id_text(user), when))
             else:
-                threads.add((_text(user), _text(thread)))
-        users = {_text(r[0]) for r in self.db.read(
+                threads.add((id_text(user), id_text(thread)))
+        users = {id_text(r[0]) for r in self.db.read(
             f"SELECT DISTINCT user_id FROM {self.erasure.table('erased_events')}")}
         found = _Tombstones(now, tenants, threads, users)
         self._cache = found
@@ -110,9 +112,9 @@ class SqlTombstones:
                 by_user.setdefault(user, []).append(i)
         for user, positions in by_user.items():
             ids = [digest(user, events[i][2]) for i in positions]
-            gone = {_text(r[0]) for r in self.db.read(
+            gone = {id_text(r[0]) for r in self.db.read(
                 f"SELECT event_hash FROM {self.erasure.table('erased_events')} WHERE "
-                f"user_id = ? AND {_in('event_hash', ids)}", (user, *ids))}
+                f"user_id = ? AND event_hash IN ({s.marks(len(ids))})", (user, *ids))}
             out.update(i for i, h in zip(positions, ids, strict=True) if h in gone)
         return out
 
