@@ -137,44 +137,43 @@ class Chunks:
 
 
 def _event_lines(event: Event, memory_id: str, meta: tuple[int, float], followed: bool,
-                 cosines: Chunks, call: str,
-                 stale: Iterable[str], seen: set[tuple[str, int]]
+                 cosines: Chunks, call: str, stale: Iterable[str], seen: set[tuple[str, int]]
                  ) -> list[Candidate]:
-    rows = split_lines(event)[:MAX_EVENT_LINES]
-    out = []
-    header = call
-    for number, (start, end, text) in enumerate(rows):
-        if FILE_HEADER.match(text):
-            header = text
-        if (event.event_id, start) in seen or not _WORDY.search(text):
-            continue
-        seen.add((event.event_id, start))
-        dense, sparse, raw, rank = cosines.cover(event.event_id, start)
-        out.append(Candidate(memory_id, event.event_id, _index(event), start, end, text,
-                             event.kind, event.role, meta[0], meta[1], followed, number,
-                             dense, sparse, header if header != text else call,
-                             any(holds_value(text, v) for v in stale), raw, rank))
-    return out
+    """The lines of a followed range's event (the first :data:`MAX_EVENT_LINES`)."""
+    passage = Passage(event.event_id, _index(event), 0, event.content, event.kind, event.role)
+    return _lines(passage, memory_id, meta, followed, cosines, stale, seen, call=call,
+                  limit=MAX_EVENT_LINES)
 
 
 def _passage_lines(found: Found, meta: tuple[int, float], stale: Iterable[str],
                    cosines: Chunks, seen: set[tuple[str, int]]) -> list[Candidate]:
-    passage: Passage = found.passage
+    """The lines of a passage found outside the followed ranges (its own search scores
+    where no chunk search of the recall covers a line)."""
+    passage = found.passage
+    return _lines(passage, found.memory_id, meta, False, cosines, stale, seen,
+                  first_no=1 if passage.offset else 0, dense=found.dense,
+                  sparse=found.sparse is not None)
+
+
+def _lines(passage: Passage, memory_id: str, meta: tuple[int, float], followed: bool,
+           cosines: Chunks, stale: Iterable[str], seen: set[tuple[str, int]], *,
+           call: str = "", limit: int | None = None, first_no: int = 0,
+           dense: float | None = None, sparse: bool = False) -> list[Candidate]:
+    """Each wordy line of ``passage`` not seen before, with the file header above it (else
+    ``call``), the chunk scores covering it, and whether it holds a replaced value."""
     out = []
-    header = ""
-    for number, (start, end, text) in enumerate(split_lines(passage)):
+    header = call
+    for number, (start, end, text) in enumerate(split_lines(passage)[:limit]):
         if FILE_HEADER.match(text):
             header = text
         if (passage.event_id, start) in seen or not _WORDY.search(text):
             continue
         seen.add((passage.event_id, start))
-        dense, sparse, raw, rank = cosines.cover(passage.event_id, start)
-        out.append(Candidate(found.memory_id, passage.event_id, passage.event_index, start,
-                             end, text, passage.kind, passage.role, meta[0], meta[1], False,
-                             number + (1 if passage.offset else 0),
-                             found.dense if dense is None else dense,
-                             sparse or found.sparse is not None,
-                             header if header != text else "",
+        cosine, lexical, raw, rank = cosines.cover(passage.event_id, start)
+        out.append(Candidate(memory_id, passage.event_id, passage.event_index, start, end,
+                             text, passage.kind, passage.role, meta[0], meta[1], followed,
+                             number + first_no, dense if cosine is None else cosine,
+                             lexical or sparse, header if header != text else call,
                              any(holds_value(text, v) for v in stale), raw, rank))
     return out
 
