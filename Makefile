@@ -45,14 +45,16 @@ demo: venv
 	$(BIN)/breadcrumb recall "the exact email regex we decided for sign-up validation" --user demo --data-dir $(DATA_DIR)
 
 ## ruff, mypy, the import contracts (layers without cycles, pyproject.toml), no getattr
-## capability probes in product code (scripts/check_getattr.py), and no class over 15
-## methods without the reason in its docstring (scripts/check_classes.py).
+## capability probes in product code (scripts/check_getattr.py), no class over 15
+## methods over its MRO without the reason in its docstring (scripts/check_classes.py), and the storage
+## contract's figures within their targets (scripts/check_store_contract.py, issue 48).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(PY) scripts/check_getattr.py
 	$(PY) scripts/check_classes.py
+	$(PY) scripts/check_store_contract.py
 
 unit: venv
 	$(PY) -m pytest -q -m "not integration"

@@ -183,7 +183,7 @@ def run(kind: str, batch: int, messages: Sequence[Message], events: int,
             if prof:
                 prof.disable()
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-            assert parts.store.count_events() == events, "not every event was derived"
+            assert parts.store.events.count_events() == events, "not every event was derived"
         finally:
             parts.close()
             drop_database(settings.mysql_database)

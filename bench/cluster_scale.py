@@ -123,7 +123,7 @@ def run_group(workers: int, events: list[dict[str, Any]], tmp: Path,
         asyncio.run(publish(settings, messages))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            count = store.count_events()
+            count = store.events.count_events()
             if count >= len(events):
                 cpu = sum(cpu_seconds(p.pid) for p, _l in procs) - start_cpu
                 return Run(workers, count, time.monotonic() - started,

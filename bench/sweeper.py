@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from breadcrumb.stores.cold.storage import LocalColdStore  # noqa: E402
 from breadcrumb.stores.sql import schema as s  # noqa: E402
-from breadcrumb.stores.sql.sqlite_store import SqliteStore  # noqa: E402
+from breadcrumb.stores.sql.sqlite.store import SqliteStore  # noqa: E402
 
 
 class _NoIndex:
@@ -39,10 +39,10 @@ def main(n: int) -> None:
              "active", "provisional", None, "[]", "{}", t0.isoformat(), t0.isoformat())
             for i in range(n)]
     with store.transaction():
-        store._execute_many(s.insert_sql("agent_memories", s.MEMORY_COLUMNS), rows)
+        store.db.execute_many(s.insert_sql("agent_memories", s.MEMORY_COLUMNS), rows)
     life, _ = build_lifecycle(Settings(data_dir=tmp), store, _NoIndex(), LocalColdStore(tmp))
     started = time.perf_counter()
-    count = len(store._read("SELECT * FROM agent_memories WHERE status <> 'archived'"))
+    count = len(store.db.read("SELECT * FROM agent_memories WHERE status <> 'archived'"))
     base = time.perf_counter() - started
     started = time.perf_counter()
     quiet = life.sweep(t0 + timedelta(hours=1))  # nothing due: scan + rules only

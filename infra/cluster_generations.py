@@ -26,6 +26,7 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.streams.replay import Progress
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class View:
     """The derived stores of one generation, as the query service reads them."""
 
     name: str
-    store: Any
+    store: MySqlStore
     index: Any
     lifecycle: Any
     raw: Any
@@ -85,8 +86,8 @@ class ClusterGenerations:
         store = build_sql_store(gen)
         index = self.index_for(gen)
         lifecycle, raw = build_lifecycle(gen, store, index, build_cold_store(gen), self.changelog)
-        recall = RecallService(index, store, raw, self.embedder, score_weights(gen), utc_now,
-                               **build_recall_llm(gen))
+        recall = RecallService(index, store.memories, raw, self.embedder, score_weights(gen),
+                               utc_now, **build_recall_llm(gen), states=store.states)
         view = View(name, store, index, lifecycle, raw, recall)
         self.views[name] = view
         return view
@@ -105,9 +106,12 @@ class ClusterGenerations:
                           self.embedder.name)
                 return
             view = self.views.get(name) or self.open_view(name)
-            runtime.recall, runtime.raw, runtime.memories = view.recall, view.raw, view.store
-            runtime.index, runtime.store, runtime.lifecycle = view.index, view.store, view.lifecycle
-            runtime.dead_letters = view.store
+            runtime.recall, runtime.raw = view.recall, view.raw
+            runtime.memories, runtime.audit = view.store.memories, view.store.audit
+            runtime.index, runtime.lifecycle, runtime.browse = view.index, view.lifecycle, \
+                view.store.browse
+            runtime.explore = view.store.explore
+            runtime.dead_letters = view.store.dead_letters
             from breadcrumb.streams.kafka_gateway import KafkaGateway
 
             gateway = runtime.gateway

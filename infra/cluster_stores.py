@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.sql.mysql_store import mysql_store
+from breadcrumb.stores.sql.mysql.store import MySqlStore, mysql_store
 
 __all__ = ["build_cold_store", "build_qdrant_index", "build_sink_index", "build_sql_store",
            "build_vector_index", "declare_topics", "group_members", "mysql_store", "sink_group",
@@ -17,7 +17,7 @@ __all__ = ["build_cold_store", "build_qdrant_index", "build_sink_index", "build_
 
 log = logging.getLogger(__name__)
 
-def build_sql_store(settings: Settings) -> Any:
+def build_sql_store(settings: Settings) -> MySqlStore:
     """:func:`mysql_store`, opened (its tables created if missing)."""
     store = mysql_store(settings)
     store.open()

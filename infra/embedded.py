@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from breadcrumb.infra.parts import (
     build_lifecycle,
@@ -35,8 +35,13 @@ from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.data_dir import index_failure
 from breadcrumb.stores.generations.embedded import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder, WriteBacklog
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.streams.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
+
+if TYPE_CHECKING:
+    from breadcrumb.stores.sql.sqlite.store import SqliteStore
+    from breadcrumb.streams.embedded import EmbeddedRunner
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +51,7 @@ class Generation:
     """One generation of derived stores and the services bound to it."""
 
     name: str
-    store: Any  # SqliteStore holding this generation's derived tables
+    store: SqliteStore  # this generation's derived tables
     index: Any  # QdrantEdgeIndex
     raw: Any  # archive-aware raw events (what recall reads)
     lifecycle: Any
@@ -55,7 +60,7 @@ class Generation:
     sweeper: Any
     optimizer: Any  # stores.vectors.index_maintenance.OptimizeJob (HNSW builds when idle)
 
-    def close(self, log_store: Any) -> None:
+    def close(self, log_store: Store) -> None:
         self.sweeper.stop()
         self.optimizer.stop()
         self.index.close()
@@ -64,7 +69,7 @@ class Generation:
 
 
 def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPaths,
-                    log_store: Any) -> Generation:
+                    log_store: SqliteStore) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
     from breadcrumb.stores.cold.storage import LocalColdStore
     from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
@@ -84,12 +89,13 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
     cold = LocalColdStore(settings.data_dir / "cold")
     lifecycle, raw = build_lifecycle(settings, store, index, cold)
     service = IngestService(
-        store, store, store, store, index, embedder, utc_now_iso, pipeline_config(settings),
+        store.events, store.memories, store.dead_letters, store.states, index, embedder,
+        utc_now_iso, pipeline_config(settings),
         observer=build_observer(settings),
-        hooks=lifecycle if settings.lifecycle_enabled else None,
+        hooks=lifecycle if settings.lifecycle_enabled else None, tombstones=store.tombstones,
     )
-    recall = RecallService(index, store, raw, embedder, score_weights(settings), utc_now,
-                           **build_recall_llm(settings))
+    recall = RecallService(index, store.memories, raw, embedder, score_weights(settings),
+                           utc_now, **build_recall_llm(settings), states=store.states)
     optimizer = OptimizeJob(index, settings.index_optimize_min_points,
                             settings.index_optimize_idle_seconds,
                             settings.index_optimize_check_seconds)
@@ -122,8 +128,10 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
                             two_speeds=settings.derive_two_speeds)
     runtime = Runtime(
         settings=settings, gateway=runner, recall=gen.recall, raw=gen.raw,
-        memories=gen.store, dead_letters=_DeadLetters(log_store, runner), index=gen.index,
-        embedder=embedder, store=gen.store, lifecycle=gen.lifecycle,
+        memories=gen.store.memories, dead_letters=_DeadLetters(log_store, runner),
+        index=gen.index, embedder=embedder, audit=gen.store.audit, browse=gen.store.browse,
+        explore=gen.store.explore,
+        lifecycle=gen.lifecycle,
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
                              "index_unoptimized_points": gen_index_pending(runtime),
@@ -138,11 +146,11 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     return runtime
 
 
-def open_sqlite(path: Path) -> Any:
+def open_sqlite(path: Path) -> SqliteStore:
     """Open a SqliteStore; failures become one-line :class:`StartupError`s."""
     import sqlite3
 
-    from breadcrumb.stores.sql.sqlite_store import SqliteStore
+    from breadcrumb.stores.sql.sqlite.store import SqliteStore
 
     store = SqliteStore(path)
     try:
@@ -206,23 +214,23 @@ def gen_index_pending(runtime: Runtime) -> int:
 class _DeadLetters:
     """Intake rejections live with the log; processing rejections with the generation."""
 
-    def __init__(self, log_store: Any, runner: Any) -> None:
+    def __init__(self, log_store: SqliteStore, runner: EmbeddedRunner) -> None:
         self.log_store = log_store
         self.runner = runner
 
     def put_dead_letter(self, letter: Any) -> None:
-        self.log_store.put_dead_letter(letter)
+        self.log_store.dead_letters.put_dead_letter(letter)
 
     def count_dead_letters(self) -> int:
         derived = self.runner.derived
-        extra = 0 if derived is self.log_store else derived.count_dead_letters()
-        return int(self.log_store.count_dead_letters()) + int(extra)
+        extra = 0 if derived is self.log_store else derived.dead_letters.count_dead_letters()
+        return int(self.log_store.dead_letters.count_dead_letters()) + int(extra)
 
     def list_dead_letters(self, limit: int = 100) -> list[Any]:
-        return list(self.log_store.list_dead_letters(limit))
+        return list(self.log_store.dead_letters.list_dead_letters(limit))
 
 
-def _close_current(runtime: Runtime, log_store: Any) -> None:
+def _close_current(runtime: Runtime, log_store: Store) -> None:
     for gen in runtime.generations.values():
         gen.close(log_store)
 
@@ -246,13 +254,13 @@ def replay(runtime: Runtime, name: str | None = None,
                                   "dim": embedder.dim, "llm_model": settings.llm_model})
     gen = open_generation(settings, embedder, paths, runner.store)
     progress = Progress(name, started=_monotonic())
-    replayer = Replayer(runner.store, gen.store, gen.service, progress, on_progress)
+    replayer = Replayer(runner.store.log, gen.store, gen.service, progress, on_progress)
     try:
         while replayer.catch_up() and replayer.remaining() > 100:
             pass  # the live log keeps growing: converge before pausing the processor
         with runner.paused():
             replayer.catch_up()
-            _carry_over_changes(runtime.lifecycle, gen.lifecycle, runtime.store)
+            _carry_over_changes(runtime.lifecycle, gen.lifecycle)
             catalog.switch(name)
             _adopt(runtime, gen)
             runtime.embedder = embedder
@@ -291,8 +299,10 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     """Point the runtime at the new generation; in-flight requests finish on the old one."""
     old = runtime.generations.get(runtime.generation)
     _runner_of(runtime).use_generation(gen.store, gen.service)
-    runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store
-    runtime.index, runtime.store, runtime.lifecycle = gen.index, gen.store, gen.lifecycle
+    runtime.recall, runtime.raw, runtime.memories = gen.recall, gen.raw, gen.store.memories
+    runtime.index, runtime.lifecycle = gen.index, gen.lifecycle
+    runtime.audit, runtime.browse = gen.store.audit, gen.store.browse
+    runtime.explore = gen.store.explore
     runtime.generations[gen.name] = gen
     runtime.generation = gen.name
     if isinstance(old, Generation):
@@ -302,12 +312,12 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
     gen.optimizer.start()
 
 
-def _carry_over_changes(old: Any, new: Any, old_store: Any) -> None:
+def _carry_over_changes(old: Any, new: Any) -> None:
     """Manual and sweeper status/tier changes are not in the event log: replay the old
     generation's changelog into the new one (memories that no longer exist are skipped)."""
     if old is None or new is None:
         return
-    changes = old.tables.read_changes(0, 1_000_000)
+    changes = old.tables.changelog.read_changes(0, 1_000_000)
     new.replay((row[1], row[3]) for row in changes)
 
 

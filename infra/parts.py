@@ -4,7 +4,7 @@ the mode."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.chunker import ChunkerConfig
@@ -15,8 +15,12 @@ from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.learned.model import load as load_ranker
 from breadcrumb.query_api.recall.extract.learned.model import shipped as shipped_ranker
 from breadcrumb.stores.clock import utc_now
-from breadcrumb.stores.ports import Embedder, ReportsStats
+from breadcrumb.stores.ports import ColdStore, Embedder, ReportsStats, VectorIndex
 from breadcrumb.streams.service import ObserveFn, PipelineConfig
+
+if TYPE_CHECKING:
+    from breadcrumb.stores.sql.base import SqlStore
+    from breadcrumb.streams.lifecycle_changelog import ChangelogPublisher
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -112,17 +116,16 @@ def score_weights(settings: Settings) -> ScoreWeights:
     )
 
 
-def build_lifecycle(settings: Settings, store: Any, index: Any, cold: Any,
-                    publisher: Any = None) -> tuple[Any, Any]:
+def build_lifecycle(settings: Settings, store: SqlStore, index: VectorIndex, cold: ColdStore,
+                    publisher: ChangelogPublisher | None = None) -> tuple[Any, Any]:
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
     from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver
-    from breadcrumb.stores.sql.lifecycle import LifecycleTables
     from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
 
-    tables = LifecycleTables(store)
+    tables = store.lifecycle_tables
     tables.open()
-    raw = ArchiveAwareRawEvents(store, tables, cold)
+    raw = ArchiveAwareRawEvents(store.events, tables.archived, cold)
     service = LifecycleService(
         store, tables, index, raw, publisher or SqlChangelog(tables, utc_now), utc_now,
         lifecycle_configs(settings), Archiver(store, tables, cold))

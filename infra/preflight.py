@@ -51,9 +51,9 @@ def check_mysql(settings: Settings) -> None:
     """A connection to the configured database, with the configured user."""
     import pymysql
 
-    from breadcrumb.stores.sql.mysql_store import mysql_store
+    from breadcrumb.stores.sql.mysql.store import mysql_store
 
-    kwargs = {**mysql_store(settings).connect_kwargs(), "connect_timeout": TIMEOUT}
+    kwargs = {**mysql_store(settings).db.connect_kwargs(), "connect_timeout": TIMEOUT}
     try:
         pymysql.connect(**kwargs).close()
     except pymysql.err.MySQLError as exc:

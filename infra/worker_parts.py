@@ -24,6 +24,7 @@ from breadcrumb.infra.parts import (
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.streams.service import IngestService, ObserveFn
 
 
@@ -32,7 +33,7 @@ class WorkerParts:
     """The ports a Faust worker needs, built once per process."""
 
     settings: Settings
-    store: Any
+    store: MySqlStore
     index: Any
     embedder: Embedder
     clock: Callable[[], str]
@@ -50,11 +51,12 @@ class WorkerParts:
         are mirrored to ``mirror`` and raw events kept in ``raw``: the SQL store unless a
         batch collects them)."""
         return IngestService(
-            self.store if raw is None else raw, self.store, letters,
-            _Mirrored(states, self.store if mirror is None else mirror), self.index,
+            self.store.events if raw is None else raw, self.store.memories, letters,
+            _Mirrored(states, self.store.states if mirror is None else mirror), self.index,
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
             hooks=self.lifecycle,  # issue 5: the lifecycle hears of each memory
+            tombstones=self.store.tombstones,  # issue 26: erased scopes are dropped
         )
 
     def close(self) -> None:

@@ -23,19 +23,18 @@ from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import AppliesLog
-from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql import forget
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.streams.gateway import check_batch, limits_of
 
 GENERATION_PREFIX = "g"
 
 
-def letter_stores(runtime: Runtime) -> list[tuple[str, Any]]:
+def letter_stores(runtime: Runtime) -> list[tuple[str, Store]]:
     """(id prefix, store) of every store holding dead letters, the log store first."""
     log_store, derived = runtime.log_store(), runtime.derived_store()
-    out = [("", log_store)]
-    if derived is not log_store:
-        out.append((GENERATION_PREFIX, derived))
+    out: list[tuple[str, Store]] = [] if log_store is None else [("", log_store)]
+    if derived is not None and derived is not log_store:
+        out.append((GENERATION_PREFIX if out else "", derived))
     return out
 
 
@@ -44,28 +43,22 @@ def letters_view(runtime: Runtime, user_id: str | None, limit: int,
     """Dead letters newest first with their re-drive, if any."""
     out: list[dict[str, Any]] = []
     for prefix, store in letter_stores(runtime):
-        forget.ensure_tables(store)
-        for letter in sql_browse.list_dead_letters(store, user_id, limit, before):
-            letter["redrive"] = _redrive_of(store, letter["id"])
+        store.erasure.ensure_tables()
+        for letter in store.browse.list_dead_letters(user_id, limit, before):
+            letter["redrive"] = store.dead_letters.redrive_of(letter["id"])
             letter["id"] = f"{prefix}{letter['id']}" if prefix else letter["id"]
             out.append(letter)
     return out[:limit]
 
 
-def _redrive_of(store: Any, letter_id: int) -> dict[str, Any] | None:
-    rows = store._read("SELECT at, actor, outcome FROM dead_letter_redrives "
-                       "WHERE dead_letter_id = ?", (letter_id,))
-    return {"at": rows[0][0], "actor": rows[0][1], "outcome": rows[0][2]} if rows else None
-
-
-def _find(runtime: Runtime, letter_id: str) -> tuple[Any, int, dict[str, Any]]:
+def _find(runtime: Runtime, letter_id: str) -> tuple[Store, int, dict[str, Any]]:
     stores = dict(letter_stores(runtime))
     prefix = GENERATION_PREFIX if letter_id.startswith(GENERATION_PREFIX) else ""
     number = letter_id[len(prefix):]
     if not number.isdigit() or prefix not in stores:
         raise ApiError(404, "not_found", f"no dead letter {letter_id}")
     store = stores[prefix]
-    found = sql_browse.get_dead_letter(store, int(number))
+    found = store.browse.get_dead_letter(int(number))
     if found is None:
         raise ApiError(404, "not_found", f"no dead letter {letter_id}")
     return store, int(number), found
@@ -75,8 +68,8 @@ def redrive_letter(runtime: Runtime, letter_id: str, event: dict[str, Any] | Non
                    actor: str) -> dict[str, Any]:
     """Re-drive one dead letter; the answer says how it went."""
     store, number, letter = _find(runtime, letter_id)
-    forget.ensure_tables(store)
-    if _redrive_of(store, number) is not None:
+    store.erasure.ensure_tables()
+    if store.dead_letters.redrive_of(number) is not None:
         raise ApiError(409, "already_redriven", f"dead letter {letter_id} was re-driven before")
     position = letter["position"] or ""
     runner = runtime.runner()
@@ -85,9 +78,7 @@ def redrive_letter(runtime: Runtime, letter_id: str, event: dict[str, Any] | Non
     else:
         outcome = _resubmit(runtime, event if event is not None else _payload(letter))
     at = utc_now_iso()
-    with store.transaction():
-        store._execute("INSERT INTO dead_letter_redrives (dead_letter_id, at, actor, outcome) "
-                       "VALUES (?, ?, ?, ?)", (number, at, actor, outcome))
+    store.dead_letters.add_redrive(number, at, actor, outcome)
     return {"id": letter_id, "outcome": outcome, "redriven_at": at, "actor": actor}
 
 
@@ -116,7 +107,7 @@ def _reapply(runner: AppliesLog, seq: int, payload: str) -> str:
     from breadcrumb.streams.replay import log_items, log_unit
 
     with runner.paused():
-        entry = runner.store.read_log_entries([seq]).get(seq, payload)
+        entry = runner.store.log.read_log_entries([seq]).get(seq, payload)
         try:
             # the runner's marks stay where they are: the unit's cursor marks nothing
             unit = log_unit(runner.derived, runner.service, mark=lambda _items: None)

@@ -67,7 +67,7 @@ def list_view(runtime: Runtime, user_id: str, project: str | None = None,
     if not 1 <= limit <= MAX_PAGE:
         raise ApiError(422, "invalid_request", f"field 'limit': 1 to {MAX_PAGE}")
     try:
-        rows, nxt = sql_browse.list_memories(runtime.store, flt, sort, limit, cursor)
+        rows, nxt = runtime.browse.list_memories(flt, sort, limit, cursor)
     except CursorError as exc:
         raise ApiError(422, "invalid_cursor", f"field 'cursor': {exc}") from exc
     return {"memories": [memory_view(r) for r in rows], "next_cursor": nxt}
@@ -99,10 +99,10 @@ def json_bytes(content: dict[str, Any]) -> Response:
 
 def versions_view(runtime: Runtime, user_id: str, memory_id: str) -> dict[str, Any]:
     """``GET /v1/memories/{id}/versions`` (also the CLI's ``memory versions``)."""
-    chain = sql_browse.versions(runtime.store, user_id, memory_id)
+    chain = runtime.browse.versions(user_id, memory_id)
     if not chain:
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
-    facts = sql_browse.fact_versions(runtime.store, user_id, memory_id)
+    facts = runtime.browse.fact_versions(user_id, memory_id)
     return {"memory_id": memory_id, "versions": chain, "facts": facts}
 
 
@@ -117,9 +117,8 @@ async def memory_versions(memory_id: str, request: Request,
 def threads_view(runtime: Runtime, user_id: str, project: str | None, limit: int,
                  after: str | None) -> dict[str, Any]:
     """``GET /v1/threads``: the stored threads plus their open windows."""
-    threads, nxt = sql_browse.list_threads(runtime.store, user_id, project, limit, after)
-    counts = sql_browse.thread_memory_counts(runtime.store, user_id,
-                                             [t["thread_id"] for t in threads])
+    threads, nxt = runtime.browse.list_threads(user_id, project, limit, after)
+    counts = runtime.browse.thread_memory_counts(user_id, [t["thread_id"] for t in threads])
     windows = _open_windows(runtime, user_id)
     for t in threads:
         t["memories"] = counts.get(t["thread_id"], 0)
@@ -130,7 +129,8 @@ def threads_view(runtime: Runtime, user_id: str, project: str | None, limit: int
 def _open_windows(runtime: Runtime, user_id: str) -> dict[str, dict[str, Any]]:
     """Per thread with events not yet in a memory: how many, their first and last index."""
     out: dict[str, dict[str, Any]] = {}
-    for source in dict.fromkeys([runtime.store, runtime.log_store()]):
+    for source in [s.states for s in dict.fromkeys([runtime.derived_store(), runtime.log_store()])
+                   if s is not None]:
         if not isinstance(source, OpenWindowStates):
             continue
         for key, state in source.list_open_states(user_id):

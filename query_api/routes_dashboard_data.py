@@ -30,8 +30,6 @@ from breadcrumb.processors import lifecycle as lc
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.routes_browse import _open_windows
-from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql import explore
 from breadcrumb.stores.sql.browse import MemoryFilter
 
 router = APIRouter()
@@ -83,10 +81,10 @@ def next_change(life: lc.MemoryLife, cfg: lc.LifecycleConfig) -> dict[str, Any] 
 
 def lifecycle_view(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:
     """``GET /v1/dashboard/memories/{id}/lifecycle``."""
-    if runtime.store.get_memory_row(user_id, memory_id) is None:
+    if runtime.memories.get_memory_row(user_id, memory_id) is None:
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
     service = runtime.lifecycle
-    life = service.tables.get_life(user_id, memory_id) if service is not None else None
+    life = service.tables.lives.get_life(user_id, memory_id) if service is not None else None
     if service is None or life is None:
         return {"memory_id": memory_id, "enabled": False, "next": None}
     cfg = service.configs(life.project_id)
@@ -112,7 +110,7 @@ def thread_view(runtime: Any, user_id: str, thread_id: str) -> dict[str, Any]:
     cursor: str | None = None
     flt = MemoryFilter(user_id, thread_id=thread_id)
     while len(windows) < MAX_WINDOWS:
-        rows, cursor = sql_browse.list_memories(runtime.store, flt, "time", WINDOW_PAGE, cursor)
+        rows, cursor = runtime.browse.list_memories(flt, "time", WINDOW_PAGE, cursor)
         windows += [{"memory_id": r["id"], "start_index": int(r["source_start_index"]),
                      "end_index": int(r["source_end_index"]), "status": r["status"],
                      "tier": r["tier"], "summary": r["summary"]} for r in rows]
@@ -120,7 +118,7 @@ def thread_view(runtime: Any, user_id: str, thread_id: str) -> dict[str, Any]:
             break
     windows.sort(key=lambda w: (w["start_index"], w["end_index"]))
     open_window = _open_windows(runtime, user_id).get(thread_id)
-    info = explore.thread_info(runtime.store, user_id, thread_id)
+    info = runtime.explore.thread_info(user_id, thread_id)
     if info is None and not windows and open_window is None:  # issue 47: say so
         raise ApiError(404, "not_found", f"no thread {thread_id} for this user")
     return {"thread_id": thread_id, "open_window": open_window,

@@ -35,8 +35,6 @@ from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.routes_browse import _open_windows
 from breadcrumb.query_api.runtime import Runtime
-from breadcrumb.stores.sql import browse as sql_browse
-from breadcrumb.stores.sql import explore
 
 router = APIRouter()
 #: At most this many events of a memory's range are read to find the one saying a value.
@@ -51,7 +49,7 @@ async def tenants(request: Request) -> dict[str, Any]:
     if principal is not None and not principal.is_admin:
         return {"tenants": [{"tenant": principal.tenant}], "default": principal.tenant,
                 "all": False}
-    found = await run_in_threadpool(explore.list_tenants, runtime.store)
+    found = await run_in_threadpool(runtime.explore.list_tenants)
     default = runtime.settings.user_id if principal is None else principal.tenant
     return {"tenants": found, "default": default, "all": True}
 
@@ -74,10 +72,8 @@ def _cursor(before: str | None) -> tuple[str, str] | None:
 def recent_threads(runtime: Runtime, user_id: str, limit: int,
                    before: str | None) -> dict[str, Any]:
     """``GET /v1/dashboard/threads``."""
-    threads, nxt = explore.threads_by_last_event(runtime.store, user_id, limit,
-                                                  _cursor(before))
-    counts = sql_browse.thread_memory_counts(runtime.store, user_id,
-                                             [t["thread_id"] for t in threads])
+    threads, nxt = runtime.explore.threads_by_last_event(user_id, limit, _cursor(before))
+    counts = runtime.browse.thread_memory_counts(user_id, [t["thread_id"] for t in threads])
     windows = _open_windows(runtime, user_id)
     for t in threads:
         t["memories"] = counts.get(t["thread_id"], 0)
@@ -108,8 +104,8 @@ async def list_facts(
     limit: int = Query(50, ge=1, le=500),
 ) -> dict[str, Any]:
     """The tenant's fact keys (holding ``q``), latest change first."""
-    found = await run_in_threadpool(explore.fact_keys, request.app.state.runtime.store,
-                                    user_id, q, limit)
+    found = await run_in_threadpool(request.app.state.runtime.explore.fact_keys, user_id, q,
+                                    limit)
     return {"facts": found}
 
 
@@ -126,7 +122,7 @@ def _said_at(runtime: Runtime, user_id: str, row: dict[str, Any]) -> int | None:
 
 def fact_history(runtime: Runtime, user_id: str, key: str) -> dict[str, Any]:
     """``GET /v1/facts/history``."""
-    rows = explore.fact_rows(runtime.store, user_id, key)
+    rows = runtime.explore.fact_rows(user_id, key)
     if not rows:
         raise ApiError(404, "not_found", f"no fact {key!r} in tenant {user_id!r}")
     values = []

@@ -35,9 +35,9 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
-from breadcrumb.stores.sql import forget, tombstones
+from breadcrumb.stores.ports.tables import Plan, Scope, Store
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.forget import Plan, Scope
+from breadcrumb.stores.sql import tombstones
 from breadcrumb.streams.log_rewrite import rewrite_log
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,18 @@ class ForgetRequest(BaseModel):
         return Scope(kind, self.user_id, self.thread_id, self.memory_id)
 
 
-def _stores(runtime: Runtime) -> list[Any]:
+def _stores(runtime: Runtime) -> list[Store]:
     """Every SQL store of this runtime (the log store, the current generation's)."""
-    return list(dict.fromkeys([runtime.log_store(), runtime.store, runtime.derived_store()]))
+    return [s for s in dict.fromkeys([runtime.log_store(), runtime.derived_store()])
+            if s is not None]
+
+
+def _generation_store(runtime: Runtime) -> Store:
+    """The current generation's SQL store (where a scope is planned)."""
+    store = runtime.derived_store()
+    if store is None:
+        raise ApiError(503, "unavailable", "this service has no SQL store to erase from")
+    return store
 
 
 def _held(runtime: Runtime) -> AbstractContextManager[Any]:
@@ -79,16 +88,16 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
     stores = _stores(runtime)
     with _held(runtime):
         _restart_schedule(runtime)  # two speeds: deferred passages are written first
-        p = forget.plan(runtime.store, scope)
+        p = _generation_store(runtime).erasure.plan(scope)
         if p is None:
             raise ApiError(404, "not_found", f"no memory {scope.memory_id} for this user")
         _add_range_events(runtime, p)
         at = utc_now_iso()
         for store in stores:  # intake and the processors refuse it from now on
-            tombstones.write_tombstone(store, p, at, actor)
+            store.tombstones.write(p, at, actor)
         counts: dict[str, int] = {}
         for store in stores:
-            for table, n in forget.erase(store, p).items():
+            for table, n in store.erasure.erase(p).items():
                 counts[table] = counts.get(table, 0) + n
         _erase_vectors(runtime, p)
         counts["cold_objects"] = _erase_cold(runtime, p)
@@ -96,7 +105,7 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
         _restart_schedule(runtime)
     if runtime.runner() is None:
         _settle(runtime, stores, p)
-    forget.write_audit(stores[0], scope, at, actor, counts)
+    stores[0].erasure.write_audit(scope, at, actor, counts)
     out = {"erased": scope.kind, "user_id": scope.user_id, "at": at, "actor": actor,
            "counts": counts}
     if runtime.settings.mode == "cluster":
@@ -104,7 +113,7 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
     return out
 
 
-def _rewrite_log(runtime: Runtime, store: Any) -> dict[str, Any]:
+def _rewrite_log(runtime: Runtime, store: Store) -> dict[str, Any]:
     """Cluster: the erased bytes leave ``agent-events``, its DLQ and ``observations`` (in
     place, ``streams.log_rewrite``). The erasure itself is done and audited; a rewrite
     that fails is reported (``error``) and is run again with ``breadcrumb log rewrite``."""
@@ -115,15 +124,16 @@ def _rewrite_log(runtime: Runtime, store: Any) -> dict[str, Any]:
         return {"error": f"{type(exc).__name__}: {exc}", "retry": "breadcrumb log rewrite"}
 
 
-def _settle(runtime: Runtime, stores: list[Any], p: Plan) -> None:
+def _settle(runtime: Runtime, stores: list[Store], p: Plan) -> None:
     """Cluster: workers are not held while we erase, and another process sees a new
     tombstone within ``TOMBSTONE_TTL_S``; an event of the scope they applied meanwhile is
     erased by a second pass once every worker must see the tombstone."""
     time.sleep(tombstones.TOMBSTONE_TTL_S + 0.5)
-    again = forget.plan(runtime.store, p.scope) if p.scope.kind != "memory" else p
+    again = _generation_store(runtime).erasure.plan(p.scope) if p.scope.kind != "memory" \
+        else p
     if again is not None:
         for store in stores:
-            forget.erase(store, again)
+            store.erasure.erase(again)
         _erase_vectors(runtime, again)
 
 
@@ -176,7 +186,7 @@ def _erase_cold(runtime: Runtime, p: Plan) -> int:
     return len(keys)
 
 
-def _empty_caches(runtime: Runtime, stores: list[Any]) -> None:
+def _empty_caches(runtime: Runtime, stores: list[Store]) -> None:
     """Kept rows and decoded texts in this process: the SQLite store's memories, chunks,
     events and thread states, the archive reader's objects, and every ``lru_cache`` of
     Breadcrumb's modules and of the recall service (they are keyed by texts)."""
@@ -214,5 +224,5 @@ async def list_erasures(request: Request, user_id: str | None = Query(None, max_
     """The erasure audit (admin): who erased which kind of scope when, and row counts."""
     runtime = request.app.state.runtime
     log_store = _stores(runtime)[0]
-    rows = await run_in_threadpool(forget.list_audit, log_store, user_id)
+    rows = await run_in_threadpool(log_store.erasure.list_audit, user_id)
     return {"erasures": rows}

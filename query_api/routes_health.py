@@ -59,7 +59,7 @@ class Readiness:
         checks = []
         for name, fn in (("sql_write", self._sql_write), ("sql_integrity", self._integrity_ok),
                          ("processor", self._processor), ("vectors", self._vectors),
-                         ("disk", self._disk)):
+                         ("disk", self.disk_problem)):
             started = time.perf_counter()
             try:
                 problem = fn()
@@ -76,7 +76,7 @@ class Readiness:
     def _stores(self) -> list[Any]:
         gateway = self.runtime.gateway
         log_store = gateway.store if isinstance(gateway, EmbeddedRunner) else None
-        stores = [log_store, self.runtime.store]
+        stores = [log_store, self.runtime.derived_store()]
         unique: list[Any] = []
         for store in stores:
             if store is not None and all(store is not s for s in unique):
@@ -88,7 +88,7 @@ class Readiness:
             if isinstance(store, SqlWriteProbe):
                 store.probe_write()
             else:  # cluster SQL: a read proves the connection
-                store.get_counters()
+                store.counters.get_counters()
         return None
 
     def _integrity_ok(self) -> str | None:
@@ -142,7 +142,8 @@ class Readiness:
             self._flushed_at = now
         return None
 
-    def _disk(self) -> str | None:
+    def disk_problem(self) -> str | None:
+        """Too little free space on the data dir's disk (embedded), else None."""
         settings = self.runtime.settings
         if settings.mode != "embedded" or settings.min_free_disk_mb <= 0:
             return None
@@ -170,7 +171,7 @@ def refuse_when_disk_low(app: Any) -> None:
     """Intake guard: below ``min_free_disk_mb`` events are refused with 507 (never
     acknowledged, so the sender keeps them) instead of filling the disk under SQLite,
     whose shared-memory file then dies of SIGBUS."""
-    problem = _readiness(app)._disk()
+    problem = _readiness(app).disk_problem()
     if problem is not None:
         raise ApiError(507, "insufficient_storage",
                        f"{problem}: events are not accepted until space is freed")

@@ -32,7 +32,7 @@ class MemoryPatch(BaseModel):
 
 def memory_with_history(runtime: Any, user_id: str, memory_id: str) -> dict[str, Any]:
     """The Memory (contract shape) plus ``superseded_by``, usage and ``history``."""
-    row = runtime.store.get_memory_row(user_id, memory_id)
+    row = runtime.memories.get_memory_row(user_id, memory_id)
     memory = runtime.memories.get_memory(user_id, memory_id)
     if row is None or memory is None:
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
@@ -46,7 +46,7 @@ def memory_with_history(runtime: Any, user_id: str, memory_id: str) -> dict[str,
 
 def audit_view(runtime: Any, user_id: str, memory_id: str) -> list[dict[str, Any]]:
     """Audit rows as ``{"at", "actor", "field", "from", "to", "reason"}``, oldest first."""
-    rows = runtime.store.list_audit(user_id, memory_id)
+    rows = runtime.audit.list_audit(user_id, memory_id)
     return [{"at": r["at"], "actor": r["actor"], "field": r["field"], "from": r["from_value"],
              "to": r["to_value"], "reason": r["reason"]} for r in rows]
 
@@ -84,7 +84,7 @@ async def patch(memory_id: str, body: MemoryPatch, request: Request) -> dict[str
 async def get_audit(memory_id: str, user_id: str, request: Request) -> list[dict[str, Any]]:
     """Every change of the memory: when, who or which rule, from, to, why."""
     runtime = request.app.state.runtime
-    if runtime.store.get_memory_row(user_id, memory_id) is None and not \
-            runtime.store.list_audit(user_id, memory_id):
+    if runtime.memories.get_memory_row(user_id, memory_id) is None and not \
+            runtime.audit.list_audit(user_id, memory_id):
         raise ApiError(404, "not_found", f"no memory {memory_id} for this user")
     return await run_in_threadpool(audit_view, runtime, user_id, memory_id)

@@ -14,12 +14,11 @@ from breadcrumb.stores.ports import (
     AppliesLog,
     DeadLetterStore,
     Embedder,
-    MemoryStore,
     OwnStore,
     RawEventStore,
     VectorIndex,
 )
-from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.ports.tables import AuditTrail, Explorer, MemoryBrowse, MemoryRows, Store
 from breadcrumb.streams.gateway import Gateway, MeasuresFreshness, TwoSpeeds
 from breadcrumb.streams.lifecycle import LifecycleService
 from breadcrumb.streams.replay import Progress
@@ -54,22 +53,27 @@ class GenerationHandle(Protocol):
     name: str
     index: VectorIndex  # the generation's vector index (forget erases its points too)
 
-    def close(self, log_store: SqlStore) -> None: ...
+    def close(self, log_store: Store) -> None: ...
 
 
 @dataclass
 class Runtime:
-    """Everything the query service and the CLI use, built once."""
+    """Everything the query service and the CLI use, built once: ports of the current
+    generation (memories, raw events, audit, browse, explore, the index ...). The SQL stores the
+    admin routes act on whole (forget, re-drive, readiness) are the gateway's:
+    :meth:`log_store` and :meth:`derived_store`."""
 
     settings: Settings
     gateway: Gateway
     recall: RecallService
     raw: RawEventStore
-    memories: MemoryStore
+    memories: MemoryRows
     dead_letters: DeadLetterStore
     index: VectorIndex
     embedder: Embedder
-    store: SqlStore  # SqliteStore or MySqlStore: stats, audit, log
+    audit: AuditTrail  # who changed which field of a memory
+    browse: MemoryBrowse  # pages of memories, versions, threads, dead letters
+    explore: Explorer  # the explorer's tenants, threads by last event, fact keys
     lifecycle: LifecycleService | None = None  # issue 5: the status/tier owner
     generation: str = "main"  # embedded: the generation of derived stores in use
     generations: dict[str, GenerationHandle] = field(default_factory=dict)
@@ -82,18 +86,18 @@ class Runtime:
         """The gateway when it applies the event log in this process (embedded), else None."""
         return self.gateway if isinstance(self.gateway, AppliesLog) else None
 
-    def log_store(self) -> SqlStore:
+    def log_store(self) -> Store | None:
         """The SQL store intake writes (embedded: the event log; cluster: the gateway's
-        current tables), ``store`` when the gateway has none of its own."""
-        own: SqlStore | None = self.gateway.store if isinstance(self.gateway, OwnStore) else None
-        return own or self.store
+        current tables); None for a gateway without one."""
+        own: Store | None = self.gateway.store if isinstance(self.gateway, OwnStore) else None
+        return own
 
-    def derived_store(self) -> SqlStore:
-        """The store the processors write (the embedded runner's current generation), else
-        ``store``."""
+    def derived_store(self) -> Store | None:
+        """The current generation's SQL store: the one the embedded runner's processors
+        write, else the gateway's own (cluster: the current generation's tables)."""
         runner = self.runner()
-        derived: SqlStore | None = runner.derived if runner is not None else None
-        return derived or self.store
+        derived: Store | None = runner.derived if runner is not None else None
+        return derived if derived is not None else self.log_store()
 
     def start(self) -> None:
         for fn in self.starters:

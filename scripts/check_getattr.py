@@ -25,7 +25,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     # attributes of exceptions raised by drivers and libraries (no common base class)
     ("streams/failure_policy.py", "status_code"): "an HTTP error's status, any client library",
     ("stores/llm/chat.py", "status_code"): "an HTTP error's status, any client library",
-    ("stores/sql/sqlite_store.py", "sqlite_errorcode"): "sqlite3 errors carry it from 3.11 only",
+    ("stores/sql/sqlite/database.py", "sqlite_errorcode"): "sqlite3 errors carry it from 3.11 only",
     ("breadcrumb/extras.py", "name"): "ModuleNotFoundError.name, may be None",
     ("breadcrumb/publishers.py", "retriable"): "aiokafka errors: a class attribute on some",
     # records and rows read field by field (the name is data)
@@ -33,11 +33,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("stores/vectors/qdrant_common.py", DYNAMIC): "an Observation's payload fields by name",
     ("stores/sql/schema.py", DYNAMIC): "a Chunk's columns by name",
     ("streams/lifecycle.py", DYNAMIC): "a status change's fields by name (audit rows)",
-    # delegating proxies: the rest of the wrapped store, by name
-    ("streams/state.py", DYNAMIC): "WriteBackStates.__getattr__ forwards to the store",
-    ("stores/sql/raw_batch.py", DYNAMIC): "BatchedRawEvents.__getattr__ forwards to the store",
-    ("stores/sql/facts_batch.py", DYNAMIC): "the batch's tables forward to the real ones",
-    ("stores/cold/archive.py", DYNAMIC): "ArchiveAwareRawEvents forwards to the hot store",
     # per-thread state of a threading.local (unset in a thread that never set it)
     ("streams/lifecycle_batch.py", "payloads"): "threading.local: this thread's deferred payloads",
     ("streams/lifecycle_batch.py", "reads"): "threading.local: this thread's batch reads",

@@ -139,7 +139,9 @@ class DataDirLock:
     def instance(self) -> str:
         return self.owner.instance
 
-    def _write(self) -> None:
+    def write_owner(self) -> None:
+        """Write the owner into the lock file (what ``DataDirBusy`` names to another
+        process)."""
         data = orjson.dumps(asdict(self.owner))
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)
@@ -147,7 +149,7 @@ class DataDirLock:
     def set_url(self, url: str) -> None:
         """Announce the HTTP service of this owner (lock file and ``server.json``)."""
         self.owner = Owner(**{**asdict(self.owner), "url": url})
-        self._write()
+        self.write_owner()
         marker = {"url": url, "pid": self.owner.pid, "instance": self.owner.instance,
                   "data_dir": self.owner.data_dir}
         tmp = self.data_dir / f".{MARKER}.{os.getpid()}"
@@ -217,7 +219,7 @@ def try_acquire(data_dir: Path) -> DataDirLock | None:
                       started_at=datetime.now(UTC).isoformat())
         lock = DataDirLock(key, fd, owner)
         try:
-            lock._write()
+            lock.write_owner()
         except OSError as exc:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)

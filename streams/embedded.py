@@ -29,7 +29,7 @@ import orjson
 
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
@@ -110,16 +110,16 @@ class EmbeddedRunner:
         with self._intake, self.store.transaction():
             # issue 26: a forgotten scope's events are refused (checked under the store's
             # lock, so a concurrent forget either sees them in the log or refuses them)
-            checked = drop_erased(self.store, checked, len(items))
+            checked = drop_erased(self.store.tombstones, checked, len(items))
             rows = [(event.user_id, event.event_id, event.thread_key, raw.decode())
                     for event, raw in checked.valid]
-            appended = self.store.append_log(rows) if rows else []
+            appended = self.store.log.append_log(rows) if rows else []
             for letter in checked.letters:
-                self.store.put_dead_letter(letter)
+                self.store.dead_letters.put_dead_letter(letter)
             accepted = sum(appended)
-            self.store.incr("events_received", len(items))
-            self.store.incr("events_accepted", accepted)
-            self.store.incr("duplicates", len(appended) - accepted)
+            self.store.counters.incr("events_received", len(items))
+            self.store.counters.incr("events_accepted", accepted)
+            self.store.counters.incr("duplicates", len(appended) - accepted)
         self._wake.set()
         return SubmitResult(accepted, len(appended) - accepted, checked.rejected)
 
@@ -128,19 +128,20 @@ class EmbeddedRunner:
         marker = FlushMarker(user_id, thread_id, self.clock(), reason)
         key = thread_key(user_id, thread_id)
         with self._intake, self.store.transaction():
-            self.store.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
+            self.store.log.append_log([(None, None, key, orjson.dumps(marker.to_dict()).decode())])
         self._wake.set()
 
     def pending(self) -> int:
         """Accepted events not yet in a memory: unapplied log + open windows."""
-        return self.unprocessed() + int(self.derived.count_pending_window_events())
+        return self.unprocessed() + int(self.derived.states.count_pending_window_events())
 
     def unprocessed(self) -> int:
         """Log entries the current generation has not applied yet (read ahead + beyond),
         plus memories whose passage vectors are still due (two speeds)."""
         sched = self._sched
         scanned = sched.scanned  # read before ``pending``: a concurrent scan only adds
-        return sched.pending + int(self.store.count_log_after(scanned)) + self.passages_pending()
+        return (sched.pending + int(self.store.log.count_log_after(scanned))
+                + self.passages_pending())
 
     def thread_pending(self, user_id: str, thread_id: str) -> dict[str, int]:
         """One thread's backlog: ``unprocessed`` log entries (events and flush markers) not
@@ -151,8 +152,8 @@ class EmbeddedRunner:
         scanned = sched.scanned  # read before the queue: a concurrent scan only adds
         queue = sched.queues.get(key)
         queued = len(queue) if queue is not None else 0
-        unprocessed = queued + int(self.store.count_log_after(scanned, key))
-        state = self.derived.get_state(key) or {}
+        unprocessed = queued + int(self.store.log.count_log_after(scanned, key))
+        state = self.derived.states.get_state(key) or {}
         return {"unprocessed": unprocessed,
                 "pending": unprocessed + len(state.get("pending") or ())}
 
@@ -166,7 +167,7 @@ class EmbeddedRunner:
         of work hands it its chunks (``UnitOfWork.lane``)."""
         if not self.two_speeds:
             return None
-        lane = PassageLane(self.derived, self.service)
+        lane = PassageLane(self.derived.counters, self.service)
         lane.recover()
         return lane
 
@@ -184,12 +185,12 @@ class EmbeddedRunner:
 
     def _schedule(self) -> FairSchedule:
         """The schedule of the current generation, from its marks (crash-exact resume)."""
-        counters = self.derived.get_counters()
+        counters = self.derived.counters.get_counters()
         low = int(counters.get(CURSOR, 0))
         if CURSOR not in counters and self.derived is self.store:  # from before cursors
-            low = int(self.store.max_processed_seq())
+            low = int(self.store.log.max_processed_seq())
         sched = FairSchedule(low, thread_marks(counters), self.read_ahead)
-        sched.scan(self.store)
+        sched.scan(self.store.log)
         return sched
 
     def use_generation(self, derived: Any, service: IngestService) -> None:
@@ -225,9 +226,9 @@ class EmbeddedRunner:
         return self._freshness.summary()
 
     def counters(self) -> dict[str, int]:
-        values = dict(self.store.get_counters())
+        values = dict(self.store.counters.get_counters())
         if self.derived is not self.store:
-            derived = self.derived.get_counters()
+            derived = self.derived.counters.get_counters()
             intake_letters = values.get("dead_lettered", 0)  # refused at the gateway
             for name in ("events_processed", *RELIABILITY_COUNTERS):
                 values[name] = derived.get(name, 0)
@@ -251,11 +252,11 @@ class EmbeddedRunner:
         with self._lock:
             if self._single:
                 return self._apply_singly()
-            self._sched.scan(self.store)
+            self._sched.scan(self.store.log)
             picked = self._sched.pick(limit or self.batch_entries)
             if not picked:
                 return self._passages(log_busy=False)
-            payloads = self.store.read_log_entries([seq for seq, _key in picked])
+            payloads = self.store.log.read_log_entries([seq for seq, _key in picked])
             entries = [(seq, key, payloads[seq]) for seq, key in picked]
             if len(entries) > 1:
                 handled = self._apply_batch(entries)
@@ -270,10 +271,10 @@ class EmbeddedRunner:
 
         def mark(items: Sequence[Item]) -> None:  # inside the unit's transaction
             marks = self._sched.marks_for(picked[:len(items)])
-            marks.write(self.derived)
+            marks.write(self.derived.counters)
             written.append(marks)
             if self.derived is self.store:  # the log's flags commit with the batch
-                self.store.mark_processed_many([seq for seq, _key in picked[:len(items)]])
+                self.store.log.mark_processed_many([seq for seq, _key in picked[:len(items)]])
 
         return log_unit(self.derived, self.service, mark, self._lane)
 
@@ -335,7 +336,7 @@ class EmbeddedRunner:
             (now - at for at, result in zip(accepted, results, strict=False)
              if at is not None and result is not None and result.observations))
         if not flagged:
-            self.store.mark_processed_many([seq for seq, _key, _payload in done])
+            self.store.log.mark_processed_many([seq for seq, _key, _payload in done])
         for _seq, _key, payload in done:
             self._touch(orjson.loads(payload))
 
@@ -365,7 +366,7 @@ class EmbeddedRunner:
     # ------------------------------------------------------------------ thread
     def start(self) -> None:
         """Start the background processor (resumes at the first unprocessed entry)."""
-        for key, _state in self.derived.list_states(pending_only=True):
+        for key, _state in self.derived.states.list_states(pending_only=True):
             self.idle.adopt(key)
         self._thread = threading.Thread(target=self._loop, name="breadcrumb-processor", daemon=True)
         self._thread.start()

@@ -7,22 +7,20 @@ a dead letter keeps the payload as received, which is what the erasure removed.
 
 from __future__ import annotations
 
-from typing import Any
-
-from breadcrumb.stores.sql.tombstones import erased_positions, is_erased
+from breadcrumb.stores.ports.tables import Tombstones
 from breadcrumb.streams.gateway import Checked
 from breadcrumb.topics.records import Event
 
 ERASED = "erased: this event's thread or tenant was forgotten (POST /v1/forget); not kept"
 
 
-def drop_erased(store: Any, checked: Checked, count: int) -> Checked:
+def drop_erased(store: Tombstones, checked: Checked, count: int) -> Checked:
     """``checked`` without the events an erasure covers (``count``: items in the batch,
     to name each dropped one by its position)."""
     if not checked.valid:
         return checked
     keys = [(e.user_id, e.thread_id, e.event_id, e.ts) for e, _raw in checked.valid]
-    gone = erased_positions(store, keys)
+    gone = store.erased_positions(keys)
     if not gone:
         return checked
     refused = {r["position"] for r in checked.rejected}
@@ -34,7 +32,7 @@ def drop_erased(store: Any, checked: Checked, count: int) -> Checked:
     return Checked(valid, checked.letters, rejected)
 
 
-def erased(store: Any, event: Event) -> bool:
+def erased(store: Tombstones, event: Event) -> bool:
     """Whether the processors must drop ``event`` (a replay or a redelivery of a forgotten
     scope: the erasure's tombstone is in every store it erased)."""
-    return is_erased(store, event.user_id, event.thread_id, event.event_id, event.ts)
+    return store.is_erased(event.user_id, event.thread_id, event.event_id, event.ts)

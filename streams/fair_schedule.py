@@ -27,9 +27,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
 
 from breadcrumb.stores.ports import BatchedCounters
+from breadcrumb.stores.ports.tables import Counters, EventLog
 from breadcrumb.streams.freshness import accepted_epoch
 
 CURSOR = "applied_seq"
@@ -44,7 +44,7 @@ class Marks:
     set: dict[str, int] = field(default_factory=dict)
     drop: list[str] = field(default_factory=list)
 
-    def write(self, derived: Any) -> None:
+    def write(self, derived: Counters) -> None:
         """Write them (call inside the batch's transaction): one statement for the sets and
         one for the drops when the store can (``set_counters``: a batch spread over a few
         hundred threads set as many marks, one statement each)."""
@@ -84,7 +84,7 @@ class FairSchedule:
         self._turn = 0  # rotates the first tenant of each round
         self.accepted: dict[int, float | None] = {}  # position -> accepted at (epoch s)
 
-    def scan(self, log: Any) -> int:
+    def scan(self, log: EventLog) -> int:
         """Read the positions appended since the last scan (keys only, at most ``window``
         entries ahead); returns how many unapplied entries were queued."""
         total = 0

@@ -124,16 +124,16 @@ class IngestAgent:
         looked up with one statement and inserted with one."""
         store = self.parts.store
         keys = sorted({i.key for i in items if i.key})
-        local, mirror, raw = DictStateStore(), DictStateStore(), BatchedRawEvents(store)
+        local, mirror, raw = DictStateStore(), DictStateStore(), BatchedRawEvents(store.events)
         service: IngestService = self.parts.service_for(local, letters, mirror=mirror, raw=raw)
         users = {split_thread_key(k)[0] for k in keys}
         with store.serialized(users), store.transaction():  # users: see SqlStore.serialized
             raw.prefetch(ids for i in items if (ids := i.event_ids))
-            for key, committed in store.get_states(keys).items():
+            for key, committed in store.states.get_states(keys).items():
                 local.put_state(key, committed)
             yield service
             raw.flush()
-            store.put_states(sorted(mirror.data.items()))
+            store.states.put_states(sorted(mirror.data.items()))
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in the ingest executor (one thread: messages keep their order)."""
@@ -219,7 +219,7 @@ class IngestAgent:
         return sent
 
     def _open_windows(self) -> list[str]:
-        return [key for key, _state in self.parts.store.list_states(pending_only=True)]
+        return [key for key, _state in self.parts.store.states.list_states(pending_only=True)]
 
     async def follow_alias(self) -> bool:
         """Publish only while this worker's generation is the current one; returns

@@ -33,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
+from breadcrumb.stores.ports.tables import Counters, KeyedDeadLetters, Store
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
 from breadcrumb.streams.service import BatchContext, HandleResult, IngestService, PassageSink
 from breadcrumb.topics.records import DeadLetter, Observation
@@ -91,7 +92,7 @@ class Tally:
     def incr(self, name: str, n: int = 1) -> None:
         self.counts[name] += n
 
-    def flush(self, store: Any) -> None:
+    def flush(self, store: Counters) -> None:
         counts = {name: n for name, n in self.counts.items() if n}
         if counts:
             store.incr_many(counts)  # one statement (both SQL stores)
@@ -103,7 +104,7 @@ class PositionedLetters:
     (``#n`` for an entry's n-th), so a redelivered or re-applied entry stores nothing
     new; kept as JSON for the dead-letter topic (with their ``position``)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: KeyedDeadLetters) -> None:
         self.inner = inner  # a DeadLetterStore whose put_dead_letter takes a key (SQL)
         self.position = ""
         self.captured: list[bytes] = []
@@ -148,7 +149,7 @@ Scope = Callable[[Sequence[Item], PositionedLetters], AbstractContextManager[Ing
 class UnitOfWork:
     """One transaction of entries: applied, counted, the cursor moved — or nothing."""
 
-    store: Any  # the SQL store the unit's counters and letters go to
+    store: Store  # the SQL store the unit's counters and letters go to
     scope: Scope
     cursor: Callable[[], Cursor]  # a fresh cursor for each transaction
     lane: PassageSink | None = None  # two speeds (embedded): chunks' vectors later
@@ -164,7 +165,7 @@ class UnitOfWork:
         embedded ahead; ``out`` collects the results as they come (kept when the unit
         raises). An exception rolls everything back."""
         out = UnitResult() if out is None else out
-        letters = PositionedLetters(self.store)
+        letters = PositionedLetters(self.store.dead_letters)
         tally, cursor = Tally(), self.cursor()
         applied: list[Item] = []
         with self.scope(items, letters) as service:
@@ -182,7 +183,7 @@ class UnitOfWork:
                     if enough is not None and enough():
                         break
             cursor.advance(tally, applied)
-            tally.flush(self.store)
+            tally.flush(self.store.counters)
         out.letters = letters.captured
         return out
 
@@ -194,7 +195,7 @@ class UnitOfWork:
         """The entry failed ``attempts`` times: its dead letter (keyed by its position,
         with ``reason``), its counters and the cursor past it, as one transaction."""
         out = UnitResult()
-        letters = PositionedLetters(self.store)
+        letters = PositionedLetters(self.store.dead_letters)
         letters.position = item.position
         tally, cursor = Tally(), self.cursor()
         log.error("giving up on %s after %s attempts: %s", item.position, attempts, reason)
@@ -204,7 +205,7 @@ class UnitOfWork:
                            source="processor")  # a processing failure, not bad input
             cursor.count(tally, item, "dead_lettered", attempts - 1, False)
             cursor.advance(tally, [item])
-            tally.flush(self.store)
+            tally.flush(self.store.counters)
         out.results.append(HandleResult("dead_lettered", reason=reason))
         out.letters = letters.captured
         return out

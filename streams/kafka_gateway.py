@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from breadcrumb.infra.settings import Settings
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import describe, is_transient
 from breadcrumb.streams.freshness import summary_from_counters
@@ -49,7 +50,7 @@ class KafkaGateway:
 
     LAG_TIMEOUT = 10.0  # seconds for one lag read (stats must answer while Kafka is down)
 
-    def __init__(self, settings: Settings, store: Any, clock: Callable[[], str],
+    def __init__(self, settings: Settings, store: Store, clock: Callable[[], str],
                  declare: Callable[[], Awaitable[None]] | None = None) -> None:
         self.settings = settings
         self.declare = declare  # creates the source topics (Faust never does); infra passes it
@@ -121,7 +122,7 @@ class KafkaGateway:
         checked = check_batch(items, self.clock(), source, limits_of(self.settings))
         sql_up = True
         try:  # issue 26: forgotten scopes never reach the log
-            checked = drop_erased(self.store, checked, len(items))
+            checked = drop_erased(self.store.tombstones, checked, len(items))
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -134,7 +135,7 @@ class KafkaGateway:
                 continue
             if sql_up:
                 try:
-                    if self.store.get_event(event.user_id, event.event_id) is not None:
+                    if self.store.events.get_event(event.user_id, event.event_id) is not None:
                         continue
                 except Exception as exc:
                     if not is_transient(exc):
@@ -168,9 +169,9 @@ class KafkaGateway:
                 if letter is None and name is None:
                     break
                 if letter is not None:
-                    self.store.put_dead_letter(letter)
-                elif n:
-                    self.store.incr(name, n)
+                    self.store.dead_letters.put_dead_letter(letter)
+                elif name is not None and n:
+                    self.store.counters.incr(name, n)
                 with self._owed_lock:
                     if letter is not None:
                         self._owed_letters.pop(0)
@@ -220,14 +221,14 @@ class KafkaGateway:
         return self._last_lag
 
     def pending(self) -> int:
-        return self.unprocessed() + int(self.store.count_pending_window_events())
+        return self.unprocessed() + int(self.store.states.count_pending_window_events())
 
     def wait_processed(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
 
         def pending() -> int:  # strict: an unknown lag is not "nothing pending"
             lag = int(self._run(self._lag(), timeout=self.LAG_TIMEOUT))
-            return lag + int(self.store.count_pending_window_events())
+            return lag + int(self.store.states.count_pending_window_events())
         while pending() > 0:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"events still pending after {timeout} s")
@@ -236,10 +237,10 @@ class KafkaGateway:
     def freshness(self) -> dict[str, Any]:
         """Issue 14: accepted → recallable / memory p50 / p95 of every worker (the
         histogram counters the workers' batches write, ``streams.freshness``)."""
-        return summary_from_counters(self.store.get_counters())
+        return summary_from_counters(self.store.counters.get_counters())
 
     def counters(self) -> dict[str, int]:
-        values: dict[str, int] = self.store.get_counters()
+        values: dict[str, int] = self.store.counters.get_counters()
         values["lag_errors"] = self.lag_errors
         return values
 

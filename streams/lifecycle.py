@@ -20,7 +20,9 @@ from typing import Any
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.cold.archive import Archiver
-from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
+from breadcrumb.stores.ports import RawEventStore, VectorIndex
+from breadcrumb.stores.ports.tables import Store
+from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.streams.lifecycle_batch import BatchScope
 from breadcrumb.streams.lifecycle_changelog import (
@@ -47,7 +49,8 @@ class LifecycleService(BatchScope):
     steps read and write, directly or through a derivation batch: :class:`BatchScope`.
     """
 
-    def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any,
+    def __init__(self, store: Store, tables: LifecycleTables, index: VectorIndex,
+                 raw: RawEventStore,
                  publisher: ChangelogPublisher, clock: Callable[[], datetime],
                  configs: ConfigFor | None = None, archiver: Archiver | None = None) -> None:
         super().__init__(store, tables, index, raw)
@@ -65,15 +68,15 @@ class LifecycleService(BatchScope):
         rows = [sp.FactRow(obs.id, f.key, f.value, ts.get(f.event_id, obs.created_at))
                 for f in obs.facts]
         reads = self._reads()
-        held = self._tables().replace_facts(obs.user_id, obs.id, rows,
+        held = self._tables().facts.replace_facts(obs.user_id, obs.id, rows,
                                             reads.fact_keys(obs.id) if reads else None)
         if reads is not None:
             reads.replaced_facts(obs.id, held)
         # TTLs and windows run on the wall clock from when the memory was stored, not from
         # the events' own times (an imported 2024 history must not be "unused 7 d" at once)
         stored_at = self.clock().isoformat()
-        self._tables().ensure_life(obs.user_id, obs.id, stored_at)
-        existing = self._tables().current_facts(obs.user_id, sorted({f.key for f in rows}))
+        self._tables().lives.ensure_life(obs.user_id, obs.id, stored_at)
+        existing = self._tables().facts.current_facts(obs.user_id, sorted({f.key for f in rows}))
         # a fact key is a setting of one project (sp.of_project)
         projects = {m: row.get("project_id") for m in {f.memory_id for f in existing} - {obs.id}
                     if (row := self._row(obs.user_id, m)) is not None}
@@ -93,11 +96,11 @@ class LifecycleService(BatchScope):
             for mid in (v.older, v.newer):
                 self._set(user_id, mid, "pipeline", f"conflict:{v.key}", at, status="conflicted")
             return
-        self._tables().mark_fact(v.older, v.key, "superseded")
+        self._tables().facts.mark_fact(v.older, v.key, "superseded")
         older = self._row(user_id, v.older)
         for dup in (older["metadata"].get("merged_ranges", {}) if older else {}):
-            self._tables().mark_fact(dup, v.key, "superseded")  # its duplicates held it too
-        states = self._tables().fact_states_of(v.older)  # (key, state): held and lost at once
+            self._tables().facts.mark_fact(dup, v.key, "superseded")  # its duplicates held it too
+        states = self._tables().facts.fact_states_of(v.older)  # (key, state): held and lost at once
         lost = [key for key, state in states if state == "superseded"]
         if sp.memory_outcome([key for key, state in states if state in ("current",
                                                                           "superseded")],
@@ -119,7 +122,7 @@ class LifecycleService(BatchScope):
             return
         meta = dict(row["metadata"])
         meta[name] = {**meta.get(name, {}), key: value}
-        self._tables().set_metadata(user_id, mid, meta)
+        self._tables().lives.set_metadata(user_id, mid, meta)
         self._changed(user_id, mid, {"metadata": meta})
 
     def _verify(self, obs: Observation, rows: list[sp.FactRow],
@@ -134,7 +137,7 @@ class LifecycleService(BatchScope):
         if any(e.index is not None and e.index > last_fact for e in checks):
             targets.add(obs.id)
         for mid in sorted(targets):
-            life = self._tables().get_life(obs.user_id, mid)
+            life = self._tables().lives.get_life(obs.user_id, mid)
             step = lc.verify(life, checks[-1].kind) if life else None
             if step is not None:
                 self._set(obs.user_id, mid, "pipeline", step.reason,
@@ -153,7 +156,7 @@ class LifecycleService(BatchScope):
         for f in existing:
             current.setdefault(f.memory_id, set()).add((f.key, f.value))
         anyhow: dict[str, set[tuple[str, str, str]]] = {}
-        for f in self._tables().facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
+        for f in self._tables().facts.facts_in_any_state(obs.user_id, sorted({k for k, _ in mine})):
             anyhow.setdefault(f.memory_id, set()).add((f.key, f.value, f.ts))
         candidates = {m for m, fs in current.items() if fs == mine}
         candidates |= {m for m, fs in anyhow.items() if fs == said}
@@ -161,7 +164,7 @@ class LifecycleService(BatchScope):
         others = sorted(candidates - {obs.id})
         reads = self._reads()
         found = (reads.memories(obs.user_id, others) if reads is not None else
-                 {o.id: o for o in self.store.get_memories(obs.user_id, others)})
+                 {o.id: o for o in self.store.memories.get_memories(obs.user_id, others)})
         for mid in others:
             other = found.get(mid)
             if other is not None and sp.near_duplicate(
@@ -236,29 +239,29 @@ class LifecycleService(BatchScope):
             "superseded_by": _coalesce(change.superseded_by, row["superseded_by"]),
             "supersedes_memory_id": _coalesce(change.supersedes_memory_id,
                                               row["supersedes_memory_id"])}
-        tables = self._tables()
-        if isinstance(tables, BatchedLifecycleTables):  # a batch: maybe at its end
-            tables.apply_status_change(change, [values[c] for c in STATUS_COLUMNS])
+        batched = self._batched()
+        if batched is not None:  # a batch: maybe at its end
+            batched.apply_status_change(change, [values[c] for c in STATUS_COLUMNS])
         else:
-            self.store.apply_status_change(change)
+            self.store.memories.apply_status_change(change)
         self._changed(change.user_id, memory_id, values)
         self._payload(memory_id, {"status": change.status, "tier": change.tier})
         for name, old, new in fields:
             self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
                         change.reason)
         if fields:
-            self._tables().set_life(change.user_id, memory_id, change.at,
+            self._tables().lives.set_life(change.user_id, memory_id, change.at,
                                     int(row["hit_count"]), change.at)
         self._move_evidence(change, row["status"])
         return True
 
     def _apply_tombstone(self, memory_id: str) -> bool:
-        user_id = self.tables.owner_of(memory_id)
+        user_id = self.tables.lives.owner_of(memory_id)
         if user_id is None:
             return False
         self._forget(user_id, memory_id)
         self._payload(memory_id, {"status": lc.DELETE, "tier": lc.DELETE})
-        return bool(self._tables().delete_memory(user_id, memory_id))
+        return bool(self._tables().lives.delete_memory(user_id, memory_id))
 
     def _move_evidence(self, change: MemoryStatusChange, before: str) -> None:
         if self.archiver is None or (change.status == "archived") == (before == "archived"):
@@ -267,8 +270,10 @@ class LifecycleService(BatchScope):
         if reads is not None:  # its archived ranges and the memory's row change
             reads.forget_archive(change.user_id)
             reads.forget(change.user_id, change.memory_id)
-            self._tables().flush_memory(change.user_id, change.memory_id)  # read from SQL
-        memory = self.store.get_memory(change.user_id, change.memory_id)
+            batched = self._batched()
+            if batched is not None:
+                batched.flush_memory(change.user_id, change.memory_id)  # read from SQL
+        memory = self.store.memories.get_memory(change.user_id, change.memory_id)
         if memory is None:
             return
         if change.status == "archived":
@@ -284,23 +289,24 @@ class LifecycleService(BatchScope):
             raise ValueError(f"status must be one of {lc.STATUSES}")
         if tier is not None and tier not in lc.TIERS:
             raise ValueError(f"tier must be one of {lc.TIERS}")
-        if self.store.get_memory_row(user_id, mid) is None:
+        if self.store.memories.get_memory_row(user_id, mid) is None:
             return None
         self._set(user_id, mid, actor, reason, self.clock().isoformat(), status=status, tier=tier)
-        memory: Observation | None = self.store.get_memory(user_id, mid)
+        memory: Observation | None = self.store.memories.get_memory(user_id, mid)
         return memory
 
     def sweep(self, now: datetime | None = None) -> Counter[str]:
         """One pass over every memory: archive, delete, demote, promote, roll hit windows."""
         now = now or self.clock()
         done: Counter[str] = Counter()
-        for life in list(self.tables.iter_lives()):
+        for life in list(self.tables.lives.iter_lives()):
             cfg = self.configs(life.project_id)
             step = lc.decide(life, now, cfg)
             if step is None:
                 window = lc.roll_window(life, now, cfg)
                 if window is not None:
-                    self.tables.set_window(life.memory_id, window.hits_base, window.window_start)
+                    self.tables.lives.set_window(life.memory_id, window.hits_base,
+                                                 window.window_start)
                 continue
             self._transition(step, now.isoformat())
             done[step.reason.split(":")[0]] += 1
@@ -319,7 +325,7 @@ class LifecycleService(BatchScope):
 
     def history(self, user_id: str, mid: str) -> list[dict[str, Any]]:
         """The memories this one superseded / was superseded by (whole or per fact)."""
-        row = self.store.get_memory_row(user_id, mid)
+        row = self.store.memories.get_memory_row(user_id, mid)
         if row is None:
             return []
         meta = row["metadata"]
@@ -330,7 +336,7 @@ class LifecycleService(BatchScope):
         links += [("supersedes", v["memory_id"], k)
                   for k, v in meta.get("supersedes_facts", {}).items()]
         links += [("merged", k, None) for k in meta.get("merged_ranges", {})]
-        return [_link(self.store.get_memory_row(user_id, other), rel, key)
+        return [_link(self.store.memories.get_memory_row(user_id, other), rel, key)
                 for rel, other, key in links if other]
 
 

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from breadcrumb.stores.ports import BatchedPayloads
+from breadcrumb.stores.ports import BatchedPayloads, RawEventStore, VectorIndex
+from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
@@ -35,8 +36,9 @@ class BatchScope:
     """A memory's row, events, lifecycle tables, audit and payload, read and written
     directly or through this thread's batch."""
 
-    def __init__(self, store: Any, tables: LifecycleTables, index: Any, raw: Any) -> None:
-        self.store = store  # SqlStore: rows, audit
+    def __init__(self, store: Store, tables: LifecycleTables, index: VectorIndex,
+                 raw: RawEventStore) -> None:
+        self.store = store  # memory rows, audit
         self.tables = tables
         self.index = index
         self.raw = raw
@@ -44,7 +46,8 @@ class BatchScope:
         self._local = threading.local()  # .payloads: this thread's deferred payloads (batch)
 
     @contextmanager
-    def batch(self, raw: Any = None, memories: Iterable[tuple[str, str]] | None = None,
+    def batch(self, raw: RawEventStore | None = None,
+              memories: Iterable[tuple[str, str]] | None = None,
               fact_keys: dict[str, Iterable[str]] | None = None) -> Iterator[None]:
         """Defer this thread's vector payload updates to the end of the block (a derivation
         batch): each memory's payload is set once with its final status and tier, memories
@@ -64,7 +67,7 @@ class BatchScope:
         mine = list(memories or ())
         self._local.payloads = {}
         self._local.reads = BatchReads(self.store, self.tables, self.raw, raw, keep_rows=keep)
-        self._local.tables = BatchedLifecycleTables(self.tables, defer_rows=keep,
+        self._local.tables = BatchedLifecycleTables(self.tables, self.store, defer_rows=keep,
                                                     kept_row=self._local.reads.kept)
         try:
             holders = self._holders(fact_keys or {})
@@ -100,7 +103,7 @@ class BatchScope:
         reads = self._reads()
         if reads is not None:
             return reads.row(user_id, mid)
-        row: dict[str, Any] | None = self.store.get_memory_row(user_id, mid)
+        row: dict[str, Any] | None = self.store.memories.get_memory_row(user_id, mid)
         return row
 
     def _changed(self, user_id: str, mid: str, values: dict[str, Any]) -> None:
@@ -108,9 +111,15 @@ class BatchScope:
         if reads is not None:
             reads.update(user_id, mid, values)
 
-    def _tables(self) -> Any:
+    def _tables(self) -> LifecycleTables:
         """The lifecycle tables, through this thread's batch (``stores.sql.facts_batch``)."""
-        return getattr(self._local, "tables", None) or self.tables
+        batched = self._batched()
+        return self.tables if batched is None else batched.view
+
+    def _batched(self) -> BatchedLifecycleTables | None:
+        """This thread's batch of the lifecycle tables (None outside a batch)."""
+        batched: BatchedLifecycleTables | None = getattr(self._local, "tables", None)
+        return batched
 
     def _audit(self, *row: Any) -> None:
         """``store.add_audit(*row)``, or at the end of the batch in one statement."""
@@ -118,7 +127,7 @@ class BatchScope:
         if reads is not None:
             reads.audits.append(row)
         else:
-            self.store.add_audit(*row)
+            self.store.audit.add_audit(*row)
 
     def _forget(self, user_id: str, mid: str) -> None:
         reads = self._reads()

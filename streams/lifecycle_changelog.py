@@ -29,7 +29,8 @@ class SqlChangelog:
         self.clock = clock
 
     def publish(self, memory_id: str, user_id: str, value: dict[str, Any] | None) -> None:
-        self.tables.append_change(memory_id, user_id, value, self.clock().isoformat())
+        self.tables.changelog.append_change(memory_id, user_id, value,
+                                            self.clock().isoformat())
 
 
 class CollectingChangelog:

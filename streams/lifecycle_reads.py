@@ -25,16 +25,19 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from breadcrumb.stores.ports import RawEventStore
+from breadcrumb.stores.ports.tables import Store
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Event, Fact, Observation, SourceRange
 
 
 class BatchReads:
     """Reads of one batch's lifecycle hooks (see the module docstring)."""
 
-    def __init__(self, store: Any, tables: Any, archive: Any, hot: Any,
-                 keep_rows: bool = True) -> None:
-        self.store = store  # SqlStore
-        self.tables = tables  # LifecycleTables
+    def __init__(self, store: Store, tables: LifecycleTables, archive: RawEventStore,
+                 hot: RawEventStore | None, keep_rows: bool = True) -> None:
+        self.store = store  # memory rows, audit
+        self.tables = tables
         self.archive = archive  # the archive-aware raw events
         self.hot = hot  # the batch's raw events (None: read through the archive)
         self._archived: dict[str, bool] = {}
@@ -48,7 +51,7 @@ class BatchReads:
     def events(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         if self.hot is not None:
             if user_id not in self._archived:
-                self._archived[user_id] = self.tables.has_archived(user_id)
+                self._archived[user_id] = self.tables.archived.has_archived(user_id)
             if not self._archived[user_id]:
                 return list(self.hot.get_range(user_id, thread_id, start, end))
         return list(self.archive.get_range(user_id, thread_id, start, end))
@@ -65,12 +68,12 @@ class BatchReads:
                 by_user.setdefault(user_id, []).append(mid)
         for user_id, mids in by_user.items():
             self.row_reads += 1
-            for mid, row in self.store.get_memory_rows(user_id, list(dict.fromkeys(mids))
+            for mid, row in self.store.memories.get_memory_rows(user_id, list(dict.fromkeys(mids))
                                                        ).items():
                 self._rows[(user_id, mid)] = row
         mids = [m for _u, m in dict.fromkeys(mine) if m not in self._fact_keys]
         if mids and self.keep_rows:
-            self._fact_keys.update(self.tables.fact_keys_of(mids))
+            self._fact_keys.update(self.tables.facts.fact_keys_of(mids))
 
     def fact_keys(self, mid: str) -> list[str] | None:
         """The memory's held fact keys when known (None: ``replace_facts`` reads them)."""
@@ -89,11 +92,11 @@ class BatchReads:
             todo = [m for m in mids if (user_id, m) not in self._rows]
             if todo:
                 self.row_reads += 1
-                for mid, row in self.store.get_memory_rows(user_id, todo).items():
+                for mid, row in self.store.memories.get_memory_rows(user_id, todo).items():
                     self._rows[(user_id, mid)] = row
             rows = {m: self._rows[(user_id, m)] for m in mids if (user_id, m) in self._rows}
             return {m: self._memory(user_id, m, row) for m, row in rows.items()}
-        rows = self.store.get_memory_rows(user_id, mids)
+        rows = self.store.memories.get_memory_rows(user_id, mids)
         return {m: _memory(row) for m, row in rows.items()}
 
     def _memory(self, user_id: str, mid: str, row: dict[str, Any]) -> Observation:
@@ -108,18 +111,18 @@ class BatchReads:
         """Insert the buffered audit rows (inside the batch's transaction)."""
         audits, self.audits = self.audits, []
         if audits:
-            self.store.add_audits(audits)
+            self.store.audit.add_audits(audits)
 
     def row(self, user_id: str, mid: str) -> dict[str, Any] | None:
         """The memory's row (a missing one is not remembered: it may be written later)."""
         key = (user_id, mid)
         if not self.keep_rows:
             self.row_reads += 1
-            row: dict[str, Any] | None = self.store.get_memory_row(user_id, mid)
+            row: dict[str, Any] | None = self.store.memories.get_memory_row(user_id, mid)
             return row
         if key not in self._rows:
             self.row_reads += 1
-            row = self.store.get_memory_row(user_id, mid)
+            row = self.store.memories.get_memory_row(user_id, mid)
             if row is None:
                 return None
             self._rows[key] = row

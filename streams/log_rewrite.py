@@ -54,7 +54,7 @@ from breadcrumb.processors.log_rewrite_plan import (
     survivors,
 )
 from breadcrumb.stores.clock import utc_now_iso
-from breadcrumb.stores.sql.tombstones import erased_positions
+from breadcrumb.stores.ports.tables import Store, Tombstones
 from breadcrumb.topics.kafka_security import aiokafka_kwargs, started
 from breadcrumb.topics.names import AGENT_EVENTS
 from breadcrumb.topics.names import DEAD_LETTERS as DEAD_LETTERS_TOPIC
@@ -104,7 +104,7 @@ class Kafka:
     security: dict[str, Any] = field(default_factory=dict)
 
 
-def tombstone_predicate(store: Any, kind: str = EVENTS) -> Predicate:
+def tombstone_predicate(store: Tombstones, kind: str = EVENTS) -> Predicate:
     """The processors' own check (``stores.sql.tombstones``) over a partition's records."""
 
     def erased(records: Sequence[LogRecord]) -> set[int]:
@@ -112,7 +112,7 @@ def tombstone_predicate(store: Any, kind: str = EVENTS) -> Predicate:
         flat = [s for own in scopes for s in own]
         hit: set[int] = set()
         for at in range(0, len(flat), _CHUNK):
-            hit |= {at + i for i in erased_positions(store, flat[at:at + _CHUNK])}
+            hit |= {at + i for i in store.erased_positions(flat[at:at + _CHUNK])}
         return erased_indexes(scopes, hit)
 
     return erased
@@ -354,7 +354,7 @@ def report_dict(reports: Sequence[PartitionReport]) -> dict[str, Any]:
             "arrived_erased": sum(r.arrived_erased for r in reports), "rewritten": rewritten}
 
 
-async def rewrite_log(settings: Any, store: Any,
+async def rewrite_log(settings: Any, store: Store,
                       max_rounds: int = MAX_ROUNDS) -> dict[str, Any]:
     """Rewrite ``agent-events``, ``agent-events-dlq`` and ``observations`` of ``settings``
     against the tombstones ``store`` reads (the control database in cluster mode)."""
@@ -363,5 +363,6 @@ async def rewrite_log(settings: Any, store: Any,
     for name, kind in ((AGENT_EVENTS, EVENTS), (DEAD_LETTERS_TOPIC, DEAD_LETTERS),
                        (OBSERVATIONS_TOPIC, OBSERVATIONS)):
         reports += await rewrite_topic(kafka, settings.topic(name),
-                                       tombstone_predicate(store, kind), kind, max_rounds)
+                                       tombstone_predicate(store.tombstones, kind), kind,
+                                       max_rounds)
     return report_dict(reports)

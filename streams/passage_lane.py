@@ -24,6 +24,7 @@ import orjson
 
 from breadcrumb.processors.embed_digest import dense_column, dense_texts, to_embed
 from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.stores.ports.tables import Counters
 from breadcrumb.topics.records import Chunk, Observation
 
 PENDING = "passages_pending/"
@@ -38,7 +39,7 @@ def pending_name(user_id: str, memory_id: str) -> str:
 class PassageLane:
     """Chunks whose vectors still have to be written, oldest memory first."""
 
-    def __init__(self, derived: Any, service: Any, texts_per_slice: int = 32) -> None:
+    def __init__(self, derived: Counters, service: Any, texts_per_slice: int = 32) -> None:
         self.derived = derived  # counters (the pending marks), in the batch's transaction
         self.service = service  # its embedder, index and memory store
         self.texts_per_slice = max(1, texts_per_slice)

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.stores.ports.tables import EventLog, Store
 from breadcrumb.streams.failure_policy import FailurePolicy, describe, log_position
 from breadcrumb.streams.ingest_core import Item, Retrying, UnitOfWork
 from breadcrumb.streams.service import IngestService, PassageSink
@@ -29,9 +30,9 @@ log = logging.getLogger(__name__)
 CURSOR = "applied_seq"
 
 
-def applied_seq(derived: Any) -> int:
+def applied_seq(derived: Store) -> int:
     """The last log position this generation has applied."""
-    return int(derived.get_counters().get(CURSOR, 0))
+    return int(derived.counters.get_counters().get(CURSOR, 0))
 
 
 def log_items(entries: Sequence[tuple[int, str]]) -> list[Item]:
@@ -46,7 +47,7 @@ class LogCursor:
     the fair runner's marks, ``mark(applied items)``), moved in the unit's transaction;
     each entry is counted once since the cursor moves with its counters."""
 
-    def __init__(self, derived: Any, mark: Callable[[Sequence[Item]], None] | None = None
+    def __init__(self, derived: Store, mark: Callable[[Sequence[Item]], None] | None = None
                  ) -> None:
         self.derived = derived
         self.mark = mark
@@ -62,11 +63,11 @@ class LogCursor:
             return
         if self.mark is not None:
             self.mark(items)
-        else:
-            self.derived.set_counter(CURSOR, items[-1].seq)
+        elif (seq := items[-1].seq) is not None:  # a log entry's position (always set)
+            self.derived.counters.set_counter(CURSOR, seq)
 
 
-def log_unit(derived: Any, service: IngestService,
+def log_unit(derived: Store, service: IngestService,
              mark: Callable[[Sequence[Item]], None] | None = None,
              lane: PassageSink | None = None) -> UnitOfWork:
     """A unit of work on a generation's store: its transaction, the log cursor."""
@@ -130,7 +131,8 @@ class Progress:
 class Replayer:
     """Feeds every log entry, in order, to a fresh generation's ingest service."""
 
-    def __init__(self, log: Any, derived: Any, service: IngestService, progress: Progress,
+    def __init__(self, log: EventLog, derived: Store, service: IngestService,
+                 progress: Progress,
                  on_progress: Callable[[Progress], None] | None = None,
                  batch: int = 256, policy: FailurePolicy | None = None,
                  sleep: Callable[[float], object] = time.sleep) -> None:

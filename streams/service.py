@@ -29,7 +29,6 @@ from breadcrumb.processors.segmenter import ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
 from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.stores.ports import (
-    BatchedEventReads,
     BatchedMemoryWrites,
     DeadLetterStore,
     Embedder,
@@ -38,6 +37,7 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
+from breadcrumb.stores.ports.tables import RawEvents, Tombstones
 from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
 from breadcrumb.streams.erased import erased
 from breadcrumb.streams.service_types import (
@@ -90,6 +90,7 @@ class IngestService:
         source: str = "log",
         observer: ObserveFn | None = None,
         hooks: MemoryHooks | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self.raw = raw
         self.memories = memories
@@ -103,6 +104,7 @@ class IngestService:
         self.on_observation = hooks.on_observation if hooks is not None else on_observation
         self.source = source
         self.observer = observer  # the LLM observer when configured; else deterministic
+        self.tombstones = tombstones  # issue 26: erased scopes (stores.sql.tombstones)
         self._pending: list[Built] | None = None  # see batched()
         self._context = BatchContext()  # the block's context (batched()); empty outside one
         self.embed_seconds_per_text: float | None = None  # measured, a moving average
@@ -128,7 +130,7 @@ class IngestService:
         ctx = context or BatchContext()
         raw, states = self.raw, self.states
         batch_raw = batch_states = None
-        if ctx.events is not None and isinstance(raw, BatchedEventReads):
+        if ctx.events is not None and isinstance(raw, RawEvents):
             batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
             batch_raw.prefetch(ctx.events)
             self.raw, self.states = batch_raw, batch_states
@@ -158,7 +160,8 @@ class IngestService:
         checked = validate_event(entry)
         if isinstance(checked, Rejection):
             return self.reject(checked.message(), checked.field, raw_text, entry)
-        if erased(self.memories, checked):  # issue 26: a forgotten scope (replay, redelivery)
+        # issue 26: a forgotten scope (replay, redelivery)
+        if self.tombstones is not None and erased(self.tombstones, checked):
             return HandleResult("erased")
         return self.handle_event(checked, raw_text)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from breadcrumb.processors.chunker import ChunkerConfig
 from breadcrumb.processors.observer import ObserverConfig
 from breadcrumb.processors.segmenter import SegmenterConfig
-from breadcrumb.stores.ports import DeadLetterStore
+from breadcrumb.stores.ports import DeadLetterStore, RawEventStore
 from breadcrumb.topics.records import Chunk, ClosedRange, Event, Observation
 
 Clock = Callable[[], str]
@@ -34,7 +34,8 @@ class MemoryHooks(Protocol):
 
     def on_observation(self, observation: Observation) -> None: ...
 
-    def batch(self, raw: Any = None, memories: Iterable[tuple[str, str]] | None = None,
+    def batch(self, raw: RawEventStore | None = None,
+              memories: Iterable[tuple[str, str]] | None = None,
               fact_keys: dict[str, Iterable[str]] | None = None
               ) -> AbstractContextManager[None]: ...
 

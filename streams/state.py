@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 
+from breadcrumb.stores.ports import ThreadStateStore
 from breadcrumb.topics.records import DeadLetter
 
 
@@ -62,7 +63,7 @@ class WriteBackStates:
     ``inner`` once and written back once (:meth:`flush`, inside the batch's transaction)
     instead of a read and a write per event."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: ThreadStateStore) -> None:
         self.inner = inner
         self._cache: dict[str, dict[str, Any] | None] = {}
         self._dirty: set[str] = set()
@@ -83,6 +84,3 @@ class WriteBackStates:
             state = self._cache[key]
             if state is not None:
                 self.inner.put_state(key, state)
-
-    def __getattr__(self, name: str) -> Any:  # the rest of the store
-        return getattr(self.inner, name)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from breadcrumb.stores.ports.tables import Counters, Counts, Store
 from breadcrumb.streams.freshness import bucket_counter
 from breadcrumb.topics.records import FlushMarker
 
@@ -48,7 +49,7 @@ def is_direct(headers: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> 
     return any(name == DIRECT_HEADER for name, _value in pairs)
 
 
-def first_consumption(store: Any, position: str) -> bool:
+def first_consumption(store: Counters, position: str) -> bool:
     """Whether the message at ``position`` (``topic/partition/offset``) is counted for the
     first time; records it. Call inside the message's transaction (a rollback forgets it).
     A partition is consumed in order, so one high-water per partition is enough."""
@@ -70,9 +71,9 @@ class ConsumedThrough:
     counters are read once, each partition's high-water kept here and moved in the store
     (or in ``writes``, e.g. a batch's tally written once per counter at its end)."""
 
-    def __init__(self, store: Any, writes: Any = None) -> None:
+    def __init__(self, store: Counters, writes: Counts | None = None) -> None:
         self.store = store
-        self.writes = store if writes is None else writes  # where ``incr`` goes (a tally)
+        self.writes: Counts = store if writes is None else writes  # where ``incr`` goes
         self._through: dict[str, int] | None = None
 
     def first(self, position: str) -> bool:
@@ -93,7 +94,7 @@ class ConsumedThrough:
         return True
 
 
-def count_message(store: Any, outcome: str, retries: int, first: bool,
+def count_message(store: Counts, outcome: str, retries: int, first: bool,
                   direct: bool) -> None:
     """Counters for one consumed Kafka message (inside its transaction): a redelivery
     moves ``redeliveries`` only; a direct publish is received once; an event stored
@@ -116,14 +117,14 @@ def count_message(store: Any, outcome: str, retries: int, first: bool,
             store.incr(counter, 1)
 
 
-def count_outcome(store: Any, outcome: str, retries: int = 0) -> None:
+def count_outcome(store: Counts, outcome: str, retries: int = 0) -> None:
     """Move the counters for one applied message (call inside its transaction)."""
     count_outcomes(store, {outcome: 1})
     if retries:
         store.incr("retries", retries)
 
 
-def count_outcomes(store: Any, outcomes: Mapping[str, int]) -> None:
+def count_outcomes(store: Counts, outcomes: Mapping[str, int]) -> None:
     """:func:`count_outcome` for many messages at once: ``outcome -> messages``."""
     moved: dict[str, int] = {}
     for outcome, n in outcomes.items():
@@ -135,7 +136,7 @@ def count_outcomes(store: Any, outcomes: Mapping[str, int]) -> None:
             store.incr(name, n)
 
 
-def count_dead_letter(store: Any, retries: int) -> None:
+def count_dead_letter(store: Counts, retries: int) -> None:
     """Counters for a message given up on (call inside the dead letter's transaction; the
     letter itself moves ``dead_lettered``)."""
     store.incr("processing_failures", 1)
@@ -148,14 +149,14 @@ class KafkaOffsets:
     counted once by its position (:class:`ConsumedThrough`; a redelivery moves only
     ``redeliveries``) and the freshness of the first-consumed ones recorded at the end."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._seen: ConsumedThrough | None = None
         self._fresh: list[tuple[float, str, bool]] = []  # (accepted, outcome, closed)
 
     def count(self, tally: Any, item: Any, outcome: str, retries: int, closed: bool) -> None:
         if self._seen is None:
-            self._seen = ConsumedThrough(self.store, writes=tally)
+            self._seen = ConsumedThrough(self.store.counters, writes=tally)
         first = self._seen.first(item.position)
         count_message(tally, outcome, retries, first, item.direct)
         if first and item.accepted is not None:

@@ -122,7 +122,7 @@ def memory_spans(runtime: Any, users: set[str]) -> dict[str, list[m.Span]]:
     """Every memory's source range per tenant (all statuses)."""
     out: dict[str, list[m.Span]] = {}
     for user in sorted(users):
-        mems = runtime.store.list_memories(user, limit=100_000)
+        mems = runtime.memories.list_memories(user, limit=100_000)
         out[user] = [m.Span(user, x.source_range.thread_id, x.source_range.start_index,
                             x.source_range.end_index) for x in mems]
     return out

@@ -114,7 +114,7 @@ class RawSearch:
         ranked = fuse(dense, sparse, self.runtime.settings.weight_vector,
                       self.runtime.settings.weight_keyword)
         if q.as_of is not None:  # the same history Breadcrumb is allowed to see
-            events = events_by_id(self.runtime.store, q.user_id,
+            events = events_by_id(self.runtime.raw, q.user_id,
                                   [eid for i in ranked for eid in i.event_ids])
             ranked = [i for i in ranked if all(
                 eid in events and said_by(events[eid].ts, q.as_of) for eid in i.event_ids)]

@@ -3,7 +3,7 @@
 A recall's chunk searches (the direct passage search, the followed ranges') return up to
 ~130 hits. Qdrant Edge reads and converts each hit's payload (text, event, offsets):
 about 25 us a hit, some 2.5 ms of a source recall at 100k points. Where the store keeps the
-rows it read (the embedded SQLite store, ``stores.sql.sqlite_memories``), the searches ask for
+rows it read (the embedded SQLite store, ``stores.sql.sqlite.memories``), the searches ask for
 ids and scores only and the texts come from the store: the same rows the index's payloads
 were written from. A search with a hit whose chunk the store does not hold (an archived
 memory's chunks leave the hot table, their points stay) is run again with payloads, so

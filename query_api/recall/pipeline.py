@@ -69,6 +69,7 @@ class RecallService:
         quoter: Quoter | None = None,
         ranker: Ranker | None = None,
         learned_lines: bool = False,
+        states: OpenWindowStates | None = None,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -81,9 +82,8 @@ class RecallService:
         # token counts of lines and summaries, cached: pure, and a pool's lines recur
         self.count_tokens = lru_cache(maxsize=8192)(embedder.count_tokens)
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
-        # open windows (not yet memories) are searched too, where the store keeps them;
-        # chunk texts come from the store where it keeps its rows (not from payloads)
-        states = memories if isinstance(memories, OpenWindowStates) else None
+        # open windows (not yet memories) are searched too, where the store keeps them
+        # (``states``); chunk texts come from the store where it keeps its rows (not payloads)
         self.sources = Sources(index, raw, chunk_rows_of(memories), states)
         self.retriever = Retriever(self.sources, memories, weights)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,

@@ -15,12 +15,13 @@ from __future__ import annotations
 import gzip
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import orjson
 
 from breadcrumb.stores.cold.storage import archive_key, pack_events, unpack_events
 from breadcrumb.stores.ports import ColdStore
+from breadcrumb.stores.ports.tables import ArchivedRanges, RawEvents, Store
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.topics.records import Chunk, Event, Observation
 
@@ -48,7 +49,7 @@ def unpack_chunks(data: bytes) -> list[Chunk]:
 class Archiver:
     """Moves a memory's evidence between the hot SQL store and the cold store."""
 
-    def __init__(self, store: Any, tables: LifecycleTables, cold: ColdStore) -> None:
+    def __init__(self, store: Store, tables: LifecycleTables, cold: ColdStore) -> None:
         self.store = store
         self.tables = tables
         self.cold = cold
@@ -60,26 +61,26 @@ class Archiver:
         """
         rng = memory.source_range
         key = archive_key(memory.user_id, rng.thread_id, rng.start_index, rng.end_index)
-        events = self.store.get_range(memory.user_id, rng.thread_id, rng.start_index,
-                                      rng.end_index)
+        events = self.store.events.get_range(memory.user_id, rng.thread_id,
+                                             rng.start_index, rng.end_index)
         if not events:
             return key
-        chunks = self.store.get_chunks(memory.user_id, memory.id)
+        chunks = self.store.chunks.get_chunks(memory.user_id, memory.id)
         self._put_checked(key, pack_events(events))
         self._put_checked(chunks_key(key), pack_chunks(chunks))
         with self.store.transaction():
-            self.tables.add_archived(memory.user_id, rng.thread_id, rng.start_index,
+            self.tables.archived.add_archived(memory.user_id, rng.thread_id, rng.start_index,
                                      rng.end_index, key)
-            self.tables.delete_raw_range(memory.user_id, rng.thread_id, rng.start_index,
+            self.tables.archived.delete_raw_range(memory.user_id, rng.thread_id, rng.start_index,
                                          rng.end_index)
-            self.tables.delete_chunks(memory.user_id, memory.id)
+            self.tables.archived.delete_chunks(memory.user_id, memory.id)
         return key
 
     def restore(self, memory: Observation) -> int:
         """Bring an archived memory's events and chunks back to the hot store; returns the
         number of events restored (0 when nothing was archived)."""
         rng = memory.source_range
-        found = self.tables.archived_overlapping(memory.user_id, rng.thread_id,
+        found = self.tables.archived.archived_overlapping(memory.user_id, rng.thread_id,
                                                  rng.start_index, rng.end_index)
         restored = 0
         for thread_id, start, _end, key in found:
@@ -87,9 +88,9 @@ class Archiver:
             data = self.cold.get_object(chunks_key(key))
             with self.store.transaction():
                 for event in events:
-                    restored += bool(self.store.put_event(event))
-                self.store.put_chunks(unpack_chunks(data) if data else [])
-                self.tables.remove_archived(memory.user_id, thread_id, start)
+                    restored += bool(self.store.events.put_event(event))
+                self.store.chunks.put_chunks(unpack_chunks(data) if data else [])
+                self.tables.archived.remove_archived(memory.user_id, thread_id, start)
         return restored
 
     def _put_checked(self, key: str, data: bytes) -> None:
@@ -105,15 +106,16 @@ class Archiver:
 
 
 class ArchiveAwareRawEvents:
-    """A RawEventStore: hot SQL rows, plus archived ranges read from the cold store.
+    """Raw events (``RawEvents``): hot SQL rows, plus archived ranges read from the cold
+    store. Writes, counts, batch lookups and the full scan are the hot store's.
 
     Decoded cold objects are cached (LRU, ``cache_objects`` entries).
     """
 
-    def __init__(self, hot: Any, tables: LifecycleTables, cold: ColdStore,
+    def __init__(self, hot: RawEvents, archived: ArchivedRanges, cold: ColdStore,
                  cache_objects: int = 64) -> None:
         self.hot = hot
-        self.tables = tables
+        self.archived = archived
         self.cold = cold
         self._cache: OrderedDict[str, list[Event]] = OrderedDict()
         self._size = cache_objects
@@ -124,14 +126,29 @@ class ArchiveAwareRawEvents:
         """Hot write."""
         return bool(self.hot.put_event(event))
 
+    def put_events(self, events: Sequence[Event]) -> None:
+        """Hot writes."""
+        self.hot.put_events(events)
+
     def count_events(self) -> int:
         """Hot events only."""
         return int(self.hot.count_events())
 
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        """Hot events only (``BatchedEventReads``: a caller asks ``get_event`` for the ids
+        not found, which also reads the archive)."""
+        return self.hot.get_events(user_id, event_ids)
+
+    def iter_all_events(self, after: tuple[str, str, int] | None = None,
+                        batch: int = 500) -> Iterator[Event]:
+        """Hot events only."""
+        return self.hot.iter_all_events(after, batch)
+
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         """Hot events merged with archived ones, in index order."""
         by_index = {e.index: e for e in self.hot.get_range(user_id, thread_id, start, end)}
-        for _t, _a, _b, key in self.tables.archived_overlapping(user_id, thread_id, start, end):
+        archived = self.archived.archived_overlapping(user_id, thread_id, start, end)
+        for _t, _a, _b, key in archived:
             for event in self._object(key):
                 if event.index is not None and start <= event.index <= end:
                     by_index.setdefault(event.index, event)
@@ -143,7 +160,7 @@ class ArchiveAwareRawEvents:
         if event is not None:
             return event
         big = 2**62
-        for _t, _a, _b, key in self.tables.archived_overlapping(user_id, None, 0, big):
+        for _t, _a, _b, key in self.archived.archived_overlapping(user_id, None, 0, big):
             for cold in self._object(key):
                 if cold.event_id == event_id:
                     return cold
@@ -169,7 +186,3 @@ class ArchiveAwareRawEvents:
         """Drop the decoded cold objects (after an erasure); ports.ForgetsCached."""
         with self._lock:
             self._cache.clear()
-
-    def __getattr__(self, name: str) -> Any:
-        # everything else (iter_all_events, transaction, ...) is the hot store's
-        return getattr(self.hot, name)

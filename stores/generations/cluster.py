@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 
 from breadcrumb.infra.settings import Settings
-from breadcrumb.stores.sql.mysql_store import mysql_store
+from breadcrumb.stores.sql.mysql.store import mysql_store
 
 MAIN = "main"
 _CURRENT: tuple[str, tuple[Any, ...]] = (
@@ -56,7 +56,7 @@ class ClusterCatalog:
         self._tables_ready = False  # the DDL runs once per catalog, not on every poll
 
     def _connect(self, database: str | None) -> Any:
-        kwargs = mysql_store(self.settings).connect_kwargs()  # same TLS, modes and flags
+        kwargs = mysql_store(self.settings).db.connect_kwargs()  # same TLS, modes and flags
         kwargs["database"] = database
         return pymysql.connect(**kwargs)
 

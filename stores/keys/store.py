@@ -203,9 +203,9 @@ def mysql_key_store(settings: Settings) -> SqlKeyStore:
     """Cluster: the ``api_keys`` table in the configured MySQL/TiDB database (TLS as set)."""
     import pymysql
 
-    from breadcrumb.stores.sql.mysql_store import mysql_store
+    from breadcrumb.stores.sql.mysql.store import mysql_store
 
-    kwargs = mysql_store(settings).connect_kwargs()
+    kwargs = mysql_store(settings).db.connect_kwargs()
     kwargs["autocommit"] = True
     return SqlKeyStore(lambda: pymysql.connect(**kwargs), "%s", reuse=True)
 

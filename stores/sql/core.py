@@ -1,13 +1,15 @@
 """The SQL stores' core: one connection, its lock, transactions and statement helpers.
 
-:class:`SqlCore` is the base of every aggregate mixin (:mod:`stores.sql.events`,
-:mod:`stores.sql.memories`, :mod:`stores.sql.audit`, :mod:`stores.sql.dead_letters`,
-:mod:`stores.sql.states`); :class:`~stores.sql.base.SqlStore` composes them.
-Subclasses supply the connection, the :class:`~stores.sql.schema.Dialect` and how a
-transaction begins. One connection per store, guarded by a re-entrant lock: the HTTP server
-and the background processor may share a store across threads.
+:class:`SqlDatabase` is what every table object of a SQL store (raw events, memories,
+audit, dead letters, thread state, the log, counters, the lifecycle tables ...) reads and
+writes through: each holds the store's one database and calls its public statement
+helpers; none touches the connection itself. Subclasses supply the connection, the
+:class:`~stores.sql.schema.Dialect` and how a transaction begins
+(:mod:`stores.sql.sqlite.store`, :mod:`stores.sql.mysql.store`). One connection per store,
+guarded by a re-entrant lock: the HTTP server and the background processor may share a
+store across threads.
 
-Every write runs inside :meth:`SqlCore.transaction`. Calls nested inside an open
+Every write runs inside :meth:`SqlDatabase.transaction`. Calls nested inside an open
 transaction join it (nothing commits until the outermost block exits; an exception escaping
 any level rolls the whole transaction back).
 """
@@ -20,7 +22,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from typing import Any
 
-from breadcrumb.stores.sql import migrate as sql_migrate
 from breadcrumb.stores.sql import schema as s
 
 Row = tuple[Any, ...]
@@ -45,16 +46,50 @@ class TenantMismatchError(StoreError):
     """A memory id already belongs to another user."""
 
 
-class SqlCore(ABC):
-    """One SQL database: connection, transactions and the statements every aggregate uses.
+class WriterLock:
+    """A re-entrant lock that tells whether the calling thread holds it (the store's one
+    writer: its transaction, or a block that must see the transaction's writes)."""
 
-    Constructors do not connect; :meth:`open` connects and creates the tables (idempotent).
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._owner: int | None = None
+        self._held = 0
 
-    Why so many methods: the connection's life (open, close, context manager, drop), the
-    transaction and its dialect hooks (connect, begin, commit, rollback, duplicate key),
-    and the handful of statement helpers (execute, fetch, read, scalar, insert-unique)
-    every aggregate mixin builds on; each is a few lines, kept in one place so no
-    aggregate touches the connection itself.
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        self._owner = threading.get_ident()
+        self._held += 1
+        return True
+
+    def release(self) -> None:
+        self._held -= 1
+        if not self._held:
+            self._owner = None
+        self._lock.release()
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def owned(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self._owner == threading.get_ident()
+
+
+class SqlDatabase(ABC):
+    """One SQL database: connection, transactions and the statements every table uses.
+
+    Constructors do not connect; :meth:`connect` does (the store creates its tables).
+
+    Why so many methods: the connection's life (connect, close), the transaction and its
+    dialect hooks (connect, begin, commit, rollback, duplicate key), and the handful of
+    statement helpers (execute, fetch, read, scalar, insert-unique, insert-id) every table
+    object builds on; each is a few lines, kept in one place so no table object touches
+    the connection itself.
     """
 
     dialect: s.Dialect
@@ -62,7 +97,7 @@ class SqlCore(ABC):
     integrity_errors: tuple[type[Exception], ...] = ()
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
+        self.lock = WriterLock()
         self._conn: Any = None
         self._depth = 0
 
@@ -86,48 +121,28 @@ class SqlCore(ABC):
     def _is_duplicate(self, exc: Exception) -> bool:
         """True if an integrity error is a UNIQUE / PRIMARY KEY clash (not e.g. NOT NULL)."""
 
-    # --- lifecycle --------------------------------------------------------------------------
+    # --- the connection --------------------------------------------------------------------
 
-    def open(self) -> None:
-        """Connect and create missing tables and indexes. A second call does nothing."""
-        with self._lock:
+    def connect(self) -> bool:
+        """Open the connection; False (and nothing done) when it is open already. The
+        caller holds :attr:`lock` and creates the tables."""
+        with self.lock:
             if self._conn is not None:
-                return
+                return False
             self._conn = self._connect()
-            try:
-                with self.transaction():
-                    for stmt in (x for t in (*s.TABLES, DEAD_LETTER_KEYS)
-                                 for x in self.dialect.create_table(t)):
-                        self._execute(stmt)
-                    sql_migrate.upgrade(self)  # issue 12: schema version + upgrade steps
-            except BaseException:
-                self.close()  # a half-opened store must not look open
-                raise
+            return True
 
     def close(self) -> None:
-        """Close the connection (safe to call twice). ``open()`` may be called again."""
-        with self._lock:
+        """Close the connection (safe to call twice). ``connect()`` may be called again."""
+        with self.lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
                 conn.close()
 
-    def __enter__(self) -> SqlCore:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def drop_tables(self) -> None:
-        """Drop every Breadcrumb table (tests, ``reset``). Call ``open()`` again to recreate."""
-        with self.transaction():
-            for name in (DEAD_LETTER_KEYS.name, *reversed(s.TABLE_NAMES)):
-                self._execute(f"DROP TABLE IF EXISTS {name}")
-
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit: commit when the outermost block exits, roll back on exception."""
-        with self._lock:
+        with self.lock:
             self._require_open()
             if self._depth:
                 self._depth += 1
@@ -157,63 +172,66 @@ class SqlCore(ABC):
         it OUTSIDE ``transaction()``). A lifecycle step reads the user's other memories and
         facts (duplicates, supersession, verification), so two workers handling two threads
         of one user at once must not both miss the other's rows. One process per file here
-        (SQLite): nothing to do; the MySQL store takes named server locks."""
+        (SQLite): nothing to do; the MySQL database takes named server locks."""
         del users
         yield
 
-    # --- statement helpers (callers hold the lock) ------------------------------------------
+    def writer_owned(self) -> bool:
+        """Whether the calling thread holds the lock (its own transaction, or a block that
+        must see the transaction's writes)."""
+        return self.lock.owned()
+
+    # --- statements (callers of execute / fetch hold the lock: a transaction) -----------
 
     def _require_open(self) -> Any:
         if self._conn is None:
             raise StoreClosedError(f"{type(self).__name__} is not open")
         return self._conn
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the rows it changed."""
         with closing(self._require_open().cursor()) as cur:
             cur.execute(self.dialect.sql(sql), tuple(params))
             return int(cur.rowcount)
 
-    def _execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of parameters."""
         with closing(self._require_open().cursor()) as cur:
             cur.executemany(self.dialect.sql(sql), [tuple(r) for r in rows])
 
-    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int:
+        """Run an INSERT; the id the database gave the new row."""
+        with closing(self._require_open().cursor()) as cur:
+            cur.execute(self.dialect.sql(sql), tuple(params))
+            return int(cur.lastrowid)
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """The rows of a query on the write connection (inside a transaction)."""
         with closing(self._require_open().cursor()) as cur:
             cur.execute(self.dialect.sql(sql), tuple(params))
             return [tuple(r) for r in cur.fetchall()]
 
-    def _writer_owned(self) -> bool:
-        """Whether the calling thread holds the store lock (its own transaction, or a
-        block that must see the transaction's writes)."""
-        return bool(self._lock._is_owned())  # type: ignore[attr-defined]  # RLock: this thread
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """A read outside (or inside) a transaction, under the lock."""
-        with self._lock:
-            return self._fetch(sql, params)
+        with self.lock:
+            return self.fetch(sql, params)
 
-    def _insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
+    def insert_unique(self, sql: str, params: Sequence[Any]) -> bool:
         """Run an INSERT; False when it hit a UNIQUE/PRIMARY KEY (statement rolled back only)."""
         try:
-            self._execute(sql, params)
+            self.execute(sql, params)
         except self.integrity_errors as exc:
             if not self._is_duplicate(exc):
                 raise
             return False
         return True
 
-    def _scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
-        rows = self._read(sql, params)
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """The first column of the first row as an int (0 for none or NULL)."""
+        rows = self.read(sql, params)
         return int(rows[0][0] or 0) if rows else 0
 
 
 def id_text(value: Any) -> str:
     """An id column as text (MySQL returns VARBINARY columns as bytes)."""
     return value.decode() if isinstance(value, bytes | bytearray) else str(value)
-
-
-class StoreTables:
-    """A group of tables read and written through a SQL store's connection and lock."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store  # SqliteStore | MySqlStore (uses its transaction and helpers)

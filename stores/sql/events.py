@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import IndexConflictError, Row, SqlCore
+from breadcrumb.stores.sql.core import IndexConflictError, Row, SqlDatabase
 from breadcrumb.topics.records import Event
 
 
-class EventsSql(SqlCore):
-    """RawEventStore over :class:`~stores.sql.core.SqlCore`."""
+class SqlEvents:
+    """The ``raw_events`` table: ``RawEventStore`` and ``BatchedEventReads``
+    (:mod:`stores.ports`), plus the batch insert and the full scan a replay reads."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
 
     def put_event(self, event: Event) -> bool:
         """Store an indexed event; False (and no change) when its event_id already exists.
@@ -20,10 +24,10 @@ class EventsSql(SqlCore):
         """
         if event.index is None:
             raise ValueError(f"event {event.event_id!r} has no index")
-        with self.transaction():
-            if self._insert_unique(s.INSERT_EVENT, s.event_to_row(event)):
+        with self.db.transaction():
+            if self.db.insert_unique(s.INSERT_EVENT, s.event_to_row(event)):
                 return True
-            if self._fetch("SELECT 1 FROM raw_events WHERE user_id = ? AND event_id = ?",
+            if self.db.fetch("SELECT 1 FROM raw_events WHERE user_id = ? AND event_id = ?",
                            (event.user_id, event.event_id)):
                 return False
         raise IndexConflictError(
@@ -32,7 +36,7 @@ class EventsSql(SqlCore):
 
     def get_event(self, user_id: str, event_id: str) -> Event | None:
         """The event with this id, of this user only."""
-        rows = self._read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id = ?",
+        rows = self.db.read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id = ?",
                           (user_id, event_id))
         return s.event_from_row(rows[0]) if rows else None
 
@@ -41,7 +45,7 @@ class EventsSql(SqlCore):
         ids = list(dict.fromkeys(event_ids))
         if not ids:
             return {}
-        rows = self._read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id IN "
+        rows = self.db.read(f"{s.SELECT_EVENTS} WHERE user_id = ? AND event_id IN "
                           f"({s.marks(len(ids))})", (user_id, *ids))
         return {e.event_id: e for e in map(s.event_from_row, rows)}
 
@@ -49,19 +53,19 @@ class EventsSql(SqlCore):
         """Issue 14: insert new indexed events in one statement (a batch that already
         checked they are new; a duplicate raises and the caller's transaction rolls back)."""
         if events:
-            with self.transaction():
-                self._execute_many(s.INSERT_EVENT, [s.event_to_row(e) for e in events])
+            with self.db.transaction():
+                self.db.execute_many(s.INSERT_EVENT, [s.event_to_row(e) for e in events])
 
     def get_range(self, user_id: str, thread_id: str, start: int, end: int) -> list[Event]:
         """Events with start <= index <= end, in index order."""
-        rows = self._read(
+        rows = self.db.read(
             f"{s.SELECT_EVENTS} WHERE user_id = ? AND thread_id = ? AND idx >= ? AND idx <= ?"
             " ORDER BY idx", (user_id, thread_id, start, end))
         return [s.event_from_row(r) for r in rows]
 
     def count_events(self) -> int:
         """All stored events, every user."""
-        return self._scalar("SELECT COUNT(*) FROM raw_events")
+        return self.db.scalar("SELECT COUNT(*) FROM raw_events")
 
     def iter_all_events(self, after: tuple[str, str, int] | None = None,
                         batch: int = 500) -> Iterator[Event]:
@@ -81,8 +85,8 @@ class EventsSql(SqlCore):
     def _events_after(self, after: tuple[str, str, int] | None, batch: int) -> list[Row]:
         order = " ORDER BY user_id, thread_id, idx LIMIT ?"
         if after is None:
-            return self._read(s.SELECT_EVENTS + order, (batch,))
+            return self.db.read(s.SELECT_EVENTS + order, (batch,))
         u, t, i = after
         where = " WHERE user_id > ? OR (user_id = ? AND (thread_id > ? OR " \
                 "(thread_id = ? AND idx > ?)))"
-        return self._read(s.SELECT_EVENTS + where + order, (u, u, t, t, i, batch))
+        return self.db.read(s.SELECT_EVENTS + where + order, (u, u, t, t, i, batch))

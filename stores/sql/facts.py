@@ -1,25 +1,27 @@
 """The ``memory_facts`` table: (user_id, fact_key) -> memory_id, value, ts, state finds
 the older memories of a user that hold the same fact key (``state`` = current |
-superseded); and the memory-row writes of the lifecycle (metadata, owner, delete).
+superseded).
 
-Part of :class:`~stores.sql.lifecycle.LifecycleTables`.
+The ``facts`` of :class:`~stores.sql.lifecycle.LifecycleTables`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import StoreTables
+from breadcrumb.stores.sql.core import SqlDatabase, id_text
 
-_FACT_COLUMNS = ("memory_id", "fact_key", "user_id", "value", "ts", "state")
+FACT_COLUMNS = ("memory_id", "fact_key", "user_id", "value", "ts", "state")
 MAX_KEY_BYTES = 500  # fact keys longer than this are not tracked (VARBINARY(512) column)
 
 
-class FactsTables(StoreTables):
-    """A memory's facts (and the memory-row writes the lifecycle makes)."""
+class SqlFacts:
+    """A memory's facts (``FactTable``, :mod:`stores.ports.tables`)."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
 
     def replace_facts(self, user_id: str, memory_id: str, facts: Sequence[FactRow],
                       held: Sequence[str] | None = None) -> list[str]:
@@ -33,17 +35,17 @@ class FactsTables(StoreTables):
         rows = [(f.memory_id, f.key, user_id, f.value, f.ts, "current") for f in facts
                 if len(f.key.encode()) <= MAX_KEY_BYTES]
         keep = {r[1] for r in rows}
-        with self.store.transaction():
+        with self.db.transaction():
             if held is None:
-                held = [_key(k) for (k,) in self.store._fetch(
+                held = [id_text(k) for (k,) in self.db.fetch(
                     "SELECT fact_key FROM memory_facts WHERE memory_id = ?", (memory_id,))]
             for key in held:
                 if key not in keep:
-                    self.store._execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
+                    self.db.execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
                                         "fact_key = ?", (memory_id, key))
             if rows:
-                self.store._execute_many(self.store.dialect.upsert(
-                    "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
+                self.db.execute_many(self.db.dialect.upsert(
+                    "memory_facts", FACT_COLUMNS, ("memory_id", "fact_key"), FACT_COLUMNS[2:]),
                     rows)
         return list(dict.fromkeys(r[1] for r in rows))
 
@@ -53,17 +55,17 @@ class FactsTables(StoreTables):
         out: dict[str, list[str]] = {m: [] for m in ids}
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            for mid, key in self.store._read(
+            for mid, key in self.db.read(
                     "SELECT memory_id, fact_key FROM memory_facts WHERE memory_id IN "
                     f"({s.marks(len(part))})", part):
-                out[_key(mid)].append(_key(key))
+                out[id_text(mid)].append(id_text(key))
         return out
 
     def current_facts(self, user_id: str, keys: Sequence[str]) -> list[FactRow]:
         """Current facts of these keys held by the user's active or conflicted memories."""
         if not keys:
             return []
-        rows = self.store._read(
+        rows = self.db.read(
             "SELECT f.memory_id, f.fact_key, f.value, f.ts FROM memory_facts f "
             "JOIN agent_memories m ON m.id = f.memory_id AND m.user_id = f.user_id "
             f"WHERE f.user_id = ? AND f.fact_key IN ({s.marks(len(keys))}) "
@@ -77,7 +79,7 @@ class FactsTables(StoreTables):
         same order (the same join; the batch filters on statuses it has not written yet)."""
         if not keys:
             return []
-        rows = self.store._read(
+        rows = self.db.read(
             "SELECT f.memory_id, f.fact_key, f.value, f.ts, m.status FROM memory_facts f "
             "JOIN agent_memories m ON m.id = f.memory_id AND m.user_id = f.user_id "
             f"WHERE f.user_id = ? AND f.fact_key IN ({s.marks(len(keys))}) "
@@ -89,52 +91,27 @@ class FactsTables(StoreTables):
         state or the memory's status (duplicates are the same whatever happened since)."""
         if not keys:
             return []
-        rows = self.store._read(
+        rows = self.db.read(
             "SELECT memory_id, fact_key, value, ts FROM memory_facts WHERE user_id = ? "
             f"AND fact_key IN ({s.marks(len(keys))})", (user_id, *keys))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
 
     def facts_of(self, memory_id: str, state: str = "current") -> list[FactRow]:
         """One memory's facts in a state."""
-        rows = self.store._read("SELECT memory_id, fact_key, value, ts FROM memory_facts "
+        rows = self.db.read("SELECT memory_id, fact_key, value, ts FROM memory_facts "
                                 "WHERE memory_id = ? AND state = ?", (memory_id, state))
         return [FactRow(str(m), str(k), str(v), str(t)) for m, k, v, t in rows]
 
     def fact_states_of(self, memory_id: str) -> list[tuple[str, str]]:
         """(key, state) of every fact of one memory (``facts_of`` of each state at once)."""
-        rows = self.store._read("SELECT fact_key, state FROM memory_facts WHERE memory_id = ?",
+        rows = self.db.read("SELECT fact_key, state FROM memory_facts WHERE memory_id = ?",
                                 (memory_id,))
-        return [(_key(k), str(st)) for k, st in rows]
+        return [(id_text(k), str(st)) for k, st in rows]
 
     def mark_fact(self, memory_id: str, key: str, state: str) -> None:
         """Set one fact's state."""
-        with self.store.transaction():
-            self.store._execute("UPDATE memory_facts SET state = ? WHERE memory_id = ? "
+        with self.db.transaction():
+            self.db.execute("UPDATE memory_facts SET state = ? WHERE memory_id = ? "
                                 "AND fact_key = ?", (state, memory_id, key))
 
-    # --- memories ----------------------------------------------------------------------
-    def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
-        """Overwrite a memory's metadata JSON."""
-        with self.store.transaction():
-            self.store._execute("UPDATE agent_memories SET metadata = ? WHERE id = ? "
-                                "AND user_id = ?", (s.dumps(metadata), memory_id, user_id))
 
-    def owner_of(self, memory_id: str) -> str | None:
-        """The user a memory id belongs to (a tombstone carries only the id)."""
-        rows = self.store._read("SELECT user_id FROM agent_memories WHERE id = ?", (memory_id,))
-        return str(rows[0][0]) if rows else None
-
-    def delete_memory(self, user_id: str, memory_id: str) -> bool:
-        """Remove a memory and everything keyed by it (a tombstone); True if it existed."""
-        with self.store.transaction():
-            for table, col in (("memory_facts", "memory_id"), ("memory_lifecycle", "memory_id"),
-                               ("source_chunks", "memory_id")):
-                self.store._execute(f"DELETE FROM {table} WHERE {col} = ? AND user_id = ?",
-                                    (memory_id, user_id))
-            return bool(self.store._execute(
-                "DELETE FROM agent_memories WHERE id = ? AND user_id = ?", (memory_id, user_id)))
-
-
-def _key(value: Any) -> str:
-    """A key column as text (MySQL returns VARBINARY columns as bytes)."""
-    return value.decode() if isinstance(value, bytes | bytearray) else str(value)

@@ -23,7 +23,8 @@ from typing import Any
 
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.facts import _FACT_COLUMNS, MAX_KEY_BYTES, _key
+from breadcrumb.stores.sql.core import SqlDatabase, id_text
+from breadcrumb.stores.sql.facts import FACT_COLUMNS, MAX_KEY_BYTES
 
 _LIVE = ("active", "conflicted")
 Values = tuple[str, str, str, str]  # user_id, value, ts, state
@@ -38,9 +39,9 @@ class BatchFacts:
     once.
     """
 
-    def __init__(self, store: Any,
+    def __init__(self, db: SqlDatabase,
                  kept_row: Callable[[str, str], dict[str, Any] | None] | None = None) -> None:
-        self.store = store  # SqlStore (MySQL dialect)
+        self.db = db  # MySQL dialect
         self.kept_row = kept_row
         self._rows: dict[tuple[str, str], Values] = {}  # (memory id, key) -> its values
         self._by_key: dict[tuple[str, str], set[str]] = {}  # (user, key) -> memory ids
@@ -100,7 +101,7 @@ class BatchFacts:
         if row is not None:
             self._put(memory_id, key, (*row[:3], state))
         elif memory_id not in self._memories_known:  # a row never read: as before
-            self.store._execute("UPDATE memory_facts SET state = ? WHERE memory_id = ? "
+            self.db.execute("UPDATE memory_facts SET state = ? WHERE memory_id = ? "
                                 "AND fact_key = ?", (state, memory_id, key))
 
     def set_status(self, memory_id: str, status: str | None) -> None:
@@ -126,7 +127,7 @@ class BatchFacts:
         # a row SQL never held is not deleted: a DELETE of a missing key takes a gap lock
         gone = [pk for pk in changed if pk not in self._rows and pk in self._in_sql]
         for memory_id, key in gone:
-            self.store._execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
+            self.db.execute("DELETE FROM memory_facts WHERE memory_id = ? AND "
                                 "fact_key = ?", (memory_id, key))
         states: dict[tuple[str, str], list[str]] = {}  # (state, memory id) -> keys
         there = []
@@ -138,11 +139,11 @@ class BatchFacts:
             else:
                 there.append((*pk, *now))
         for (state, memory_id), keys in states.items():
-            self.store._execute(f"UPDATE memory_facts SET state = ? WHERE memory_id = ? AND "
+            self.db.execute(f"UPDATE memory_facts SET state = ? WHERE memory_id = ? AND "
                                 f"fact_key IN ({s.marks(len(keys))})", (state, memory_id, *keys))
         if there:
-            self.store._execute_many(self.store.dialect.upsert(
-                "memory_facts", _FACT_COLUMNS, ("memory_id", "fact_key"), _FACT_COLUMNS[2:]),
+            self.db.execute_many(self.db.dialect.upsert(
+                "memory_facts", FACT_COLUMNS, ("memory_id", "fact_key"), FACT_COLUMNS[2:]),
                 there)
         self._in_sql.difference_update(gone)
         self._in_sql.update(pk for pk in changed if pk in self._rows)
@@ -172,7 +173,7 @@ class BatchFacts:
             return self._status[memory_id]
         kept = self.kept_row(user_id, memory_id) if self.kept_row else None
         if kept is None:
-            rows = self.store._read("SELECT status FROM agent_memories WHERE id = ? AND "
+            rows = self.db.read("SELECT status FROM agent_memories WHERE id = ? AND "
                                     "user_id = ?", (memory_id, user_id))
             self._status[memory_id] = str(rows[0][0]) if rows else None
             return self._status[memory_id]
@@ -204,7 +205,7 @@ class BatchFacts:
         todo = [k for k in dict.fromkeys(keys) if (user_id, k) not in self._keys_known]
         if not todo:
             return
-        self._merge(self.store._read(
+        self._merge(self.db.read(
             f"SELECT STRAIGHT_JOIN {_COLUMNS} FROM (SELECT DISTINCT memory_id FROM "
             f"memory_facts WHERE user_id = ? AND fact_key IN ({s.marks(len(todo))})) h "
             f"JOIN memory_facts f ON f.memory_id = h.memory_id {_MEMORY_JOIN}",
@@ -214,7 +215,7 @@ class BatchFacts:
     def _load_memories(self, memory_ids: Iterable[str]) -> None:
         todo = [m for m in dict.fromkeys(memory_ids) if m not in self._memories_known]
         if todo:
-            self._merge(self.store._read(
+            self._merge(self.db.read(
                 f"SELECT {_COLUMNS} FROM memory_facts f {_MEMORY_JOIN} WHERE f.memory_id IN "
                 f"({s.marks(len(todo))})", todo))
             self._memories_known.update(todo)
@@ -223,7 +224,7 @@ class BatchFacts:
         """Rows read from SQL, but for memories kept whole (the batch's are newer)."""
         fresh: set[str] = set()
         for mid, key, user, value, ts, state, status in rows:
-            memory_id, fact_key = _key(mid), _key(key)
+            memory_id, fact_key = id_text(mid), id_text(key)
             if memory_id in self._memories_known:
                 continue
             fresh.add(memory_id)

@@ -1,4 +1,4 @@
-"""The lifecycle's SQL tables, on the same connection as a :class:`~stores.sql.base.SqlStore`.
+"""The lifecycle's SQL tables, on the database of a :class:`~stores.sql.base.SqlStore`.
 
 * ``memory_facts`` — (user_id, fact_key) → memory_id, value, ts, state: finds the older
   memories of a user that hold the same fact key (``state`` = current | superseded).
@@ -12,10 +12,14 @@ Dialect-agnostic and TiDB-compatible like ``stores.sql.schema`` (which renders t
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
+from breadcrumb.stores.ports.tables import ArchivedRanges, FactTable, LifeTable, MemoryChangelog
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.archived import ArchivedTables
-from breadcrumb.stores.sql.facts import FactsTables
-from breadcrumb.stores.sql.lives import ChangelogTables, LivesTables
+from breadcrumb.stores.sql.archived import SqlArchivedRanges
+from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.facts import SqlFacts
+from breadcrumb.stores.sql.lives import SqlLives, SqlMemoryChangelog
 
 TABLES: tuple[s.Table, ...] = (
     s._t("memory_facts",
@@ -33,20 +37,38 @@ TABLES: tuple[s.Table, ...] = (
 )
 
 
-class LifecycleTables(FactsTables, LivesTables, ChangelogTables, ArchivedTables):
-    """Reads and writes of the lifecycle tables through a SqlStore's connection and lock:
-    facts (:mod:`stores.sql.facts`), lifecycle rows and the changelog
-    (:mod:`stores.sql.lives`), archived ranges (:mod:`stores.sql.archived`)."""
+@dataclass(frozen=True)
+class LifecycleTables:
+    """The lifecycle's table objects on one database: ``facts``
+    (:mod:`stores.sql.facts`), ``lives`` and ``changelog`` (:mod:`stores.sql.lives`),
+    ``archived`` (:mod:`stores.sql.archived`). A derivation batch puts its own facts and
+    lives in front (:meth:`within`, ``stores.sql.facts_batch``)."""
+
+    db: SqlDatabase
+    facts: FactTable
+    lives: LifeTable
+    changelog: MemoryChangelog
+    archived: ArchivedRanges
+
+    @classmethod
+    def on(cls, db: SqlDatabase) -> LifecycleTables:
+        """The SQL table objects of ``db`` (nothing connects or runs)."""
+        return cls(db, SqlFacts(db), SqlLives(db), SqlMemoryChangelog(db),
+                   SqlArchivedRanges(db))
+
+    def within(self, facts: FactTable, lives: LifeTable) -> LifecycleTables:
+        """The same tables with ``facts`` and ``lives`` in front (a batch's)."""
+        return replace(self, facts=facts, lives=lives)
 
     def open(self) -> None:
         """Create the tables (idempotent)."""
-        with self.store.transaction():
+        with self.db.transaction():
             for table in TABLES:
-                for stmt in self.store.dialect.create_table(table):
-                    self.store._execute(stmt)
+                for stmt in self.db.dialect.create_table(table):
+                    self.db.execute(stmt)
 
     def drop(self) -> None:
         """Drop the lifecycle tables (tests)."""
-        with self.store.transaction():
+        with self.db.transaction():
             for table in TABLES:
-                self.store._execute(f"DROP TABLE IF EXISTS {table.name}")
+                self.db.execute(f"DROP TABLE IF EXISTS {table.name}")

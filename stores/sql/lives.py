@@ -1,8 +1,10 @@
-"""The ``memory_lifecycle`` table (per memory: ``tier_since`` and the sweeper's hit
-window) and ``memory_changelog``, the embedded stand-in for the compacted
-``memory-status`` topic (``payload`` NULL = tombstone), replayed in ``seq`` order.
+"""A memory's life: the ``memory_lifecycle`` table (per memory: ``tier_since`` and the
+sweeper's hit window) and the memory-row writes the lifecycle makes (metadata notes, the
+owner of a tombstone's id, the delete); and ``memory_changelog``, the embedded stand-in
+for the compacted ``memory-status`` topic (``payload`` NULL = tombstone), replayed in
+``seq`` order.
 
-Part of :class:`~stores.sql.lifecycle.LifecycleTables`.
+The ``lives`` and ``changelog`` of :class:`~stores.sql.lifecycle.LifecycleTables`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import StoreTables
+from breadcrumb.stores.sql.core import SqlDatabase
 
 _LIFE_SQL = (
     "SELECT m.id, m.user_id, m.project_id, m.status, m.tier, m.hit_count, m.last_used_at, "
@@ -22,14 +24,18 @@ _LIFE_SQL = (
 )
 
 
-class LivesTables(StoreTables):
-    """Lifecycle rows: created once, the window re-opened, read with their memory."""
+class SqlLives:
+    """Lifecycle rows: created once, the window re-opened, read with their memory; and
+    the memory-row writes of the lifecycle (``LifeTable``, :mod:`stores.ports.tables`)."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
 
     def ensure_life(self, user_id: str, memory_id: str, since: str) -> None:
         """Create the memory's lifecycle row if missing (one statement: an existing row
         is left as it is)."""
-        with self.store.transaction():
-            self.store._execute(self.insert_missing_life_sql(),
+        with self.db.transaction():
+            self.db.execute(self.insert_missing_life_sql(),
                                 (memory_id, user_id, since, 0, since))
 
     def insert_missing_life_sql(self) -> str:
@@ -38,27 +44,27 @@ class LivesTables(StoreTables):
         sql = ("INSERT INTO memory_lifecycle (memory_id, user_id, tier_since, hits_base, "
                "window_start) VALUES (?, ?, ?, ?, ?)")
         return sql + (" ON DUPLICATE KEY UPDATE memory_id = memory_id"
-                      if self.store.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
+                      if self.db.dialect.mysql else " ON CONFLICT (memory_id) DO NOTHING")
 
     def set_life(self, user_id: str, memory_id: str, tier_since: str, hits_base: int,
                  window_start: str | None) -> None:
         """Upsert the memory's lifecycle row."""
-        sql = self.store.dialect.upsert(
+        sql = self.db.dialect.upsert(
             "memory_lifecycle", ("memory_id", "user_id", "tier_since", "hits_base",
                                  "window_start"), ("memory_id",),
             ("tier_since", "hits_base", "window_start"))
-        with self.store.transaction():
-            self.store._execute(sql, (memory_id, user_id, tier_since, hits_base, window_start))
+        with self.db.transaction():
+            self.db.execute(sql, (memory_id, user_id, tier_since, hits_base, window_start))
 
     def set_window(self, memory_id: str, hits_base: int, window_start: str) -> None:
         """Re-open the sweeper's hit window."""
-        with self.store.transaction():
-            self.store._execute("UPDATE memory_lifecycle SET hits_base = ?, window_start = ? "
+        with self.db.transaction():
+            self.db.execute("UPDATE memory_lifecycle SET hits_base = ?, window_start = ? "
                                 "WHERE memory_id = ?", (hits_base, window_start, memory_id))
 
     def get_life(self, user_id: str, memory_id: str) -> MemoryLife | None:
         """One memory's lifecycle view."""
-        rows = self.store._read(f"{_LIFE_SQL} WHERE m.id = ? AND m.user_id = ?",
+        rows = self.db.read(f"{_LIFE_SQL} WHERE m.id = ? AND m.user_id = ?",
                                 (memory_id, user_id))
         return _life(rows[0]) if rows else None
 
@@ -66,7 +72,7 @@ class LivesTables(StoreTables):
         """Every memory not archived, keyset-paged by id."""
         after = ""
         while True:
-            rows = self.store._read(f"{_LIFE_SQL} WHERE m.id > ? AND m.status <> 'archived' "
+            rows = self.db.read(f"{_LIFE_SQL} WHERE m.id > ? AND m.status <> 'archived' "
                                     "ORDER BY m.id LIMIT ?", (after, batch))
             yield from (_life(r) for r in rows)
             if len(rows) < batch:
@@ -74,21 +80,49 @@ class LivesTables(StoreTables):
             after = str(rows[-1][0])
 
 
-class ChangelogTables(StoreTables):
-    """The embedded changelog of memory status values."""
+    # --- the memory rows the lifecycle writes --------------------------------------------
+
+    def set_metadata(self, user_id: str, memory_id: str, metadata: dict[str, Any]) -> None:
+        """Overwrite a memory's metadata JSON."""
+        with self.db.transaction():
+            self.db.execute("UPDATE agent_memories SET metadata = ? WHERE id = ? "
+                                "AND user_id = ?", (s.dumps(metadata), memory_id, user_id))
+
+    def owner_of(self, memory_id: str) -> str | None:
+        """The user a memory id belongs to (a tombstone carries only the id)."""
+        rows = self.db.read("SELECT user_id FROM agent_memories WHERE id = ?", (memory_id,))
+        return str(rows[0][0]) if rows else None
+
+    def delete_memory(self, user_id: str, memory_id: str) -> bool:
+        """Remove a memory and everything keyed by it (a tombstone); True if it existed."""
+        with self.db.transaction():
+            for table, col in (("memory_facts", "memory_id"), ("memory_lifecycle", "memory_id"),
+                               ("source_chunks", "memory_id")):
+                self.db.execute(f"DELETE FROM {table} WHERE {col} = ? AND user_id = ?",
+                                    (memory_id, user_id))
+            return bool(self.db.execute(
+                "DELETE FROM agent_memories WHERE id = ? AND user_id = ?", (memory_id, user_id)))
+
+
+class SqlMemoryChangelog:
+    """The embedded changelog of memory status values (``MemoryChangelog``,
+    :mod:`stores.ports.tables`)."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
 
     def append_change(self, memory_id: str, user_id: str, payload: dict[str, Any] | None,
                       at: str) -> None:
         """Append one value (None = tombstone) to the embedded changelog."""
         text = None if payload is None else s.dumps(payload)
-        with self.store.transaction():
-            self.store._execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at) "
+        with self.db.transaction():
+            self.db.execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at) "
                                 "VALUES (?, ?, ?, ?)", (memory_id, user_id, text, at))
 
     def read_changes(self, after_seq: int = 0, limit: int = 10_000) -> list[
             tuple[int, str, str, dict[str, Any] | None]]:
         """(seq, memory_id, user_id, payload or None) in seq order."""
-        rows = self.store._read("SELECT seq, memory_id, user_id, payload FROM memory_changelog "
+        rows = self.db.read("SELECT seq, memory_id, user_id, payload FROM memory_changelog "
                                 "WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit))
         return [(int(q), str(m), str(u), None if p is None else json.loads(p))
                 for q, m, u, p in rows]

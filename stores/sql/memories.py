@@ -4,15 +4,37 @@ status, tier and usage, and the ``source_chunks`` rows recall quotes from."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.core import Row, SqlCore, TenantMismatchError, id_text
+from breadcrumb.stores.sql.core import Row, SqlDatabase, TenantMismatchError, id_text
 from breadcrumb.topics.records import Chunk, MemoryStatusChange, Observation
 
+#: :meth:`SqlMemories.record_usage`'s statement: it changes only the usage counters
+USAGE_UPDATE = "UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
 
-class MemoriesSql(SqlCore):
-    """The ``agent_memories`` table: derived rows upserted, lifecycle columns kept."""
+
+class SqlMemories:
+    """The ``agent_memories`` table: derived rows upserted, lifecycle columns kept.
+
+    ``MemoryStore`` (:mod:`stores.ports`) pairs a memory with its chunk rows: ``put_chunks``
+    and ``get_chunks`` (and ``get_chunks_by_id``, ``KeptChunkRows``) are those of the
+    store's :class:`SqlChunks`, named here so the port is one object.
+
+    Why so many methods: it is the ``MemoryRows`` port (``stores.ports.tables``): the
+    memory rows one at a time and many at once, whole rows, pages, status changes, usage
+    and counts, and the three chunk-row calls the port pairs with them; each is one
+    statement.
+    """
+
+    def __init__(self, db: SqlDatabase, chunks: SqlChunks) -> None:
+        self.db = db
+        self.chunks = chunks
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """The store's transaction: memory writes grouped in one (``Transactional``)."""
+        return self.db.transaction()
 
     def upsert_memory(self, observation: Observation, at: str | None = None) -> None:
         """Insert or re-derive a memory; idempotent for the same observation.
@@ -24,32 +46,32 @@ class MemoriesSql(SqlCore):
         Raises :class:`TenantMismatchError` if the id belongs to another user.
         """
         row = s.observation_to_row(observation, at or observation.created_at)
-        sql = self.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
-        with self.transaction():
-            owner = self._fetch("SELECT user_id FROM agent_memories WHERE id = ?",
+        sql = self.db.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
+        with self.db.transaction():
+            owner = self.db.fetch("SELECT user_id FROM agent_memories WHERE id = ?",
                                 (observation.id,))
             if owner and owner[0][0] != observation.user_id:
                 raise TenantMismatchError(f"memory {observation.id!r} belongs to another user")
-            self._execute(sql, row)
+            self.db.execute(sql, row)
 
     def upsert_memories(self, observations: Sequence[Observation]) -> None:
         """Issue 14: :meth:`upsert_memory` for many (a derivation batch): one owner check
         and one statement. Raises :class:`TenantMismatchError` before writing anything."""
         if not observations:
             return
-        sql = self.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
-        with self.transaction():
+        sql = self.db.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
+        with self.db.transaction():
             ids = list(dict.fromkeys(o.id for o in observations))
             owners: dict[str, str] = {}
             for start in range(0, len(ids), 500):
                 part = ids[start:start + 500]
-                owners.update((id_text(i), id_text(u)) for i, u in self._fetch(
+                owners.update((id_text(i), id_text(u)) for i, u in self.db.fetch(
                     f"SELECT id, user_id FROM agent_memories WHERE id IN ({s.marks(len(part))})",
                     part))
             for o in observations:
                 if owners.setdefault(o.id, o.user_id) != o.user_id:
                     raise TenantMismatchError(f"memory {o.id!r} belongs to another user")
-            self._execute_many(sql, [s.observation_to_row(o, o.created_at) for o in observations])
+            self.db.execute_many(sql, [s.observation_to_row(o, o.created_at) for o in observations])
 
     def get_memory(self, user_id: str, memory_id: str) -> Observation | None:
         """The memory if it belongs to ``user_id``."""
@@ -82,13 +104,13 @@ class MemoriesSql(SqlCore):
             return []
         # Look up by primary key and check the owner here: with ``user_id = ?`` in the WHERE
         # clause SQLite picks the (user_id, status) index and scans every memory of the user.
-        rows = self._read(f"{s.SELECT_MEMORIES} WHERE id IN ({s.marks(len(ids))})", ids)
+        rows = self.db.read(f"{s.SELECT_MEMORIES} WHERE id IN ({s.marks(len(ids))})", ids)
         by_id = {id_text(r[0]): r for r in rows if id_text(r[1]) == user_id}
         return [by_id[i] for i in ids if i in by_id]
 
     def list_memories(self, user_id: str, limit: int = 100, offset: int = 0) -> list[Observation]:
         """A page of the user's memories, newest ``created_at`` first (ties by id)."""
-        rows = self._read(f"{s.SELECT_MEMORIES} WHERE user_id = ? "
+        rows = self.db.read(f"{s.SELECT_MEMORIES} WHERE user_id = ? "
                           "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
                           (user_id, limit, offset))
         return [s.observation_from_row(r) for r in rows]
@@ -96,8 +118,8 @@ class MemoriesSql(SqlCore):
     def apply_status_change(self, change: MemoryStatusChange) -> bool:
         """Set status/tier (and supersession links when given) of one of the user's
         memories; ``updated_at`` = ``change.at``. False when no such memory."""
-        with self.transaction():
-            return self._execute(
+        with self.db.transaction():
+            return self.db.execute(
                 "UPDATE agent_memories SET status = ?, tier = ?, updated_at = ?, "
                 "superseded_by = COALESCE(?, superseded_by), "
                 "supersedes_memory_id = COALESCE(?, supersedes_memory_id) "
@@ -110,39 +132,62 @@ class MemoriesSql(SqlCore):
         ids = list(dict.fromkeys(memory_ids))
         if not ids:
             return
-        with self.transaction():
-            owner = "user_id" if self.dialect.mysql else "+user_id"  # SQLite: use the PK
-            self._execute("UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
-                          f"WHERE id IN ({s.marks(len(ids))}) AND {owner} = ?", (at, *ids, user_id))
+        with self.db.transaction():
+            self.db.execute(*self.usage_statement(user_id, ids, at))
+
+    def usage_statement(self, user_id: str, ids: Sequence[str], at: str
+                        ) -> tuple[str, tuple[Any, ...]]:
+        """:meth:`record_usage`'s statement and parameters for distinct ``ids``."""
+        owner = "user_id" if self.db.dialect.mysql else "+user_id"  # SQLite: use the PK
+        return (USAGE_UPDATE + f"WHERE id IN ({s.marks(len(ids))}) AND {owner} = ?",
+                (at, *ids, user_id))
 
     def memory_counts_by_status_tier(self) -> list[tuple[str, str, int]]:
         """(status, tier, count) for every combination present."""
-        rows = self._read("SELECT status, tier, COUNT(*) FROM agent_memories GROUP BY status, tier")
+        rows = self.db.read("SELECT status, tier, COUNT(*) FROM agent_memories "
+                            "GROUP BY status, tier")
         return [(str(a), str(b), int(c)) for a, b, c in rows]
 
     def memory_counts(self) -> dict[str, dict[str, int]]:
         """``{"by_status": {...}, "by_tier": {...}}`` over all users."""
         out: dict[str, dict[str, int]] = {}
         for col in ("status", "tier"):
-            rows = self._read(f"SELECT {col}, COUNT(*) FROM agent_memories GROUP BY {col}")
+            rows = self.db.read(f"SELECT {col}, COUNT(*) FROM agent_memories GROUP BY {col}")
             out[f"by_{col}"] = {str(k): int(n) for k, n in rows}
         return out
 
+    # --- the memory's chunk rows (MemoryStore names them) ---------------------------------
 
-class ChunksSql(SqlCore):
+    def put_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """:meth:`SqlChunks.put_chunks`."""
+        self.chunks.put_chunks(chunks)
+
+    def get_chunks(self, user_id: str, memory_id: str) -> list[Chunk]:
+        """:meth:`SqlChunks.get_chunks`."""
+        return self.chunks.get_chunks(user_id, memory_id)
+
+    def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        """:meth:`SqlChunks.get_chunks_by_id`."""
+        return self.chunks.get_chunks_by_id(user_id, chunk_ids)
+
+
+class SqlChunks:
     """The ``source_chunks`` table: a memory's passages, by id and in source order."""
+
+    def __init__(self, db: SqlDatabase) -> None:
+        self.db = db
 
     def put_chunks(self, chunks: Sequence[Chunk]) -> None:
         """Insert or overwrite chunk rows by id."""
         if not chunks:
             return
-        sql = self.dialect.upsert("source_chunks", s.CHUNK_COLUMNS, ("id",), s.CHUNK_COLUMNS[1:])
-        with self.transaction():
-            self._execute_many(sql, [s.chunk_to_row(c) for c in chunks])
+        sql = self.db.dialect.upsert("source_chunks", s.CHUNK_COLUMNS, ("id",), s.CHUNK_COLUMNS[1:])
+        with self.db.transaction():
+            self.db.execute_many(sql, [s.chunk_to_row(c) for c in chunks])
 
     def get_chunks(self, user_id: str, memory_id: str) -> list[Chunk]:
         """The memory's chunks (this user's only) in source order."""
-        rows = self._read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND memory_id = ? "
+        rows = self.db.read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND memory_id = ? "
                           "ORDER BY event_index, char_start, id", (user_id, memory_id))
         return [s.chunk_from_row(r) for r in rows]
 
@@ -152,6 +197,6 @@ class ChunksSql(SqlCore):
         out: dict[str, Chunk] = {}
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            rows = self._read(f"{s.SELECT_CHUNKS} WHERE id IN ({s.marks(len(part))})", part)
+            rows = self.db.read(f"{s.SELECT_CHUNKS} WHERE id IN ({s.marks(len(part))})", part)
             out.update((c.id, c) for r in rows if (c := s.chunk_from_row(r)).user_id == user_id)
         return out

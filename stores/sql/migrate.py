@@ -27,16 +27,18 @@ _PATTERNS = ("%/%/%", "%!%%")
 
 
 class _Sql(Protocol):
-    def _fetch(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]: ...
+    """The statements an upgrade runs (``stores.sql.core.SqlDatabase``, in its transaction)."""
 
-    def _execute(self, sql: str, params: Any = ()) -> int: ...
+    def fetch(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]: ...
 
-    def _insert_unique(self, sql: str, params: Any) -> bool: ...
+    def execute(self, sql: str, params: Any = ()) -> int: ...
+
+    def insert_unique(self, sql: str, params: Any) -> bool: ...
 
 
 def stored_version(store: _Sql) -> int:
     """The schema version of the open database (1 when never recorded)."""
-    rows = store._fetch("SELECT value FROM schema_meta WHERE name = ?", ("version",))
+    rows = store.fetch("SELECT value FROM schema_meta WHERE name = ?", ("version",))
     return int(rows[0][0]) if rows else 1
 
 
@@ -50,20 +52,20 @@ def upgrade(store: _Sql) -> int:
         # a fresh database has nothing to rewrite: no line at start-up
         log.log(logging.INFO if moved else logging.DEBUG,
                 "schema 1 -> 2: %s thread keys rewritten", moved)
-    if found == 1 and not store._fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
+    if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.
-        store._insert_unique("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
+        store.insert_unique("INSERT INTO schema_meta (name, value) VALUES (?, ?)",
                              ("version", SCHEMA_VERSION))
     else:
-        store._execute("UPDATE schema_meta SET value = ? WHERE name = ?",
+        store.execute("UPDATE schema_meta SET value = ? WHERE name = ?",
                        (SCHEMA_VERSION, "version"))
     return found
 
 
 def _escape_thread_keys(store: _Sql) -> int:
     moved = 0
-    rows = store._fetch("SELECT state_key, state FROM thread_state WHERE "
+    rows = store.fetch("SELECT state_key, state FROM thread_state WHERE "
                         + _MAYBE_OLD.format(col="state_key"), _PATTERNS)
     for old, state in rows:
         old_key = _text(old)
@@ -73,13 +75,13 @@ def _escape_thread_keys(store: _Sql) -> int:
         new_key = thread_key(data["user_id"], data["thread_id"])
         if new_key == old_key:
             continue
-        if store._fetch("SELECT 1 FROM thread_state WHERE state_key = ?", (new_key,)):
+        if store.fetch("SELECT 1 FROM thread_state WHERE state_key = ?", (new_key,)):
             log.warning("thread key %r: %r already exists, left as is", old_key, new_key)
             continue
-        store._execute("UPDATE thread_state SET state_key = ? WHERE state_key = ?",
+        store.execute("UPDATE thread_state SET state_key = ? WHERE state_key = ?",
                        (new_key, old_key))
         moved += 1
-    rows = store._fetch("SELECT seq, thread_key, payload FROM event_log WHERE "
+    rows = store.fetch("SELECT seq, thread_key, payload FROM event_log WHERE "
                         + _MAYBE_OLD.format(col="thread_key"), _PATTERNS)
     for seq, old, payload in rows:
         entry = json.loads(_text(payload))
@@ -87,7 +89,7 @@ def _escape_thread_keys(store: _Sql) -> int:
             continue
         new_key = thread_key(entry["user_id"], entry["thread_id"])
         if new_key != _text(old):
-            store._execute("UPDATE event_log SET thread_key = ? WHERE seq = ?", (new_key, seq))
+            store.execute("UPDATE event_log SET thread_key = ? WHERE seq = ?", (new_key, seq))
             moved += 1
     return moved
 

@@ -5,21 +5,22 @@ A batch first looks up all its event ids at once (:meth:`BatchedRawEvents.prefet
 ``executemany`` at the end of the batch, inside the batch's transaction. A closing range
 whose every index is held here (looked up or new in this batch) is answered from memory:
 ``(user_id, thread_id, index)`` is unique, so SQL would return exactly those events. Any
-other range flushes the buffer and reads SQL. Everything else goes to the store.
+other range flushes the buffer and reads SQL. The other calls of the port (counts, many
+at once, the full scan) are the store's own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
 
+from breadcrumb.stores.ports.tables import RawEvents
 from breadcrumb.topics.records import Event
 
 
 class BatchedRawEvents:
-    """A RawEventStore over a SQL store for the length of one batch."""
+    """The raw events of a SQL store for the length of one batch (``RawEvents``)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: RawEvents) -> None:
         self.store = store
         self._known: dict[tuple[str, str], Event | None] = {}
         self._pending: list[Event] = []
@@ -74,5 +75,16 @@ class BatchedRawEvents:
         pending, self._pending = self._pending, []
         self.store.put_events(pending)
 
-    def __getattr__(self, name: str) -> Any:  # the rest of the store (counts, iteration)
-        return getattr(self.store, name)
+    # --- the rest of the port: the store's own --------------------------------------------
+    def get_events(self, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
+        return self.store.get_events(user_id, event_ids)
+
+    def put_events(self, events: Sequence[Event]) -> None:
+        self.store.put_events(events)
+
+    def count_events(self) -> int:
+        return self.store.count_events()
+
+    def iter_all_events(self, after: tuple[str, str, int] | None = None,
+                        batch: int = 500) -> Iterator[Event]:
+        return self.store.iter_all_events(after, batch)

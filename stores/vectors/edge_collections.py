@@ -40,7 +40,11 @@ def store_id(root: Path) -> str:
 
 
 class EdgeCollections(QdrantEdgeIndex):
-    """A :class:`QdrantEdgeIndex` at ``root/prefix``, with siblings for other prefixes."""
+    """A :class:`QdrantEdgeIndex` at ``root/prefix``, with siblings for other prefixes.
+
+    Why so many methods: it is a QdrantEdgeIndex (whose reason its docstring gives) plus
+    the prefix, its siblings and the store id the sink's consumer group is named by.
+    """
 
     def __init__(self, root: Path, prefix: str, dim: int) -> None:
         if not _PREFIX.match(prefix) or prefix in (".", ".."):

@@ -68,7 +68,7 @@ def _derive(runtime: Runtime, events: list[dict[str, Any]]) -> None:
 def _snapshot(runtime: Runtime, users: Sequence[str]) -> list[tuple[Any, ...]]:
     rows = []
     for user in users:
-        for m in runtime.store.list_memories(user, limit=10_000):
+        for m in runtime.memories.list_memories(user, limit=10_000):
             rng = m.source_range
             rows.append((m.id, user, rng.thread_id, rng.start_index, rng.end_index, m.summary,
                          tuple(m.query_hints), tuple((f.key, f.value) for f in m.facts)))
@@ -129,7 +129,7 @@ def test_a_bad_entry_in_a_batch_is_dead_lettered_without_losing_the_others(tmp_p
         # the event closing the range, then the thread's flush marker (the window stayed
         # open) fail: in a batch once (the fair pick may put both in the same batch), then
         # each max_attempts times alone
-        letters = faulty.store.list_dead_letters(10)
+        letters = faulty.derived_store().dead_letters.list_dead_letters(10)
         assert len(letters) == 2
         assert all("observer bug" in x.reason and poison_thread in x.payload for x in letters)
         assert 2 * runner.max_attempts + 1 <= len(failed) <= 2 * (1 + runner.max_attempts)

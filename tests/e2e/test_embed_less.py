@@ -56,8 +56,9 @@ def test_long_log_embeds_few_chunks_and_keeps_every_line(tmp_path: Path,
             if not runner.process_available() and runner.unprocessed() == 0:
                 break
         assert runner.unprocessed() == 0
-        memories = runtime.store.list_memories("u1", limit=100)
-        stored = [c for m in memories for c in runtime.store.get_chunks("u1", m.id)]
+        memories = runtime.memories.list_memories("u1", limit=100)
+        chunks = runtime.derived_store().chunks
+        stored = [c for m in memories for c in chunks.get_chunks("u1", m.id)]
         own = sorted((c for c in stored if c.event_id == "ci-1"), key=lambda c: c.char_start)
         assert len(own) > 64
         assert "".join(c.text for c in own) == log  # every line stored, verbatim

@@ -31,9 +31,9 @@ class SlowEmbedder(HashEmbedder):
             free: list[bool] = []
 
             def take_lock() -> None:
-                got = self.store._lock.acquire(timeout=2.0)
+                got = self.store.db.lock.acquire(timeout=2.0)
                 if got:
-                    self.store._lock.release()
+                    self.store.db.lock.release()
                 free.append(got)
 
             writer = threading.Thread(target=take_lock, daemon=True)
@@ -50,7 +50,7 @@ def test_a_slow_embedder_embeds_outside_the_store_lock_with_the_same_results(
     slow_embedder = SlowEmbedder()
     fast = _runtime(tmp_path / "fast", 32, HashEmbedder())
     slow = _runtime(tmp_path / "slow", 32, slow_embedder)
-    slow_embedder.store = slow.store
+    slow_embedder.store = slow.derived_store()
     try:
         _derive(fast, events)
         _derive(slow, events)

@@ -52,7 +52,7 @@ def test_open_window_is_recallable_at_once_then_the_memory_takes_over(live: Runt
     mine, other = _events("u1", "pgb", "6432"), _events("u2", "pgb", "7777")
     assert live.gateway.submit(mine + other, "test").accepted == 6
     wait_until(lambda: live.gateway.unprocessed() == 0, timeout=30)
-    assert live.store.list_memories("u1", limit=10) == []  # nothing observed yet
+    assert live.memories.list_memories("u1", limit=10) == []  # nothing observed yet
 
     answer = _ask(live, "u1", "What is DB_PORT now?")
     assert answer["classification"] == "exact_value_needed"
@@ -77,7 +77,7 @@ def test_open_window_is_recallable_at_once_then_the_memory_takes_over(live: Runt
     assert summary["evidence"] == [] and summary["level"] == 0
 
     live.gateway.request_flush("u1", "pgb", "flush")
-    wait_until(lambda: bool(live.store.list_memories("u1", limit=10)), timeout=30)
+    wait_until(lambda: bool(live.memories.list_memories("u1", limit=10)), timeout=30)
     wait_until(lambda: live.gateway.unprocessed() == 0, timeout=30)
     after = _ask(live, "u1", "What is DB_PORT now?")
     memory_id = after["memories"][0]["id"]

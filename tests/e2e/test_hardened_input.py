@@ -280,7 +280,7 @@ def test_an_old_log_holding_index_2_63_is_dead_lettered_once_and_replay_complete
     runtime = build_runtime(settings, embedder=HashEmbedder())
     log_store: Any = runtime.gateway.store  # type: ignore[attr-defined]
     poison = json.dumps(event(1, index=BIG))
-    log_store.append_log([("u1", "e0", "u1/t1", json.dumps(event(0))),
+    log_store.log.append_log([("u1", "e0", "u1/t1", json.dumps(event(0))),
                           ("u1", "e1", "u1/t1", poison),
                           ("u1", "e2", "u1/t1", json.dumps(event(2)))])
     with TestClient(create_app(runtime), raise_server_exceptions=False) as http:

@@ -100,6 +100,6 @@ def test_question_in_words_gets_the_identifiers_newest_value(runtime: Runtime,
 
 
 def test_memory_spells_its_identifiers_in_words(runtime: Runtime) -> None:
-    mems = runtime.store.list_memories("u1", limit=50)
+    mems = runtime.memories.list_memories("u1", limit=50)
     patience = [m for m in mems if m.source_range.thread_id == "gateway-patience"]
     assert patience and "max retry count (maximum retry count)" in patience[0].retrieve_when

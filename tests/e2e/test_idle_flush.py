@@ -34,11 +34,11 @@ def live(tmp_path: Path) -> Iterator[Runtime]:
 
 
 def _memory_ids(runtime: Runtime, user: str = "demo") -> set[str]:
-    return {m.id for m in runtime.store.list_memories(user, limit=1000)}
+    return {m.id for m in runtime.memories.list_memories(user, limit=1000)}
 
 
 def _log(runtime: Runtime) -> list[dict[str, Any]]:
-    return [orjson.loads(p) for _seq, p in runtime.store.read_log_all(0, 100_000)]
+    return [orjson.loads(p) for _seq, p in runtime.derived_store().log.read_log_all(0, 100_000)]
 
 
 def test_idle_thread_is_flushed_and_replay_matches(live: Runtime, tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_idle_thread_is_flushed_and_replay_matches(live: Runtime, tmp_path: Path
     markers = [e for e in _log(live) if FlushMarker.is_flush(e)]
     assert sorted(m["thread_id"] for m in markers) == sorted(threads)
     assert {m["reason"] for m in markers} == {"idle"}
-    memories = live.store.list_memories("demo", limit=1000)
+    memories = live.memories.list_memories("demo", limit=1000)
     covered = {(m.source_range.thread_id, i) for m in memories
                for i in range(m.source_range.start_index, m.source_range.end_index + 1)}
     per_thread = {t: sum(1 for e in events if e["thread_id"] == t) for t in threads}
@@ -64,7 +64,7 @@ def test_idle_thread_is_flushed_and_replay_matches(live: Runtime, tmp_path: Path
 
     replay = _runtime(tmp_path / "replay")  # processor thread not started: drained here
     try:
-        entries = live.store.read_log_all(0, 100_000)
+        entries = live.derived_store().log.read_log_all(0, 100_000)
         rows = []
         for _seq, payload in entries:
             entry = orjson.loads(payload)
@@ -72,7 +72,7 @@ def test_idle_thread_is_flushed_and_replay_matches(live: Runtime, tmp_path: Path
             ids = (None, None) if FlushMarker.is_flush(entry) else (
                 entry["user_id"], entry["event_id"])
             rows.append((*ids, key, payload))
-        replay.store.append_log(rows)
+        replay.derived_store().log.append_log(rows)
         replay.gateway.drain()  # type: ignore[attr-defined]
         assert replay.gateway.pending() == 0
         assert _memory_ids(replay) == _memory_ids(live) != set()

@@ -96,6 +96,6 @@ def test_which_model_did_this_session_use(runtime: Runtime, user: str, name: str
 
 def _events(rt: Runtime, user: str) -> list[dict[str, Any]]:
     """Every stored event of the tenant, as stored (the evidence quotes them)."""
-    threads = {m.source_range.thread_id for m in rt.store.list_memories(user, limit=50)}
+    threads = {m.source_range.thread_id for m in rt.memories.list_memories(user, limit=50)}
     return [e.to_dict() for thread in threads
             for e in rt.raw.get_range(user, thread, 0, 10_000)]

@@ -26,7 +26,7 @@ import httpx
 
 from bench.recall import USER, populate
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.index_build import unindexed
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from tests.support.serve import serving

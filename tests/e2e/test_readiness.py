@@ -68,20 +68,21 @@ def test_low_disk_fails_disk(client: TestClient) -> None:
 
 
 def test_store_refusing_writes_fails_sql_write(client: TestClient) -> None:
-    store = client.app.state.runtime.store  # type: ignore[attr-defined]
-    store._conn.execute("PRAGMA query_only = 1")  # the file can no longer be written
+    store = client.app.state.runtime.derived_store()  # type: ignore[attr-defined]
+    store.db._conn.execute("PRAGMA query_only = 1")  # the file can no longer be written
     try:
         code, body = _ready(client)
         assert code == 503 and "sql_write" in body["failed"]
     finally:
-        store._conn.execute("PRAGMA query_only = 0")
+        store.db._conn.execute("PRAGMA query_only = 0")
     assert _ready(client)[0] == 200
 
 
 def test_corrupt_table_pages_fail_sql_integrity(client: TestClient) -> None:
     runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    path = runtime.store.path
-    runtime.store._read("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
+    store = runtime.derived_store()
+    path = store.path
+    store.db.read("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
     with sqlite3.connect(path) as db:
         page = db.execute("PRAGMA page_size").fetchone()[0]
         root = db.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'raw_events'"

@@ -1,6 +1,6 @@
 """Recall while the embedded runner derives a burst (real SQLite + Qdrant Edge, hash
 embedder): every answer is a 200 and every memory it names is stored. Reads see the
-committed state beside the writer (stores/sql/sqlite_readers.py) while the vectors of a batch
+committed state beside the writer (stores/sql/sqlite/readers.py) while the vectors of a batch
 are written before it commits, so a recall meets index hits whose memories SQL does not
 hold yet; that once answered a 500."""
 

@@ -26,8 +26,8 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 def _memory_ids(client: TestClient) -> list[tuple[str, str, int, int]]:
-    store = client.app.state.runtime.store  # type: ignore[attr-defined]
-    rows = store.list_memories("demo", 1000, 0)
+    store = client.app.state.runtime.derived_store()  # type: ignore[attr-defined]
+    rows = store.memories.list_memories("demo", 1000, 0)
     return sorted((m.id, m.source_range.thread_id, m.source_range.start_index,
                    m.source_range.end_index) for m in rows)
 
@@ -94,10 +94,10 @@ def test_replay_with_another_embedder_is_idempotent_in_ids(tmp_path: Path) -> No
     try:
         runtime.gateway.submit(example_events(), "test")
         runtime.gateway.wait_processed(120)
-        before = sorted(m.id for m in runtime.store.list_memories("demo", 100, 0))
+        before = sorted(m.id for m in runtime.memories.list_memories("demo", 100, 0))
         progress = replay(runtime, "g32", embedder=HashEmbedder(dim=32))
         assert progress.state == "done"
-        after = sorted(m.id for m in runtime.store.list_memories("demo", 100, 0))
+        after = sorted(m.id for m in runtime.memories.list_memories("demo", 100, 0))
         assert after == before
         assert runtime.index.count()["memories"] == len(before)
     finally:

@@ -74,7 +74,7 @@ def test_one_entry_that_always_fails_does_not_stop_the_replay(client: TestClient
     done = client.get("/v1/admin/replay").json()
     assert done["state"] == "done", done
     assert client.get("/v1/admin/generations").json()["current"] == "g1"
-    letters = runtime.store.dead_letter_positions()
+    letters = runtime.derived_store().dead_letters.dead_letter_positions()
     assert letters and all(pos.startswith("log:") for pos, _r, _p in letters)
     assert all("embedder exploded" in reason for _pos, reason, _p in letters)
 

@@ -57,8 +57,8 @@ def _drain(runner: Any) -> None:
 
 
 def _chunk_ids(runtime: Runtime) -> set[str]:
-    return {c.id for m in runtime.store.list_memories("u1", limit=100)
-            for c in runtime.store.get_chunks("u1", m.id)}
+    return {c.id for m in runtime.memories.list_memories("u1", limit=100)
+            for c in runtime.derived_store().chunks.get_chunks("u1", m.id)}
 
 
 def test_memories_first_then_passages_even_across_a_restart(tmp_path: Path) -> None:
@@ -66,7 +66,8 @@ def test_memories_first_then_passages_even_across_a_restart(tmp_path: Path) -> N
     try:
         reference.gateway.submit(_events())
         _drain(reference.gateway)
-        want_memories = sorted(m.id for m in reference.store.list_memories("u1", limit=100))
+        want_memories = sorted(m.id for m in
+                               reference.memories.list_memories("u1", limit=100))
         want_chunks = _chunk_ids(reference)
         want_count = reference.index.count()
     finally:
@@ -81,7 +82,8 @@ def test_memories_first_then_passages_even_across_a_restart(tmp_path: Path) -> N
         runner.submit(_events())
         assert runner.process_available() == 6  # the whole log in one batch
         assert embedder.texts == [memories]  # the memories' texts only, no chunk text
-        assert sorted(m.id for m in live.store.list_memories("u1", limit=100)) == want_memories
+        assert sorted(m.id for m in live.memories.list_memories("u1", limit=100)) \
+            == want_memories
         assert live.index.count() == {"memories": memories, "chunks": 0}
         assert runner.passages_pending() == memories == runner.unprocessed()
         answer = live.recall.recall(RecallRequest(user_id="u1", query="redis maxmemory policy"))
@@ -100,7 +102,8 @@ def test_memories_first_then_passages_even_across_a_restart(tmp_path: Path) -> N
         assert runner.passages_pending() == 0
         assert again.index.count() == want_count
         assert _chunk_ids(again) == want_chunks
-        assert not [n for n in again.store.get_counters() if n.startswith("passages_pending/")]
+        assert not [n for n in again.derived_store().counters.get_counters()
+                    if n.startswith("passages_pending/")]
         # the recovered slices embed what a live run embeds: the log's digest (its kind is
         # re-read from the raw range) on its first chunk
         vector = HashEmbedder().embed_passages([digest(big_pytest_log())])[0]

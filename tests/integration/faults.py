@@ -56,13 +56,13 @@ def clean_ranges(tmp_path: Path, events: list[dict[str, Any]]) -> list[tuple[Any
     try:
         runtime.gateway.submit(events, "test")
         runtime.gateway.wait_processed(300)
-        return ranges(runtime.store)
+        return ranges(runtime.derived_store())
     finally:
         runtime.stop()
 
 
 def ranges(store: Any) -> list[tuple[Any, ...]]:
-    rows = store._read("SELECT id, user_id, source_thread_id, source_start_index, "
+    rows = store.db.read("SELECT id, user_id, source_thread_id, source_start_index, "
                        "source_end_index FROM agent_memories")
     return sorted(tuple(_text(v) for v in row) for row in rows)
 
@@ -75,7 +75,7 @@ def stall_after(store: Any, before: int, killed_at: float, timeout: float = 120)
     """Seconds from a worker kill (``time.monotonic()``) until a raw event beyond the
     ``before`` stored at the kill is stored again (agents keep publishing meanwhile)."""
     deadline = killed_at + timeout
-    while store.count_events() <= before:
+    while store.events.count_events() <= before:
         if time.monotonic() > deadline:
             raise AssertionError(f"nothing stored for {timeout} s after the kill")
         time.sleep(0.1)
@@ -115,7 +115,7 @@ def ready_with(log: Path, topic: str, partitions: str, since: datetime,
 
 
 def stored_ids(store: Any) -> list[tuple[str, str]]:
-    rows = store._read("SELECT user_id, event_id FROM raw_events")
+    rows = store.db.read("SELECT user_id, event_id FROM raw_events")
     return [(_text(u), _text(e)) for u, e in rows]
 
 
@@ -270,7 +270,7 @@ def report(fault: str, events: list[dict[str, Any]], store: Any, out: Path | Non
     ids = stored_ids(store)
     sent = {(e["user_id"], e["event_id"]) for e in events}
     result = Report(fault, len(events), len(ids), len(sent - set(ids)), len(ids) - len(set(ids)),
-                    int(store.get_counters().get("dead_lettered", 0)), extra)
+                    int(store.counters.get_counters().get("dead_lettered", 0)), extra)
     print(result.line())
     if out is not None:
         with out.open("ab") as f:

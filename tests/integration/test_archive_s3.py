@@ -10,7 +10,7 @@ import pytest
 from breadcrumb.infra.bootstrap import build_lifecycle
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.cold.storage import S3ColdStore, archive_key, pack_events
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
@@ -30,18 +30,18 @@ def test_archive_to_s3_and_restore_byte_identical(tmp_path: Path) -> None:
     events = [Event(f"e{i}", user, "t/1", f"2024-05-01T00:0{i}:00Z", "tool", "tool_result",
                     f"line {i} ü 日本 \u00a0 tab\t end", index=i, tokens=3) for i in range(5)]
     for e in events:
-        store.put_event(e)
+        store.events.put_event(e)
     mem = Observation("m-" + user, user, None, "s", SourceRange("t/1", 0, 4), (), (), "", 0.5,
                       events[-1].ts)
-    store.upsert_memory(mem)
+    store.memories.upsert_memory(mem)
     key = life.archiver.archive(mem)
     assert key == archive_key(user, "t/1", 0, 4)
     assert cold.get_object(key) == pack_events(events)
-    assert store.get_range(user, "t/1", 0, 4) == []
+    assert store.events.get_range(user, "t/1", 0, 4) == []
     assert raw.get_range(user, "t/1", 0, 4) == events
     assert raw.get_event(user, "e3") == events[3]
     assert life.archiver.restore(mem) == 5
-    assert pack_events(store.get_range(user, "t/1", 0, 4)) == pack_events(events)
+    assert pack_events(store.events.get_range(user, "t/1", 0, 4)) == pack_events(events)
     cold.delete_object(key)
     store.close()
     index.close()

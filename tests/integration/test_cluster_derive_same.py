@@ -59,8 +59,8 @@ def _derive(batch: int, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         try:
             asyncio.run(drive(parts, messages_for(copies(4)), batch, sink=sink))
             out: dict[str, Any] = {"sent": sink.sent}
-            for (table,) in parts.store._fetch("SHOW TABLES"):
-                rows = parts.store._fetch(f"SELECT * FROM {table}")
+            for (table,) in parts.store.db.fetch("SHOW TABLES"):
+                rows = parts.store.db.fetch(f"SELECT * FROM {table}")
                 if table == "thread_state":  # its updated_at is the store's own clock
                     rows = [r[:3] for r in rows]
                 out[str(table)] = sorted(json.dumps([str(v) for v in r]) for r in rows)
@@ -77,7 +77,7 @@ def test_deferred_lifecycle_writes_leave_what_one_statement_each_leaves(
     with monkeypatch.context() as old:  # every change its own statement, as before
         old.setattr(facts_batch, "kept_facts", lambda *_args: None)
         old.setattr(facts_batch.BatchedLifecycleTables, "apply_status_change",
-                    lambda self, change, _values: self.tables.store.apply_status_change(change))
+                    lambda self, change, _values: self.store.memories.apply_status_change(change))
         before = _derive(batch, old)
     assert len(new["agent_memories"]) > 20 and len(new["memory_audit"]) > 20
     assert any("superseded" in r for r in new["memory_facts"])

@@ -54,13 +54,13 @@ def _embedded_memories(tmp_path: Path, events: list[dict[str, Any]]) -> list[tup
     try:
         runtime.gateway.submit(events, "test")
         runtime.gateway.wait_processed(300)
-        return _ranges(runtime.store, "demo")
+        return _ranges(runtime.derived_store(), "demo")
     finally:
         runtime.stop()
 
 
 def _ranges(store: Any, user_id: str) -> list[tuple]:
-    rows = store.list_memories(user_id, 1000, 0)
+    rows = store.memories.list_memories(user_id, 1000, 0)
     return sorted((m.id, m.source_range.thread_id, m.source_range.start_index,
                    m.source_range.end_index) for m in rows)
 
@@ -78,14 +78,14 @@ def test_faust_worker_matches_embedded_runner(cluster: tuple[Settings, Any],
     assert cluster_ranges == _embedded_memories(tmp_path, events)
 
     thread = [e for e in events if e["thread_id"] == "auth-refactor"]
-    stored = store.get_range("demo", "auth-refactor", 0, 10_000)
+    stored = store.events.get_range("demo", "auth-refactor", 0, 10_000)
     assert [e.content for e in stored] == [e["content"] for e in thread]
 
     # a retried publish (same event_id) changes nothing
     assert gateway.submit(events[:5], "test").duplicates == 5
     asyncio.run(_publish_raw(settings, [(b"demo/auth-refactor", orjson.dumps(events[0]))]))
     _wait_done(gateway, worker, log)
-    assert store.count_events() == len(events)
+    assert store.events.count_events() == len(events)
     assert _ranges(store, "demo") == cluster_ranges
 
 
@@ -95,7 +95,7 @@ def test_invalid_messages_go_to_the_dead_letter_topic_and_table(
     bad = {**example_events()[0], "event_id": "bad-kind", "kind": "telepathy"}
     asyncio.run(_publish_raw(settings, [(b"demo/x", orjson.dumps(bad)), (b"demo/x", b"{oops")]))
     _wait_done(gateway, worker, log)
-    letters = store.list_dead_letters(10)
+    letters = store.dead_letters.list_dead_letters(10)
     reasons = sorted(letter.reason for letter in letters)
     assert any("'kind'" in r for r in reasons) and any("not JSON" in r for r in reasons)
     on_topic = asyncio.run(_consume(settings.topic("agent-events-dlq"), settings, 2))
@@ -107,7 +107,7 @@ def test_idle_thread_is_flushed_by_a_keyed_message(cluster: tuple[Settings, Any]
     events = [e for e in example_events() if e["kind"] != "session_end"]
     gateway.submit(events, "test")
     _wait_done(gateway, worker, log)  # pending reaches 0 only once the idle flush ran
-    assert store.count_pending_window_events() == 0
+    assert store.states.count_pending_window_events() == 0
     flushes = asyncio.run(_consume(settings.topic("agent-events"), settings, len(events) + 2))
     assert any(orjson.loads(v).get("_control") == "flush" for v in flushes)
 

@@ -17,7 +17,7 @@ import pytest
 from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from tests.integration.conftest import drop_database, fresh_database
 
 pytestmark = pytest.mark.integration
@@ -32,9 +32,9 @@ def stores() -> Iterator[list[tuple[MySqlStore, LifecycleTables]]]:
         store = MySqlStore(port=settings.mysql_port, user="breadcrumb", password="breadcrumb",
                            database=name)
         store.open()
-        tables = LifecycleTables(store)
+        tables = store.lifecycle_tables
         tables.open()
-        store._execute("SET SESSION innodb_lock_wait_timeout = 10")
+        store.db.execute("SET SESSION innodb_lock_wait_timeout = 10")
         out.append((store, tables))
     yield out
     for store, _tables in out:
@@ -56,10 +56,10 @@ def test_two_transactions_rewriting_facts_of_neighbouring_memories_do_not_deadlo
             mine: threading.Event, theirs: threading.Event) -> None:
         try:
             with store.transaction():  # one message: the memory's facts written twice
-                tables.replace_facts("u", mid, [])
+                tables.facts.replace_facts("u", mid, [])
                 mine.set()
                 assert theirs.wait(10)
-                tables.replace_facts("u", mid, _rows(mid))
+                tables.facts.replace_facts("u", mid, _rows(mid))
         except BaseException as exc:
             errors.append(exc)
             mine.set()
@@ -71,12 +71,12 @@ def test_two_transactions_rewriting_facts_of_neighbouring_memories_do_not_deadlo
     a.join(30)
     b.join(30)
     assert errors == []
-    facts: dict[str, Any] = {m: sorted(f.key for f in t1.facts_of(m)) for m in ("m1", "m2")}
+    facts: dict[str, Any] = {m: sorted(f.key for f in t1.facts.facts_of(m)) for m in ("m1", "m2")}
     assert facts == {"m1": ["k0", "k1", "k2"], "m2": ["k0", "k1", "k2"]}
 
     # rewriting keeps the rows of kept keys and drops the others
-    t1.replace_facts("u", "m1", _rows("m1")[1:])
-    assert sorted(f.key for f in t1.facts_of("m1")) == ["k1", "k2"]
+    t1.facts.replace_facts("u", "m1", _rows("m1")[1:])
+    assert sorted(f.key for f in t1.facts.facts_of("m1")) == ["k1", "k2"]
 
 
 def test_a_users_transactions_in_two_workers_run_one_after_the_other(
@@ -89,14 +89,14 @@ def test_a_users_transactions_in_two_workers_run_one_after_the_other(
 
     def second() -> None:
         with s2.serialized(["u"]), s2.transaction():
-            seen.append([f.memory_id for f in t2.facts_in_any_state("u", ["k0"])])
+            seen.append([f.memory_id for f in t2.facts.facts_in_any_state("u", ["k0"])])
 
     with s1.serialized(["u", "other"]), s1.transaction():
-        t1.replace_facts("u", "m1", _rows("m1"))
+        t1.facts.replace_facts("u", "m1", _rows("m1"))
         thread = threading.Thread(target=second)
         thread.start()
-        third = MySqlStore(port=s1.port, user="breadcrumb", password="breadcrumb",
-                           database=s1.database)
+        third = MySqlStore(port=s1.db.port, user="breadcrumb", password="breadcrumb",
+                           database=s1.db.database)
         third.open()
         try:
             with third.serialized(["someone-else"]):

@@ -118,7 +118,7 @@ def test_poison_messages_are_dead_lettered_with_reason_and_position(
         assert acked == len(events) + len(poison) + len(after)
         _drain(gateway, [worker])
 
-        letters = store.dead_letter_positions(20)
+        letters = store.dead_letters.dead_letter_positions(20)
         topic = re.escape(settings.topic("agent-events"))
         assert len(letters) == len(poison), letters
         assert all(re.fullmatch(rf"{topic}/\d+/\d+", pos) for pos, _r, _p in letters)
@@ -129,7 +129,7 @@ def test_poison_messages_are_dead_lettered_with_reason_and_position(
         on_topic = [orjson.loads(v) for v in asyncio.run(
             _consume(settings.topic("agent-events-dlq"), settings, len(poison)))]
         assert {m["position"] for m in on_topic} == {pos for pos, _r, _p in letters}
-        assert store.count_pending_window_events() == 0 and gateway.pending() == 0
+        assert store.states.count_pending_window_events() == 0 and gateway.pending() == 0
         good = events + after
         assert ranges(store) == clean_ranges(tmp_path, good)
         result = report("poison", good, store, figures, poison=len(poison),
@@ -139,12 +139,13 @@ def test_poison_messages_are_dead_lettered_with_reason_and_position(
         # it needed the give-up path of the failure policy
         counters = gateway.counters()
         assert (result.lost, result.duplicated) == (0, 0)
-        assert result.dead_lettered == counters["dead_lettered"] == store.count_dead_letters()
+        assert result.dead_lettered == counters["dead_lettered"] \
+            == store.dead_letters.count_dead_letters()
         assert counters["dead_lettered"] == len(poison)
         assert counters.get("processing_failures", 0) == 0
         assert counters["events_processed"] == len(good)
         # the undecodable message's bytes come back from its letter (table and topic)
-        kept = [x.original_bytes() for x in store.list_dead_letters(20)]
+        kept = [x.original_bytes() for x in store.dead_letters.list_dead_letters(20)]
         assert b"\xff\x00 not json" in kept
         assert b"\xff\x00 not json" in [DeadLetter(**{k: v for k, v in m.items()
                                                       if k != "position"}).original_bytes()
@@ -182,7 +183,7 @@ def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
         events = fleet(4)
         half = len(events) // 2
         publish_events(settings, events[:half])
-        wait_until(lambda: store.count_events() >= 10, timeout=120, interval=0.2)
+        wait_until(lambda: store.events.count_events() >= 10, timeout=120, interval=0.2)
         private_db.down()
         down_at = time.monotonic()
         acked = half + publish_events(settings, events[half:])  # agents keep publishing
@@ -194,9 +195,9 @@ def test_a_mariadb_outage_of_15_s_loses_nothing(private_db: PrivateMariaDb,
         assert acked == len(events)
         assert ranges(store) == clean_ranges(tmp_path, events)
         result = report("mariadb-outage", events, store, figures, outage_s=round(outage, 1),
-                        retries=store.get_counters().get("retries", 0))
+                        retries=store.counters.get_counters().get("retries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
-        assert store.count_dead_letters() == 0
+        assert store.dead_letters.count_dead_letters() == 0
     finally:
         worker.stop()
         gateway.stop()
@@ -227,7 +228,7 @@ def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: P
         events = fleet(4)
         half = len(events) // 2
         acked = publish_events(settings, events[:half])
-        wait_until(lambda: store.count_events() >= 10, timeout=120, interval=0.2)
+        wait_until(lambda: store.events.count_events() >= 10, timeout=120, interval=0.2)
         gateway.stop()
         started = time.monotonic()
         private_kafka.down()
@@ -239,7 +240,7 @@ def test_a_broker_restart_loses_nothing(private_kafka: PrivateKafka, tmp_path: P
         assert acked == len(events)
         assert ranges(store) == clean_ranges(tmp_path, events)
         result = report("broker-restart", events, store, figures, restart_s=round(restart, 1),
-                        redeliveries=store.get_counters().get("redeliveries", 0))
+                        redeliveries=store.counters.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
         worker.stop()
@@ -275,15 +276,15 @@ def test_kill_9_of_the_worker_5_times_while_agents_publish(
         acked: list[int] = []
         publishing = _publisher(settings, events, pause, acked)
         stalls = []
-        wait_until(lambda: store.count_events() >= 10, timeout=240,
+        wait_until(lambda: store.events.count_events() >= 10, timeout=240,
                    interval=0.1)  # the first start on a busy CI box is slow
         for _kill in range(KILLS):
             assert publishing.is_alive()  # agents publish through every kill
             worker.kill9()
-            killed_at, before = time.monotonic(), store.count_events()
+            killed_at, before = time.monotonic(), store.events.count_events()
             worker.start()
             stalls.append(round(stall_after(store, before, killed_at), 1))
-            wait_until(lambda b=before: store.count_events() >= b + 5, timeout=120,
+            wait_until(lambda b=before: store.events.count_events() >= b + 5, timeout=120,
                        interval=0.1)  # it consumes again: kill it in the middle of that
         kills_done.set()
         publishing.join(120)
@@ -293,7 +294,7 @@ def test_kill_9_of_the_worker_5_times_while_agents_publish(
         result = report("kill-9-worker", events, store, figures, kills=len(stalls),
                         stall_s="/".join(map(str, stalls)),
                         session_timeout_s=settings.kafka_session_timeout_seconds,
-                        redeliveries=store.get_counters().get("redeliveries", 0))
+                        redeliveries=store.counters.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
         kills_done.set()  # a failed kill must not leave the publisher waiting
@@ -316,7 +317,7 @@ def test_two_workers_in_one_group_share_safely(
         events = fleet(6)
         acked: list[int] = []
         publishing = _publisher(settings, events, 0.05, acked)
-        wait_until(lambda: store.count_events() >= len(events) // 3, timeout=150,
+        wait_until(lambda: store.events.count_events() >= len(events) // 3, timeout=150,
                    interval=0.1)
         assert sharing(), (first.tail(), second.tail())
         killed_wall = datetime.now().astimezone()
@@ -331,8 +332,8 @@ def test_two_workers_in_one_group_share_safely(
         result = report("two-workers-one-killed", events, store, figures, stall_s=stall,
                         drain_after_kill_s=drained,
                         session_timeout_s=settings.kafka_session_timeout_seconds,
-                        retries=store.get_counters().get("retries", 0),
-                        redeliveries=store.get_counters().get("redeliveries", 0))
+                        retries=store.counters.get_counters().get("retries", 0),
+                        redeliveries=store.counters.get_counters().get("redeliveries", 0))
         assert (result.lost, result.duplicated, result.dead_lettered) == (0, 0, 0)
     finally:
         first.stop()

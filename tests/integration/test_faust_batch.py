@@ -50,20 +50,21 @@ def messages_of(events: list[dict[str, Any]]) -> list[tuple[bytes, bytes]]:
 def derived(store: Any) -> dict[str, Any]:
     """Everything derivation wrote to SQL, without wall-clock columns."""
     memories = {}
-    for (user,) in store._fetch("SELECT DISTINCT user_id FROM agent_memories"):
-        for m in store.list_memories(user, 10_000, 0):
+    for (user,) in store.db.fetch("SELECT DISTINCT user_id FROM agent_memories"):
+        for m in store.memories.list_memories(user, 10_000, 0):
             d = m.to_dict()
             d.pop("created_at", None)
-            memories[m.id] = (d, [c.text for c in store.get_chunks(user, m.id)])
+            memories[m.id] = (d, [c.text for c in store.chunks.get_chunks(user, m.id)])
     try:  # the lifecycle's table (created by the worker when the lifecycle is on)
-        facts = sorted(tuple(str(x) for x in r) for r in store._fetch(
+        facts = sorted(tuple(str(x) for x in r) for r in store.db.fetch(
             "SELECT memory_id, fact_key, value, state FROM memory_facts"))
     except Exception:
         facts = []
     letters = sorted((p.split("/", 1)[1], r.split("(at ")[0]) for p, r, _ in
-                     store.dead_letter_positions())
+                     store.dead_letters.dead_letter_positions())
     return {"memories": memories, "facts": facts, "letters": letters,
-            "events": store.count_events(), "pending": store.count_pending_window_events()}
+            "events": store.events.count_events(),
+            "pending": store.states.count_pending_window_events()}
 
 
 def vectors(settings: Settings) -> dict[str, list[float]]:

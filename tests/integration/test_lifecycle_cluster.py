@@ -70,8 +70,8 @@ def world(tmp_path: Path) -> Iterator[World]:
         mem = Observation(MID, "u1", "p", "s", SourceRange("t", 0, 1), (), (), "", 0.5,
                           "2024-05-01T00:00:00+00:00")
         index.upsert_memories([mem], [[0.1, 0.2, 0.3, 0.4]], [sparse_vector("s")])
-        store.upsert_memory(mem)
-        life.tables.ensure_life("u1", MID, mem.created_at)
+        store.memories.upsert_memory(mem)
+        life.tables.lives.ensure_life("u1", MID, mem.created_at)
         t0 = life.clock().replace(year=2024, month=5, day=1, hour=0, minute=0, second=0,
                                   microsecond=0)
         yield World(settings, store, index, topic, life, mem, t0)
@@ -85,22 +85,22 @@ def world(tmp_path: Path) -> Iterator[World]:
 def test_sweeps_publish_to_kafka_and_replay_agrees(world: World) -> None:
     store, life, t0 = world.store, world.life, world.t0
     for i in range(3):
-        store.record_usage("u1", [MID], (t0 + timedelta(hours=i)).isoformat())
+        store.memories.record_usage("u1", [MID], (t0 + timedelta(hours=i)).isoformat())
     life.sweep(t0 + timedelta(hours=3))
     life.sweep(t0 + timedelta(days=31))
-    row = store.get_memory_row("u1", MID)
+    row = store.memories.get_memory_row("u1", MID)
     assert (row["status"], row["tier"]) == ("active", "provisional")
     life.sweep(t0 + timedelta(days=38))
-    assert store.get_memory_row("u1", MID) is None
+    assert store.memories.get_memory_row("u1", MID) is None
     values = world.topic_values()
     assert [(k, v and v["tier"]) for k, v in values] == [
         (MID, "confirmed"), (MID, "provisional"), (MID, None)]
-    audit = store.list_audit("u1", MID)
+    audit = store.audit.list_audit("u1", MID)
     assert [a["to_value"] for a in audit] == ["confirmed", "provisional", "deleted"]
     # replay the topic into a re-created memory: the tombstone deletes it again
-    store.upsert_memory(world.mem)
+    store.memories.upsert_memory(world.mem)
     assert life.replay(values) >= 1
-    assert store.get_memory_row("u1", MID) is None
+    assert store.memories.get_memory_row("u1", MID) is None
 
 
 def test_full_walk_sql_payload_topic_and_audit_agree(world: World) -> None:
@@ -110,18 +110,18 @@ def test_full_walk_sql_payload_topic_and_audit_agree(world: World) -> None:
     seen: list[tuple[str, str]] = []
 
     def state() -> tuple[str, str]:
-        row = store.get_memory_row("u1", MID)
+        row = store.memories.get_memory_row("u1", MID)
         payload = world.index._memory_payloads({MID})[MID]
         assert (payload["status"], payload["tier"]) == (row["status"], row["tier"])
         seen.append((row["status"], row["tier"]))
         return row["status"], row["tier"]
 
     for i in range(3):
-        store.record_usage("u1", [MID], (t0 + timedelta(hours=i + 1)).isoformat())
+        store.memories.record_usage("u1", [MID], (t0 + timedelta(hours=i + 1)).isoformat())
     life.sweep(t0 + timedelta(hours=4))
     assert state() == ("active", "confirmed")
     for i in range(10):
-        store.record_usage("u1", [MID], (t0 + timedelta(hours=5 + i)).isoformat())
+        store.memories.record_usage("u1", [MID], (t0 + timedelta(hours=5 + i)).isoformat())
     life.sweep(t0 + timedelta(hours=20))
     assert state() == ("active", "active")
     life.sweep(t0 + timedelta(days=400))
@@ -134,13 +134,13 @@ def test_full_walk_sql_payload_topic_and_audit_agree(world: World) -> None:
     life.set_manual("u1", MID, "alice", "fixed", status="active")
     assert state() == ("active", "provisional")
     life.sweep(t0 + timedelta(days=439))
-    assert store.get_memory_row("u1", MID) is None
+    assert store.memories.get_memory_row("u1", MID) is None
 
     on_topic = [(k, None if v is None else (v["status"], v["tier"]))
                 for k, v in world.topic_values()]
     assert on_topic == [(MID, s) for s in seen] + [(MID, None)]
     audit = [(a["field"], a["from_value"], a["to_value"], a["actor"])
-             for a in store.list_audit("u1", MID)]
+             for a in store.audit.list_audit("u1", MID)]
     assert audit == [
         ("tier", "provisional", "confirmed", "sweeper"),
         ("tier", "confirmed", "active", "sweeper"),

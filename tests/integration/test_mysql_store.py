@@ -16,7 +16,7 @@ import pymysql
 import pytest
 
 from breadcrumb.stores.sql.base import SqlStore
-from breadcrumb.stores.sql.mysql_store import MySqlStore
+from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.stores.sql.schema import TABLE_NAMES
 from tests.integration.conftest import drop_database, fresh_database
 from tests.unit.stores.test_sqlite_store import StoreContract, ev
@@ -68,42 +68,42 @@ class TestMySqlStore(StoreContract):
         return lambda: MySqlStore(**fresh_schema)
 
     def test_ids_are_stored_as_exact_bytes(self, store: SqlStore) -> None:
-        assert store._read("SELECT @@session.sql_mode")[0][0].startswith("STRICT_ALL_TABLES")
-        store.put_event(ev("Ünïcode ユーザー", "スレッド 1", 0, "ｅｖｅｎｔ"))
-        got = store.get_event("Ünïcode ユーザー", "ｅｖｅｎｔ")
+        assert store.db.read("SELECT @@session.sql_mode")[0][0].startswith("STRICT_ALL_TABLES")
+        store.events.put_event(ev("Ünïcode ユーザー", "スレッド 1", 0, "ｅｖｅｎｔ"))
+        got = store.events.get_event("Ünïcode ユーザー", "ｅｖｅｎｔ")
         assert got is not None and got.thread_id == "スレッド 1"
-        assert store.get_event("ünïcode ユーザー", "ｅｖｅｎｔ") is None
+        assert store.events.get_event("ünïcode ユーザー", "ｅｖｅｎｔ") is None
 
     def test_texts_with_every_escaped_character_come_back_as_written(
             self, store: SqlStore) -> None:
         text = "a\\b \\\\n \0 NUL \n \r \032 \" ' '' \\' ; -- é 日本"  # backslashes, quotes, ...
         events = [ev("alice", "t1", i, content=text * (i + 1)) for i in range(3)]
-        store.put_event(events[0])
-        store.put_events(events[1:])  # one multi-row statement
-        assert [e.content for e in store.get_range("alice", "t1", 0, 9)] == \
+        store.events.put_event(events[0])
+        store.events.put_events(events[1:])  # one multi-row statement
+        assert [e.content for e in store.events.get_range("alice", "t1", 0, 9)] == \
             [text, text * 2, text * 3]
 
     def test_reconnects_after_the_server_kills_the_connection(self, store: SqlStore) -> None:
-        store.put_event(ev("alice", "t1", 0))
+        store.events.put_event(ev("alice", "t1", 0))
         _kill(store)
-        assert store.count_events() == 1  # stand-alone read reconnects
+        assert store.events.count_events() == 1  # stand-alone read reconnects
         _kill(store)
         with store.transaction():  # a transaction begins on a fresh connection
-            store.put_event(ev("alice", "t1", 1))
-        assert [e.index for e in store.get_range("alice", "t1", 0, 9)] == [0, 1]
+            store.events.put_event(ev("alice", "t1", 1))
+        assert [e.index for e in store.events.get_range("alice", "t1", 0, 9)] == [0, 1]
 
     def test_connection_lost_inside_a_transaction_raises_and_rolls_back(
             self, store: SqlStore) -> None:
         with pytest.raises(pymysql.err.OperationalError), store.transaction():
-            store.put_event(ev("alice", "t1", 0))
+            store.events.put_event(ev("alice", "t1", 0))
             _kill(store)
-            store.put_event(ev("alice", "t1", 1))
-        assert store.count_events() == 0
+            store.events.put_event(ev("alice", "t1", 1))
+        assert store.events.count_events() == 0
 
 
 def _kill(store: SqlStore) -> None:
     """KILL the store's server-side connection from another connection."""
-    thread_id = store._conn.thread_id()
+    thread_id = store.db._conn.thread_id()
     conn = pymysql.connect(**{**_params(), "database": None}, autocommit=True)
     try:
         with conn.cursor() as cur:
@@ -120,7 +120,7 @@ def test_a_worker_losing_the_schema_version_race_still_opens() -> None:
     so the check and the INSERT are not one transaction); this one must still open."""
     params = {**_params(), "database": fresh_database(uuid.uuid4().hex[:8])}
     store = MySqlStore(**params)
-    real = store._fetch
+    real = store.db.fetch
 
     def racing(sql: str, args: Any = ()) -> Any:
         rows = real(sql, args)
@@ -132,10 +132,10 @@ def test_a_worker_losing_the_schema_version_race_still_opens() -> None:
             finally:
                 other.close()
         return rows
-    store._fetch = racing  # type: ignore[method-assign]
+    store.db.fetch = racing  # type: ignore[method-assign]
     try:
         store.open()
-        assert store._conn is not None
+        assert store.db._conn is not None
         (version,), = real("SELECT value FROM schema_meta WHERE name = 'version'")
         assert int(version) == 2
     finally:

@@ -123,7 +123,7 @@ def run_group(settings: Settings, logs: Path, workers: int, events: int,
         wait_until(done, timeout=300, interval=1.0)
         seconds = time.monotonic() - started
         snap = derived(store)
-        snap["events_processed"] = store.get_counters().get("events_processed")
+        snap["events_processed"] = store.counters.get_counters().get("events_processed")
     finally:
         for proc, _log in procs:
             stop_worker(proc)

@@ -144,9 +144,9 @@ async def test_a_resent_event_is_two_messages_but_one_stored_event(
     try:
         def stored() -> bool:
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
-            return store.get_event("u1", "retry-9") is not None
+            return store.events.get_event("u1", "retry-9") is not None
         await asyncio.to_thread(wait_until, stored, 120, 0.5)
-        rows = store.get_range("u1", "retry", 0, 100)
+        rows = store.events.get_range("u1", "retry", 0, 100)
         assert [e.event_id for e in rows] == ["retry-0", "retry-1", "retry-2", "retry-9"]
         assert [e.index for e in rows] == [0, 1, 2, 3]
         # received once per published message (the resend too, as a duplicate), as the
@@ -170,7 +170,7 @@ async def test_a_resent_event_is_two_messages_but_one_stored_event(
 
 
 def _counters(store: Any, names: dict[str, int]) -> dict[str, int]:
-    values = store.get_counters()
+    values = store.counters.get_counters()
     return {name: int(values.get(name, 0)) for name in names}
 
 
@@ -210,9 +210,9 @@ def test_the_client_adds_over_kafka_and_a_retry_stores_nothing_twice(
     try:
         def summarised() -> bool:
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-3000:]
-            return bool(store.list_memories("kafka-user"))
+            return bool(store.memories.list_memories("kafka-user"))
         wait_until(summarised, 120, 0.5)
-        rows = store.get_range("kafka-user", "deploy", 0, 100)
+        rows = store.events.get_range("kafka-user", "deploy", 0, 100)
         assert [e.event_id for e in rows] == first.event_ids  # the retry stored nothing
         assert "HELM_TIMEOUT=17m" in rows[0].content
     finally:

@@ -12,7 +12,7 @@ import pytest
 from breadcrumb.processors.lexical import sparse_vector, weighted_query
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of, payload, search
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.stores.vectors.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Chunk
@@ -41,7 +41,7 @@ def parts(tmp_path: Path) -> Iterator[tuple[SqliteStore, QdrantEdgeIndex]]:
     with SqliteStore(tmp_path / "s.sqlite3") as store:
         index = QdrantEdgeIndex(tmp_path / "vectors", DIM, flush_interval_seconds=3600)
         index.ensure()
-        store.put_chunks(chunks)
+        store.chunks.put_chunks(chunks)
         index.upsert_chunks(chunks, [vector(i) for i in range(15)],
                             [sparse_vector(c.text) for c in chunks])
         yield store, index  # type: ignore[misc]
@@ -64,7 +64,7 @@ def as_seen(results: list[list[object]]) -> list[list[tuple[object, ...]]]:
 def test_texts_from_the_store_give_what_the_payloads_give(
         parts: tuple[SqliteStore, QdrantEdgeIndex]) -> None:
     store, index = parts
-    rows = chunk_rows_of(store)
+    rows = chunk_rows_of(store.memories)
     assert rows is not None
     plain = search_many(index, requests())
     filled = search(index, rows, "alice", requests())
@@ -76,10 +76,10 @@ def test_texts_from_the_store_give_what_the_payloads_give(
 def test_a_chunk_the_store_no_longer_holds_is_answered_from_the_payloads(
         parts: tuple[SqliteStore, QdrantEdgeIndex]) -> None:
     store, index = parts
-    with store._lock:  # what archiving does to the hot rows of a memory
-        store._conn.execute("DELETE FROM source_chunks WHERE memory_id = ?", (mid(0),))
+    with store.db.lock:  # what archiving does to the hot rows of a memory
+        store.db._conn.execute("DELETE FROM source_chunks WHERE memory_id = ?", (mid(0),))
     plain = search_many(index, requests())
-    filled = search(index, chunk_rows_of(store), "alice", requests())
+    filled = search(index, chunk_rows_of(store.memories), "alice", requests())
     assert any(h.payload["memory_id"] == mid(0) for hits in filled[1:] for h in hits)
     assert as_seen(filled) == as_seen(plain)  # type: ignore[arg-type]
 
@@ -88,20 +88,20 @@ def test_rows_are_kept_and_served_to_their_user_only(
         parts: tuple[SqliteStore, QdrantEdgeIndex]) -> None:
     store, _ = parts
     ids = [chunk(1).id, chunk(13, user="bob").id, "missing"]
-    assert list(store.get_chunks_by_id("alice", ids)) == [chunk(1).id]
-    assert list(store.get_chunks_by_id("bob", ids)) == [chunk(13).id]
+    assert list(store.chunks.get_chunks_by_id("alice", ids)) == [chunk(1).id]
+    assert list(store.chunks.get_chunks_by_id("bob", ids)) == [chunk(13).id]
     reads: list[int] = []
-    real = store._read
+    real = store.db.read
 
     def counted(sql: str, params: object = ()) -> object:
         reads.append(1)
         return real(sql, params)  # type: ignore[arg-type]
 
-    store._read = counted  # type: ignore[assignment,method-assign]
-    assert store.get_chunks_by_id("alice", [chunk(1).id])[chunk(1).id] == chunk(1)
+    store.db.read = counted  # type: ignore[assignment,method-assign]
+    assert store.chunks.get_chunks_by_id("alice", [chunk(1).id])[chunk(1).id] == chunk(1)
     assert reads == []  # kept since the last write
-    store.put_chunks([chunk(1)])  # a write: the next read goes to SQL
-    store.get_chunks_by_id("alice", [chunk(1).id])
+    store.chunks.put_chunks([chunk(1)])  # a write: the next read goes to SQL
+    store.chunks.get_chunks_by_id("alice", [chunk(1).id])
     assert reads == [1]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
 from breadcrumb.topics.records import DeadLetter
@@ -74,11 +74,11 @@ def test_a_poison_entry_becomes_a_dead_letter_and_the_log_moves_on(tmp_path: Pat
             runner.process_available()
         except RuntimeError:
             pass
-        assert runner.store.count_dead_letters() == 0
+        assert runner.store.dead_letters.count_dead_letters() == 0
     runner.process_available()
     runner.drain()
-    assert runner.store.count_dead_letters() == 1
-    letter = runner.store.list_dead_letters(1)[0]
+    assert runner.store.dead_letters.count_dead_letters() == 1
+    letter = runner.store.dead_letters.list_dead_letters(1)[0]
     assert "boom" in letter.reason and events[1]["event_id"] in letter.payload
     # the batch of four failed and rolled back (it had seen the first), then one at a time
     assert service.seen[-3:] == [events[0]["event_id"], events[2]["event_id"],
@@ -116,7 +116,7 @@ def test_a_transient_error_is_retried_past_max_attempts_and_never_dead_lettered(
             runner.process_available()
         delays.append(runner.retry_delay)
     runner.drain()
-    assert runner.store.count_dead_letters() == 0
+    assert runner.store.dead_letters.count_dead_letters() == 0
     assert service.seen[1:] == [e["event_id"] for e in events]  # [0]: the failed batch's
     assert delays[0] < delays[3] and max(delays) == runner.policy.max_delay  # capped backoff
     assert runner.counters()["retries"] == 10

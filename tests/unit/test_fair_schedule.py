@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.fair_schedule import CURSOR, THREAD_MARK, FairSchedule
 from breadcrumb.streams.service import HandleResult
@@ -101,7 +101,7 @@ def test_runner_serves_another_tenant_first_and_resumes_exactly_after_a_restart(
     assert runner.process_available() == 8
     assert "small-one-0" in service.seen  # in the first batch, not after 60 entries
     runner.process_available()
-    counters = runner.derived.get_counters()
+    counters = runner.derived.counters.get_counters()
     assert any(name.startswith(THREAD_MARK) for name in counters)  # threads ahead of low
     before = list(service.seen)
     runner.store.close()
@@ -116,7 +116,7 @@ def test_runner_serves_another_tenant_first_and_resumes_exactly_after_a_restart(
     for key in {thread_key("bulk", f"t{n}") for n in range(3)}:  # each thread in log order
         mine = [x for x in before + again.seen if x.startswith(key.replace("/", "-") + "-")]
         assert mine == sorted(mine, key=lambda x: int(x.rsplit("-", 1)[1]))
-    final = restarted.derived.get_counters()
+    final = restarted.derived.counters.get_counters()
     assert final[CURSOR] == 61 and not any(n.startswith(THREAD_MARK) for n in final)
 
 

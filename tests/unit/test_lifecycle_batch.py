@@ -60,6 +60,7 @@ class _AuditStore:
 
     def __init__(self) -> None:
         self.calls: list[list[tuple[Any, ...]]] = []
+        self.audit = self  # the store's audit trail
 
     def add_audit(self, *row: Any) -> None:
         self.calls.append([row])

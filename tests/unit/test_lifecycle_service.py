@@ -29,9 +29,9 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _holder(rt: Runtime, user: str, key: str, value: str) -> dict[str, Any]:
-    for m in rt.store.list_memories(user, 100):
+    for m in rt.memories.list_memories(user, 100):
         if any(f.key == key and f.value == value for f in m.facts):
-            row: dict[str, Any] = rt.store.get_memory_row(user, m.id)
+            row: dict[str, Any] = rt.memories.get_memory_row(user, m.id)
             return row
     raise AssertionError(f"no memory holds {key}={value}")
 
@@ -44,7 +44,7 @@ def test_db_port_change_marks_the_fact_and_keeps_other_facts(golden: Runtime) ->
     marked = old["metadata"]["superseded_facts"]["env:DB_PORT"]
     assert marked == {"value": "5432", "new_value": "6432", "superseded_by": new["id"]}
     assert new["metadata"]["supersedes_facts"]["env:DB_PORT"]["memory_id"] == old["id"]
-    audit = golden.store.list_audit("u1", old["id"])
+    audit = golden.audit.list_audit("u1", old["id"])
     assert any(a["field"] == "fact:env:DB_PORT" and a["to_value"] == "6432" for a in audit)
     history = golden.lifecycle.history("u1", old["id"])
     assert {"relation": "superseded_by", "fact_key": "env:DB_PORT"}.items() <= history[0].items()
@@ -104,20 +104,20 @@ def test_walk_tiers_with_an_injected_clock_and_replay(tmp_path: Path) -> None:
     rt = _runtime(tmp_path / "a")
     rt.gateway.submit([e for e in golden_events() if e["thread_id"] == "inventory-cron"], "cli")
     rt.gateway.wait_processed(60)
-    [mem] = rt.store.list_memories("u1", 10)
+    [mem] = rt.memories.list_memories("u1", 10)
     life = rt.lifecycle
     t0 = datetime.fromisoformat(mem.created_at.replace("Z", "+00:00"))
 
     def tier() -> tuple[str, str]:
-        row = rt.store.get_memory_row("u1", mem.id)
+        row = rt.memories.get_memory_row("u1", mem.id)
         return (row["status"], row["tier"]) if row else ("gone", "gone")
 
     for i in range(3):
-        rt.store.record_usage("u1", [mem.id], (t0 + timedelta(hours=i + 1)).isoformat())
+        rt.memories.record_usage("u1", [mem.id], (t0 + timedelta(hours=i + 1)).isoformat())
     life.sweep(t0 + timedelta(hours=4))
     assert tier() == ("active", "confirmed")
     for i in range(10):
-        rt.store.record_usage("u1", [mem.id], (t0 + timedelta(hours=5 + i)).isoformat())
+        rt.memories.record_usage("u1", [mem.id], (t0 + timedelta(hours=5 + i)).isoformat())
     life.sweep(t0 + timedelta(hours=20))
     assert tier() == ("active", "active")
     life.sweep(t0 + timedelta(days=400))
@@ -129,26 +129,26 @@ def test_walk_tiers_with_an_injected_clock_and_replay(tmp_path: Path) -> None:
     life.set_manual("u1", mem.id, "alice", "fixed", status="active")
     payload = rt.index._memory_payloads({mem.id})[mem.id]
     assert (payload["status"], payload["tier"]) == tier()
-    changes = [(m, v) for _s, m, _u, v in life.tables.read_changes()]
+    changes = [(m, v) for _s, m, _u, v in life.tables.changelog.read_changes()]
     # replay into fresh stores built from the same events, lifecycle off
     rt2 = _runtime(tmp_path / "b", lifecycle_enabled=False)
     rt2.gateway.submit([e for e in golden_events() if e["thread_id"] == "inventory-cron"], "cli")
     rt2.gateway.wait_processed(60)
     rt2.lifecycle.replay(changes)
-    row2 = rt2.store.get_memory_row("u1", mem.id)
+    row2 = rt2.memories.get_memory_row("u1", mem.id)
     assert (row2["status"], row2["tier"]) == tier()
     life.sweep(t0 + timedelta(days=439))
     assert tier() == ("gone", "gone")
-    assert life.tables.read_changes()[-1][3] is None  # tombstone
+    assert life.tables.changelog.read_changes()[-1][3] is None  # tombstone
     fields = [(a["field"], a["from_value"], a["to_value"], a["actor"])
-              for a in rt.store.list_audit("u1", mem.id)]
+              for a in rt.audit.list_audit("u1", mem.id)]
     assert fields == [
         ("tier", "provisional", "confirmed", "sweeper"), ("tier", "confirmed", "active", "sweeper"),
         ("tier", "active", "confirmed", "sweeper"), ("tier", "confirmed", "provisional", "sweeper"),
         ("status", "active", "conflicted", "alice"), ("status", "conflicted", "active", "alice"),
         ("tier", "provisional", "deleted", "sweeper")]
     rt2.lifecycle.replay([(mem.id, None)])
-    assert rt2.store.get_memory_row("u1", mem.id) is None
+    assert rt2.memories.get_memory_row("u1", mem.id) is None
     rt.stop()
     rt2.stop()
 
@@ -158,12 +158,13 @@ def test_archive_then_recall_restores_evidence_from_cold(tmp_path: Path) -> None
     events = [e for e in golden_events() if e["thread_id"] == "db-setup" and e["user_id"] == "u1"]
     rt.gateway.submit(events, "cli")
     rt.gateway.wait_processed(60)
-    [mem] = rt.store.list_memories("u1", 10)
+    [mem] = rt.memories.list_memories("u1", 10)
     rng = mem.source_range
-    before = rt.store.get_range("u1", rng.thread_id, rng.start_index, rng.end_index)
+    hot = rt.derived_store()
+    before = hot.events.get_range("u1", rng.thread_id, rng.start_index, rng.end_index)
     rt.lifecycle.set_manual("u1", mem.id, "ops", "cold", status="archived")
-    assert rt.store.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == []
-    assert rt.store.get_chunks("u1", mem.id) == []
+    assert hot.events.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == []
+    assert hot.chunks.get_chunks("u1", mem.id) == []
     assert rt.raw.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == before
     from breadcrumb.query_api.models import RecallRequest
 
@@ -172,8 +173,8 @@ def test_archive_then_recall_restores_evidence_from_cold(tmp_path: Path) -> None
     assert answer["memories"][0]["status"] == "archived"
     assert any("DB_PORT=5432" in e["extracted_text"] for e in answer["evidence"])
     rt.lifecycle.set_manual("u1", mem.id, "ops", "back", status="active")
-    assert rt.store.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == before
-    assert len(rt.store.get_chunks("u1", mem.id)) > 0
+    assert hot.events.get_range("u1", rng.thread_id, rng.start_index, rng.end_index) == before
+    assert len(hot.chunks.get_chunks("u1", mem.id)) > 0
     rt.stop()
 
 
@@ -185,7 +186,8 @@ def test_verification_promotes_and_dedupe_merges(tmp_path: Path) -> None:
                  ts=e["ts"].replace("2024-05-13", "2024-05-14")) for e in base]
     rt.gateway.submit(base + copy, "cli")
     rt.gateway.wait_processed(60)
-    rows = sorted((rt.store.get_memory_row("u2", m.id) for m in rt.store.list_memories("u2")),
+    memories = rt.memories
+    rows = sorted((memories.get_memory_row("u2", m.id) for m in memories.list_memories("u2")),
                   key=lambda r: r["source_thread_id"])
     again, first = rows
     # its own passing test (confirmed), then the corroborating copy's test (active)
@@ -196,10 +198,10 @@ def test_verification_promotes_and_dedupe_merges(tmp_path: Path) -> None:
 
 
 def _lifecycle_state(rt: Runtime) -> list[Any]:
-    store: Any = rt.store
-    memories = sorted(store._read("SELECT id, status, superseded_by, supersedes_memory_id "
+    store: Any = rt.derived_store()
+    memories = sorted(store.db.read("SELECT id, status, superseded_by, supersedes_memory_id "
                                   "FROM agent_memories"))
-    facts = sorted(store._read("SELECT memory_id, fact_key, value, state FROM memory_facts"))
+    facts = sorted(store.db.read("SELECT memory_id, fact_key, value, state FROM memory_facts"))
     return [memories, facts]
 
 

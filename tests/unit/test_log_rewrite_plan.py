@@ -20,9 +20,8 @@ from breadcrumb.processors.log_rewrite_plan import (
     record_scopes,
     survivors,
 )
-from breadcrumb.stores.sql.forget import Plan, Scope
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
-from breadcrumb.stores.sql.tombstones import write_tombstone
+from breadcrumb.stores.ports.tables import Plan, Scope
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.log_rewrite import fence_value, tombstone_predicate
 from breadcrumb.topics.records import FlushMarker, thread_key
 
@@ -80,32 +79,32 @@ def test_the_tombstone_predicate_is_the_processors_check(tmp_path: Any) -> None:
     store = SqliteStore(tmp_path / "s.sqlite3")
     store.open()
     scope = Scope("thread", "u1", "secret-thread", None)
-    write_tombstone(store, Plan(scope=scope, thread_id="secret-thread"), "2026-12-02T00:00:00Z",
-                    "test")
+    store.tombstones.write(Plan(scope=scope, thread_id="secret-thread"),
+                           "2026-12-02T00:00:00Z", "test")
     records = [_rec(0, "u1/keep", _event("u1", "keep", "e1")),
                _rec(1, "u1/secret-thread", _event("u1", "secret-thread", "e2")),
                _rec(2, "u1/secret-thread", b"not json under the erased key"),
                _rec(3, "u2/secret-thread", _event("u2", "secret-thread", "e3")),
                _rec(4, "u1/secret-thread",
                     FlushMarker("u1", "secret-thread", "2026-12-01T11:00:00Z").to_dict())]
-    assert tombstone_predicate(store)(records) == {1, 2, 4}  # u2's thread of that name stays
+    assert tombstone_predicate(store.tombstones)(records) == {1, 2, 4}  # u2: its thread stays
     letter = {"reason": "bad", "payload": orjson.dumps(_event("u1", "secret-thread", "e5"))
               .decode(), "received_at": "2026-12-02T00:00:00Z"}
-    assert tombstone_predicate(store, kind=DEAD_LETTERS)([_rec(0, None, letter)]) == {0}
+    assert tombstone_predicate(store.tombstones, kind=DEAD_LETTERS)([_rec(0, None, letter)]) == {0}
 
 
 def test_tenant_and_memory_tombstones_are_asked_the_same_way(tmp_path: Any) -> None:
     store = SqliteStore(tmp_path / "s.sqlite3")
     store.open()
-    write_tombstone(store, Plan(scope=Scope("tenant", "u1")), "2026-12-02T00:00:00Z", "t")
-    write_tombstone(store, Plan(scope=Scope("memory", "u2", None, "m1"), event_ids=["e9"]),
-                    "2026-12-02T00:00:00Z", "t")
+    store.tombstones.write(Plan(scope=Scope("tenant", "u1")), "2026-12-02T00:00:00Z", "t")
+    store.tombstones.write(Plan(scope=Scope("memory", "u2", None, "m1"), event_ids=["e9"]),
+                           "2026-12-02T00:00:00Z", "t")
     later = {**_event("u1", "t1", "e2"), "ts": "2026-12-03T00:00:00Z"}
     records = [_rec(0, "u1/t1", _event("u1", "t1", "e1")),  # before the tenant's erasure
                _rec(1, "u1/t1", later),  # after it: the tenant starts afresh
                _rec(2, "u2/t2", _event("u2", "t2", "e9")),  # the forgotten memory's event
                _rec(3, "u2/t2", _event("u2", "t2", "e8"))]
-    assert tombstone_predicate(store)(records) == {0, 2}
+    assert tombstone_predicate(store.tombstones)(records) == {0, 2}
 
 
 def test_no_violation_when_every_arrival_follows_its_keys_copies() -> None:

@@ -14,7 +14,7 @@ from breadcrumb.stores.ports import (
     OpenWindowStates,
     Transactional,
 )
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.topics.records import Chunk
 
 RECALL = Path(__file__).resolve().parents[2] / "query_api" / "recall"
@@ -24,9 +24,11 @@ def test_the_embedded_store_has_every_capability_recall_uses(tmp_path: Path) -> 
     store = SqliteStore(tmp_path / "s.sqlite3")
     store.open()
     try:
-        for capability in (KeptChunkRows, BatchedEventReads, OpenWindowStates, Transactional):
-            assert isinstance(store, capability), capability.__name__
-        assert chunk_rows_of(store) == store.get_chunks_by_id
+        for port, capability in ((store.memories, KeptChunkRows), (store.events,
+                                 BatchedEventReads), (store.states, OpenWindowStates),
+                                 (store.memories, Transactional)):
+            assert isinstance(port, capability), capability.__name__
+        assert chunk_rows_of(store.memories) == store.memories.get_chunks_by_id
     finally:
         store.close()
 

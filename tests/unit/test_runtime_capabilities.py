@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from breadcrumb.infra.settings import Settings, settings_error_line
 from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores.ports import AppliesLog, OpenWindowStates, OwnStore, SettlesOwed
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner
 from breadcrumb.streams.kafka_gateway import KafkaGateway
 
@@ -21,8 +21,10 @@ NOW = "2026-11-30T00:00:00+00:00"
 
 def _runtime(gateway: Any, store: Any) -> Runtime:
     return Runtime(settings=Settings(), gateway=gateway, recall=None,  # type: ignore[arg-type]
-                   raw=store, memories=store, dead_letters=store, index=None,  # type: ignore[arg-type]
-                   embedder=None, store=store)  # type: ignore[arg-type]
+                   raw=store.events, memories=store.memories,
+                   dead_letters=store.dead_letters, index=None,  # type: ignore[arg-type]
+                   embedder=None, audit=store.audit, browse=store.browse,
+                   explore=store.explore)  # type: ignore[arg-type]
 
 
 def _stores(tmp_path: Path) -> tuple[SqliteStore, SqliteStore]:
@@ -53,17 +55,19 @@ def test_the_kafka_gateway_has_a_store_and_settles_but_applies_nothing(tmp_path:
     assert not isinstance(gateway, AppliesLog)
     runtime = _runtime(gateway, derived)
     assert runtime.runner() is None
-    assert runtime.log_store() is log and runtime.derived_store() is derived
+    # cluster: the gateway's tables are the current generation's (the alias moves both)
+    assert runtime.log_store() is log and runtime.derived_store() is log
     log.close()
     derived.close()
 
 
-def test_a_gateway_without_a_store_falls_back_to_the_runtime_store(tmp_path: Path) -> None:
+def test_a_gateway_without_a_store_leaves_the_runtime_its_ports_only(tmp_path: Path) -> None:
     _, derived = _stores(tmp_path)
     runtime = _runtime(object(), derived)
     assert runtime.runner() is None
-    assert runtime.log_store() is derived and runtime.derived_store() is derived
-    assert isinstance(derived, OpenWindowStates)  # the fresh tail's windows (threads view)
+    assert runtime.log_store() is None and runtime.derived_store() is None
+    assert runtime.memories is derived.memories and runtime.browse is derived.browse
+    assert isinstance(derived.states, OpenWindowStates)  # the fresh tail's windows (threads)
     derived.close()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from breadcrumb.query_api.recall.usage import UsageWriter, layers
 from breadcrumb.stores.sql.base import SqlStore
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from tests.unit.stores.test_sqlite_store import obs
 
 
@@ -22,23 +22,23 @@ def test_layers_count_each_use_and_keep_the_newest_time() -> None:
 
 
 def _hits(store: SqlStore, mid: str) -> tuple[int, str | None]:
-    row = store.get_memory_row("alice", mid) or {}
+    row = store.memories.get_memory_row("alice", mid) or {}
     return row["hit_count"], row["last_used_at"]
 
 
 def test_a_window_of_recalls_is_one_transaction_with_every_hit(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "s.sqlite3") as store:
         for mid in ("m1", "m2"):
-            store.upsert_memory(obs(mid))
+            store.memories.upsert_memory(obs(mid))
         commits = []
-        real_commit = store._commit
+        real_commit = store.db._commit
 
         def counted() -> None:
             commits.append(1)
             real_commit()
 
-        store._commit = counted  # type: ignore[method-assign]
-        writer = UsageWriter(store, Counter(), linger_s=30.0)  # nothing written on its own
+        store.db._commit = counted  # type: ignore[method-assign]
+        writer = UsageWriter(store.memories, Counter(), linger_s=30.0)  # nothing written on its own
         writer.record("alice", ["m1", "m2"], "2025-01-02T00:00:00+00:00")
         writer.record("alice", ["m1"], "2025-01-02T00:00:05+00:00")
         writer.record("alice", ["m1"], "2025-01-02T00:00:03+00:00")
@@ -53,16 +53,16 @@ def test_a_window_of_recalls_is_one_transaction_with_every_hit(tmp_path: Path) -
 
 def test_uses_are_written_within_the_window_without_a_flush(tmp_path: Path) -> None:
     with SqliteStore(tmp_path / "s.sqlite3") as store:
-        store.upsert_memory(obs("m1"))
+        store.memories.upsert_memory(obs("m1"))
         written = threading.Event()
-        real_commit = store._commit
+        real_commit = store.db._commit
 
         def committed() -> None:
             real_commit()
             written.set()
 
-        store._commit = committed  # type: ignore[method-assign]
-        UsageWriter(store, Counter(), linger_s=0.05).record("alice", ["m1"], "t-1")
+        store.db._commit = committed  # type: ignore[method-assign]
+        UsageWriter(store.memories, Counter(), linger_s=0.05).record("alice", ["m1"], "t-1")
         assert written.wait(10)
         assert _hits(store, "m1") == (1, "t-1")
 

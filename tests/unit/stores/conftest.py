@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, ArchiveError
 from breadcrumb.stores.cold.storage import pack_events
 from breadcrumb.stores.ports import ForgetsCached
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from tests.unit.stores.test_sqlite_events import event
 from tests.unit.stores.test_sqlite_readers import memory
 
@@ -25,20 +25,20 @@ def _erase_behind(store: SqliteStore) -> None:
 
 def test_the_sqlite_store_drops_kept_memories_events_and_states(store: SqliteStore) -> None:
     assert isinstance(store, ForgetsCached)
-    store.upsert_memory(memory("m1", "secret"))
-    store.put_events([event(0), event(1)])
-    store.put_state("alice/t1", {"next_index": 2})
-    assert store.get_memories("alice", ["m1"])[0].summary == "secret"  # now kept
-    assert len(store.get_range("alice", "t1", 0, 1)) == 2
+    store.memories.upsert_memory(memory("m1", "secret"))
+    store.events.put_events([event(0), event(1)])
+    store.states.put_state("alice/t1", {"next_index": 2})
+    assert store.memories.get_memories("alice", ["m1"])[0].summary == "secret"  # now kept
+    assert len(store.events.get_range("alice", "t1", 0, 1)) == 2
     _erase_behind(store)
     # the caches still answer (what forget must not leave behind) ...
-    assert [m.id for m in store.get_memories("alice", ["m1"])] == ["m1"]
-    assert store.get_state("alice/t1") == {"next_index": 2}
+    assert [m.id for m in store.memories.get_memories("alice", ["m1"])] == ["m1"]
+    assert store.states.get_state("alice/t1") == {"next_index": 2}
     store.forget_cached()
     # ... until they are dropped: every read goes to SQL
-    assert store.get_memories("alice", ["m1"]) == []
-    assert store.get_range("alice", "t1", 0, 1) == []
-    assert store.get_state("alice/t1") is None
+    assert store.memories.get_memories("alice", ["m1"]) == []
+    assert store.events.get_range("alice", "t1", 0, 1) == []
+    assert store.states.get_state("alice/t1") is None
 
 
 class _Tables:
@@ -57,7 +57,7 @@ class _Cold:
 
 def test_the_archive_reader_drops_its_decoded_objects(store: SqliteStore) -> None:
     cold = _Cold()
-    raw = ArchiveAwareRawEvents(store, _Tables(), cold)  # type: ignore[arg-type]
+    raw = ArchiveAwareRawEvents(store.events, _Tables(), cold)  # type: ignore[arg-type]
     assert isinstance(raw, ForgetsCached)
     assert len(raw.get_range("alice", "t1", 0, 1)) == 2
     cold.objects.clear()  # the cold copy is erased

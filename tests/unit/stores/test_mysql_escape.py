@@ -6,7 +6,7 @@ import random
 
 from pymysql.converters import escape_string as pymysql_escape
 
-from breadcrumb.stores.sql.mysql_store import escape_string
+from breadcrumb.stores.sql.mysql.store import escape_string
 
 
 def test_escape_string_equals_pymysql_on_every_special_character() -> None:

@@ -12,7 +12,7 @@ from qdrant_client import QdrantClient
 from breadcrumb.infra.cluster_stores import split_store_reason
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 from breadcrumb.stores.vectors.topic_sink import TopicVectorIndex, apply_records
 from breadcrumb.streams.service import IngestService
@@ -36,7 +36,8 @@ def _points(index: QdrantServerIndex) -> dict[str, Any]:
 def _derive(tmp_path: Path, index: Any) -> None:
     store = SqliteStore(tmp_path / "s.sqlite3")
     store.open()
-    service = IngestService(store, store, CapturingDeadLetters(store), DictStateStore(), index,
+    service = IngestService(store.events, store.memories,
+                            CapturingDeadLetters(store.dead_letters), DictStateStore(), index,
                             HashEmbedder(dim=32), lambda: "2026-11-30T00:00:00+00:00")
     events = example_events()
     with store.transaction(), service.batched():

@@ -39,7 +39,7 @@ async def test_a_batch_counts_freshness_once_per_message(tmp_path: Path) -> None
         started = time.time()
         outcomes = await batch.handle_batch(messages)
         took = time.time() - started
-        fresh = summary_from_counters(h.store.get_counters())
+        fresh = summary_from_counters(h.store.counters.get_counters())
         events = outcomes.count("processed")
         assert events and fresh["recallable_ms"]["samples"] == events
         # between accepted → batch start and accepted → batch end (a bucket's upper bound)
@@ -47,7 +47,7 @@ async def test_a_batch_counts_freshness_once_per_message(tmp_path: Path) -> None
         closing = fresh["memory_ms"]["samples"]
         assert 0 < closing <= len(messages)
         await batch.handle_batch(messages[:10])  # redelivered: not counted again
-        again = summary_from_counters(h.store.get_counters())
+        again = summary_from_counters(h.store.counters.get_counters())
         assert again["recallable_ms"]["samples"] == events
         assert again["memory_ms"]["samples"] == closing
     finally:

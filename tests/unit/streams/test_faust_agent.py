@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 from breadcrumb.infra.cluster import WorkerParts
 from breadcrumb.infra.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.sql.sqlite_store import SqliteStore
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy
@@ -99,19 +99,19 @@ async def test_events_become_memories_published_once(h: Harness) -> None:
     events = example_events()
     outcomes = [await h.send(_key(e), e, n) for n, e in enumerate(events)]
     assert outcomes.count("processed") == len(events)
-    assert h.store.count_events() == len(events)
-    memories = h.store.list_memories("demo", 100, 0)
+    assert h.store.events.count_events() == len(events)
+    memories = h.store.memories.list_memories("demo", 100, 0)
     assert memories and len(h.sink.values(fa.OBSERVATIONS)) == len(memories)
     assert {o["id"] for o in h.sink.values(fa.OBSERVATIONS)} == {m.id for m in memories}
-    counters = h.store.get_counters()
+    counters = h.store.counters.get_counters()
     assert counters["events_processed"] == len(events)
 
     # a redelivery (after a crash before the commit of the offset) changes nothing
     again = [await h.send(_key(e), e, n) for n, e in enumerate(events[:5])]
     assert again == ["duplicate"] * 5
-    assert h.store.count_events() == len(events)
-    assert h.store.get_counters()["events_processed"] == len(events)
-    assert h.store.get_counters()["redeliveries"] == 5
+    assert h.store.events.count_events() == len(events)
+    assert h.store.counters.get_counters()["events_processed"] == len(events)
+    assert h.store.counters.get_counters()["redeliveries"] == 5
 
 
 @pytest.mark.parametrize(("key", "value", "reason"), [
@@ -124,15 +124,16 @@ async def test_events_become_memories_published_once(h: Harness) -> None:
 async def test_poison_goes_to_the_dead_letter_table_and_topic_with_its_position(
         h: Harness, key: str, value: Any, reason: str) -> None:
     assert await h.send(key, value, 7) == "rejected"
-    rows = h.store.dead_letter_positions()
+    rows = h.store.dead_letters.dead_letter_positions()
     assert len(rows) == 1 and rows[0][0] == "t-agent-events/0/7" and reason in rows[0][1]
     on_topic = h.sink.values(fa.DEAD_LETTERS)
     assert len(on_topic) == 1 and on_topic[0]["position"] == "t-agent-events/0/7"
     assert reason in on_topic[0]["reason"]
     # redelivered: the table keeps one letter per position
     await h.send(key, value, 7)
-    assert h.store.count_dead_letters() == 1
-    assert h.store.count_pending_window_events() == 0 and h.store.list_states(False) == []
+    assert h.store.dead_letters.count_dead_letters() == 1
+    assert h.store.states.count_pending_window_events() == 0
+    assert h.store.states.list_states(False) == []
 
 
 def _failing_service(h: Harness, errors: list[BaseException]) -> None:
@@ -156,20 +157,20 @@ async def test_a_store_outage_is_retried_until_it_is_back(h: Harness) -> None:
     down = [pymysql.err.OperationalError(2003, "Can't connect to MySQL server")] * 6
     _failing_service(h, list(down))
     assert await h.send(_key(event), event, 0) == "processed"
-    assert h.store.count_events() == 1 and h.store.count_dead_letters() == 0
+    assert h.store.events.count_events() == 1 and h.store.dead_letters.count_dead_letters() == 0
     assert h.sleeps == [0.2, 0.4, 0.8, 1.6, 3.2, 5.0]  # doubling, capped
-    assert h.store.get_counters()["retries"] == 6
+    assert h.store.counters.get_counters()["retries"] == 6
 
 
 async def test_a_message_that_makes_the_processor_raise_is_dead_lettered(h: Harness) -> None:
     events = example_events()[:3]
     _failing_service(h, [RuntimeError("segmenter exploded")] * 3)
     assert await h.send(_key(events[0]), events[0], 0) == "dead_lettered"
-    position, reason, payload = h.store.dead_letter_positions()[0]
+    position, reason, payload = h.store.dead_letters.dead_letter_positions()[0]
     assert position == "t-agent-events/0/0" and "segmenter exploded" in reason
     assert "processing failed 3 times" in reason and events[0]["event_id"] in payload
     assert h.sink.values(fa.DEAD_LETTERS)[0]["position"] == position
-    counters = h.store.get_counters()
+    counters = h.store.counters.get_counters()
     assert (counters["dead_lettered"], counters["processing_failures"]) == (1, 1)
     # the thread goes on with the next messages
     assert [await h.send(_key(e), e, n) for n, e in enumerate(events[1:], 1)] == [
@@ -180,14 +181,14 @@ async def test_idle_threads_get_a_flush_marker_that_closes_the_window(h: Harness
     events = [e for e in example_events() if e["kind"] != "session_end"][:5]
     for n, e in enumerate(events):
         await h.send(_key(e), e, n)
-    assert h.store.count_pending_window_events() > 0
+    assert h.store.states.count_pending_window_events() > 0
     assert await h.agent.flush_idle() == 0
     h.clock.now += 31
     assert await h.agent.flush_idle() == 1
     (topic, key, marker), = [s for s in h.sink.sent if s[0] == fa.EVENTS]
     assert key == _key(events[0]).encode() and orjson.loads(marker or b"")["reason"] == "idle"
     assert await h.send(_key(events[0]), marker, 99) == "flushed"
-    assert h.store.count_pending_window_events() == 0
+    assert h.store.states.count_pending_window_events() == 0
     h.clock.now += 60
     assert await h.agent.flush_idle() == 0  # nothing open any more
 
@@ -263,14 +264,14 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
             await agent.put(orjson.dumps(e), key=_key(e).encode())
         await agent.put(b"{oops", key=b"demo/x")
         for _ in range(300):  # put() returns once delivered; handling runs in the executor
-            if h.store.count_dead_letters():
+            if h.store.dead_letters.count_dead_letters():
                 break
             await asyncio.sleep(0.1)
         assert not app.tables  # nothing to recover after a rebalance
-        assert (h.store.get_state(_key(events[0])) or {})["next_index"] == 3
+        assert (h.store.states.get_state(_key(events[0])) or {})["next_index"] == 3
     await app.producer.stop()  # the dead letter's send started it (no broker): stop its client
-    assert h.store.count_events() == 3
-    (position, reason, payload), = h.store.dead_letter_positions()
+    assert h.store.events.count_events() == 3
+    (position, reason, payload), = h.store.dead_letters.dead_letter_positions()
     assert position == "tc-agent-events/0/3" and "not JSON" in reason and payload == "{oops"
 
 
@@ -286,9 +287,10 @@ async def test_a_restarted_worker_continues_from_the_committed_state(h: Harness)
     _failing_service(h, [RuntimeError("crash inside the transaction")])
     assert await h.send(key, events[2], 2) == "processed"  # retried after the rollback
     assert await h.send(key, events[3], 3) == "processed"
-    assert [e.index for e in h.store.get_range("demo", "auth-refactor", 0, 99)] == [0, 1, 2, 3]
-    assert h.store.count_dead_letters() == 0
-    assert (h.store.get_state(key) or {})["next_index"] == 4
+    assert [e.index for e in h.store.events.get_range("demo", "auth-refactor", 0, 99)] \
+        == [0, 1, 2, 3]
+    assert h.store.dead_letters.count_dead_letters() == 0
+    assert (h.store.states.get_state(key) or {})["next_index"] == 4
 
 
 async def test_direct_publishes_are_received_once_by_position(h: Harness) -> None:
@@ -313,12 +315,12 @@ async def test_direct_publishes_are_received_once_by_position(h: Harness) -> Non
     await h.agent.handle(key.encode(), orjson.dumps(marker), "t-agent-events/0/5", direct=True)
     other = {**events[0], "event_id": "via-gateway"}
     await h.agent.handle(key.encode(), orjson.dumps(other), "t-agent-events/0/6")
-    counters = h.store.get_counters()
+    counters = h.store.counters.get_counters()
     assert counters["events_received"] == 5  # 3 events, the resend, the poison message
     # issue 30: the poison message is a dead letter, not a processed event
     assert counters["events_processed"] == 4  # 3 + the gateway's event
     assert (counters["redeliveries"], counters["duplicates"], counters["flushes"]) == (3, 1, 1)
-    assert h.store.count_dead_letters() == counters["dead_lettered"] == 1
+    assert h.store.dead_letters.count_dead_letters() == counters["dead_lettered"] == 1
 
 
 def test_the_direct_header_is_read_from_pairs_or_a_mapping() -> None:
@@ -333,13 +335,13 @@ async def test_undecodable_bytes_are_kept_whole_and_counted_once(h: Harness) -> 
     the poison is counted as a dead letter, not as a processed event."""
     raw = b"\xff\x00 not json \xc3("
     assert await h.send("demo/t", raw, 9) == "rejected"
-    letter = h.store.list_dead_letters(1)[0]
+    letter = h.store.dead_letters.list_dead_letters(1)[0]
     assert letter.original_bytes() == raw and letter.payload.startswith("base64:")
     on_topic = h.sink.values(fa.DEAD_LETTERS)[0]
     assert DeadLetter(**{k: v for k, v in on_topic.items() if k != "position"}
                       ).original_bytes() == raw
-    counters = h.store.get_counters()
-    assert counters["dead_lettered"] == h.store.count_dead_letters() == 1
+    counters = h.store.counters.get_counters()
+    assert counters["dead_lettered"] == h.store.dead_letters.count_dead_letters() == 1
     assert counters.get("events_processed", 0) == 0
     assert counters.get("processing_failures", 0) == 0
 
@@ -348,5 +350,5 @@ async def test_a_missing_fields_reason_names_every_field(h: Harness) -> None:
     event = {k: v for k, v in example_events()[0].items()
              if k not in ("event_id", "role", "ts")}
     assert await h.send(_key(event), event, 3) == "rejected"
-    (_position, reason, _payload), = h.store.dead_letter_positions()
+    (_position, reason, _payload), = h.store.dead_letters.dead_letter_positions()
     assert all(f"'{name}'" in reason for name in ("event_id", "role", "ts")), reason

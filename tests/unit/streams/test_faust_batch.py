@@ -49,12 +49,12 @@ def _snapshot(h: Harness) -> dict[str, Any]:
     """What derivation produced: memories (id, range, facts), chunks, vectors, letters."""
     store = h.store
     memories = {}
-    users = {u for (u,) in store._fetch("SELECT DISTINCT user_id FROM agent_memories")}
+    users = {u for (u,) in store.db.fetch("SELECT DISTINCT user_id FROM agent_memories")}
     for user in users:
-        for m in store.list_memories(user, 10_000, 0):
+        for m in store.memories.list_memories(user, 10_000, 0):
             d = m.to_dict()
             d.pop("created_at", None)
-            memories[m.id] = (d, [c.text for c in store.get_chunks(user, m.id)])
+            memories[m.id] = (d, [c.text for c in store.chunks.get_chunks(user, m.id)])
     vectors = {}
     client = h.parts.index.client
     for name in ("memories", "chunks"):
@@ -62,11 +62,11 @@ def _snapshot(h: Harness) -> dict[str, Any]:
                                   with_vectors=True, with_payload=False)
         vectors.update({str(p.id): [round(x, 5) for x in p.vector.get("dense", [])]
                         for p in points})
-    counters = {k: v for k, v in store.get_counters().items()}
-    return {"memories": memories, "vectors": vectors, "events": store.count_events(),
-            "letters": sorted((p, r) for p, r, _ in store.dead_letter_positions()),
+    counters = {k: v for k, v in store.counters.get_counters().items()}
+    return {"memories": memories, "vectors": vectors, "events": store.events.count_events(),
+            "letters": sorted((p, r) for p, r, _ in store.dead_letters.dead_letter_positions()),
             "counters": counters,
-            "states": {k: v for k, v in store.list_states(pending_only=False)}}
+            "states": {k: v for k, v in store.states.list_states(pending_only=False)}}
 
 
 @pytest.fixture()
@@ -167,8 +167,8 @@ async def test_the_faust_app_consumes_in_batches(pair: tuple[Harness, Harness]) 
         count = sum(1 for k, _v in stream if k == first)
 
         def done() -> bool:  # (test context: sends to the other topics never complete)
-            state = h.store.get_state(first)
-            return bool(h.store.count_dead_letters() and state
+            state = h.store.states.get_state(first)
+            return bool(h.store.dead_letters.count_dead_letters() and state
                         and state["next_index"] == count)
         for _ in range(600):  # handling runs in the executor, after the take's wait
             if done():
@@ -177,8 +177,8 @@ async def test_the_faust_app_consumes_in_batches(pair: tuple[Harness, Harness]) 
         assert done()
         assert batch.batches >= 1 and batch.fallbacks == 0  # 16 + 15: two batches
     await app.producer.stop()  # the sends started it (no broker): stop its Kafka client
-    assert h.store.count_events() == len(stream)
-    (position, reason, payload), = h.store.dead_letter_positions()
+    assert h.store.events.count_events() == len(stream)
+    (position, reason, payload), = h.store.dead_letters.dead_letter_positions()
     assert position == "tb-agent-events/0/30" and "not JSON" in reason and payload == "{oops"
 
 

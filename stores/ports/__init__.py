@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from breadcrumb.topics.records import Chunk, DeadLetter, Event, Observation, SparseVector
+
+if TYPE_CHECKING:
+    from breadcrumb.stores.ports.tables import Store
 
 __all__ = ["SparseVector"]  # re-exported: defined with the records
 
@@ -89,7 +92,10 @@ class MemoryStore(Protocol):
 
 
 class DeadLetterStore(Protocol):
-    def put_dead_letter(self, letter: DeadLetter) -> None: ...
+    """Refused inputs with their reason (``put_dead_letter``: a SQL store also says
+    whether it stored a new row)."""
+
+    def put_dead_letter(self, letter: DeadLetter) -> bool | None: ...
 
     def count_dead_letters(self) -> int: ...
 
@@ -319,23 +325,29 @@ class OwnStore(Protocol):
     """A gateway with a SQL store of its own (embedded: the event log and the intake
     counters; cluster: the current generation's tables it dedupes and counts against)."""
 
-    store: Any
+    @property
+    def store(self) -> Store: ...
 
 
 @runtime_checkable
 class AppliesLog(Protocol):
     """A gateway that applies the event log in this process (the embedded runner): ``store``
-    is the log, ``derived`` the generation of derived stores it writes with ``service``."""
+    is the log, ``derived`` the generation of derived stores it writes with ``service``
+    (``streams.service.IngestService``: a layer above, not named here)."""
 
-    store: Any
-    derived: Any
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def derived(self) -> Store: ...
+
     service: Any
 
     def paused(self) -> AbstractContextManager[Any]:
         """Hold it to keep the processor between two log entries."""
         ...
 
-    def use_generation(self, derived: Any, service: Any) -> None:
+    def use_generation(self, derived: Store, service: Any) -> None:
         """Switch to (or rescan) a generation between two entries."""
         ...
 

@@ -27,8 +27,13 @@ import pymysql
 from pymysql.constants import CLIENT, SERVER_STATUS
 
 from breadcrumb.stores.sql.base import SqlStore
-from breadcrumb.stores.sql.core import Row
+from breadcrumb.stores.sql.core import Row, SqlDatabase
+from breadcrumb.stores.sql.counters import SqlCounters
+from breadcrumb.stores.sql.events import SqlEvents
+from breadcrumb.stores.sql.forget import control_home
+from breadcrumb.stores.sql.memories import SqlChunks, SqlMemories
 from breadcrumb.stores.sql.schema import MYSQL
+from breadcrumb.stores.sql.states import SqlThreadStates
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +80,13 @@ def escape_string(s: str) -> str:
             .replace("'", "\\'"))
 
 
-class MySqlStore(SqlStore):
-    """All SQL-backed ports on one MySQL/TiDB database. Nothing connects before ``open()``."""
+class MySqlDatabase(SqlDatabase):
+    """One MySQL/TiDB database through pymysql. Nothing connects before ``connect()``.
+
+    Why so many methods: it is a SqlDatabase (connection, transaction, statement helpers)
+    with what MySQL adds: the connect arguments (TLS, modes), a lost connection re-opened
+    and said once, named user locks, ids decoded from bytes.
+    """
 
     dialect = MYSQL
     integrity_errors = (pymysql.err.IntegrityError,)
@@ -93,7 +103,7 @@ class MySqlStore(SqlStore):
         self._reconnecting = False  # a lost connection was reported and not yet restored
 
     def __repr__(self) -> str:  # never the password
-        return f"MySqlStore({self.user}@{self.host}:{self.port}/{self.database})"
+        return f"MySqlDatabase({self.user}@{self.host}:{self.port}/{self.database})"
 
     def connect_kwargs(self) -> dict[str, Any]:
         """The pymysql.connect arguments (incl. the password; do not log)."""
@@ -122,11 +132,11 @@ class MySqlStore(SqlStore):
         each other. A lock not granted in ``USER_LOCK_SECONDS`` raises a ``TimeoutError``,
         which the failure policy retries."""
         names = sorted({user_lock_name(self.database, u) for u in users})
-        with self._lock:
+        with self.lock:
             held: list[str] = []
             try:
                 for name in names:
-                    rows = self._fetch("SELECT GET_LOCK(?, ?)", (name, USER_LOCK_SECONDS))
+                    rows = self.fetch("SELECT GET_LOCK(?, ?)", (name, USER_LOCK_SECONDS))
                     if not rows or rows[0][0] != 1:
                         raise TimeoutError(f"user lock {name} not granted in "
                                            f"{USER_LOCK_SECONDS} s (another worker holds it)")
@@ -135,7 +145,7 @@ class MySqlStore(SqlStore):
             finally:
                 for name in reversed(held):
                     try:
-                        self._fetch("SELECT RELEASE_LOCK(?)", (name,))
+                        self.fetch("SELECT RELEASE_LOCK(?)", (name,))
                     except pymysql.err.Error:  # connection lost: the server released it
                         pass
 
@@ -162,21 +172,23 @@ class MySqlStore(SqlStore):
     def _is_duplicate(self, exc: Exception) -> bool:
         return bool(exc.args) and exc.args[0] == _DUP_ENTRY
 
-    def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return [tuple(_text(v) for v in row) for row in super()._fetch(sql, params)]
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return [tuple(_text(v) for v in row) for row in super().fetch(sql, params)]
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        with self._lock:
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """A read under the lock; outside a transaction a lost connection is re-opened
+        and the read run again."""
+        with self.lock:
             if self._depth:
-                return self._fetch(sql, params)
+                return self.fetch(sql, params)
             try:
-                return self._fetch(sql, params)
+                return self.fetch(sql, params)
             except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
                 if not _disconnected(exc):
                     raise
                 self._say_lost(exc)
                 self._require_open().ping(reconnect=True)
-                rows = self._fetch(sql, params)
+                rows = self.fetch(sql, params)
                 self._say_restored()
                 return rows
 
@@ -191,6 +203,24 @@ class MySqlStore(SqlStore):
         if self._reconnecting:
             log.info("MySQL connection to %s:%s restored", self.host, self.port)
         self._reconnecting = False
+
+
+class MySqlStore(SqlStore):
+    """The table objects of one MySQL/TiDB database. Nothing connects before ``open()``."""
+
+    db: MySqlDatabase
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 3306, user: str = "breadcrumb",
+                 password: str = "", database: str = "breadcrumb", ssl_ca: Path | None = None,
+                 ssl_verify_identity: bool = False, connect_timeout: float = 10.0) -> None:
+        db = MySqlDatabase(host, port, user, password, database, ssl_ca, ssl_verify_identity,
+                           connect_timeout)
+        super().__init__(db, SqlEvents(db), SqlMemories(db, SqlChunks(db)),
+                         SqlThreadStates(db), SqlCounters(db), control_home(database))
+
+    def __repr__(self) -> str:  # never the password
+        db = self.db
+        return f"MySqlStore({db.user}@{db.host}:{db.port}/{db.database})"
 
 
 def mysql_store(settings: Any) -> MySqlStore:

@@ -23,14 +23,16 @@ too. The rows written are the same rows, in the same order, as one upsert per ca
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql.states import LogStateMixin
+from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.sqlite.database import TransactionListener
+from breadcrumb.stores.sql.states import SqlThreadStates
 
 StagedRow = tuple[str, str, int, str]  # (state_key, state json, pending_count, updated_at)
 #: Committed texts kept at most (a long-running server with many threads): cleared, not
@@ -38,14 +40,13 @@ StagedRow = tuple[str, str, int, str]  # (state_key, state json, pending_count, 
 STATE_CACHE_MAX = 20_000
 
 
-class CachedStatesMixin(LogStateMixin):
-    """``ThreadStateStore`` methods over the SQL ones of :class:`~stores.sql.states.LogStateMixin`
-    (mixed in before :class:`~stores.sql.base.SqlStore`, which supplies the statements)."""
+class SqliteThreadStates(SqlThreadStates, TransactionListener):
+    """``ThreadStateStore`` over the SQL one of :class:`~stores.sql.states.SqlThreadStates`
+    with the committed texts kept, and the transaction's rows written at its commit (the
+    database tells it: :class:`~stores.sql.sqlite.database.TransactionListener`)."""
 
-    _lock: Any
-    _writer_owned: Callable[[], bool]  # stores.sql.base.SqlStore's
-
-    def _init_state_cache(self) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
+        super().__init__(db)
         self._state_text: dict[str, str] = {}  # committed JSON text by state key
         self._state_tx: dict[str, StagedRow] = {}  # written in the open transaction
         self._state_unwritten: dict[str, StagedRow] = {}  # of those, not in SQL yet
@@ -54,21 +55,21 @@ class CachedStatesMixin(LogStateMixin):
 
     def get_state(self, key: str) -> dict[str, Any] | None:
         """The segmenter state of a thread key, or None. A thread outside the writer's
-        lock reads the committed state and leaves the cache as it is (``sqlite_readers``:
+        lock reads the committed state and leaves the cache as it is (``stores.sql.sqlite.readers``:
         a text it read could be older than one committed meanwhile)."""
-        if not self._writer_owned():
+        if not self.db.writer_owned():
             text = self._state_text.get(key)
             if text is None:
-                rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
+                rows = self.db.read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
                 if not rows:
                     return None
                 text = str(rows[0][0])
             return _state_value(text)
-        with self._lock:
+        with self.db.lock:
             staged = self._state_tx.get(key)
             text = staged[1] if staged is not None else self._state_text.get(key)
             if text is None:
-                rows = self._read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
+                rows = self.db.read("SELECT state FROM thread_state WHERE state_key = ?", (key,))
                 if not rows:
                     return None
                 text = str(rows[0][0])  # committed: this transaction's rows are staged
@@ -76,30 +77,30 @@ class CachedStatesMixin(LogStateMixin):
         return _state_value(text)
 
     def get_states(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        if not self._writer_owned():  # committed rows, the writer not waited for
+        if not self.db.writer_owned():  # committed rows, the writer not waited for
             return super().get_states(keys)
-        with self._lock:
+        with self.db.lock:
             self._write_staged_states()
             return super().get_states(keys)
 
     def list_states(self, pending_only: bool = True) -> list[tuple[str, dict[str, Any]]]:
-        if not self._writer_owned():  # committed rows, the writer not waited for
+        if not self.db.writer_owned():  # committed rows, the writer not waited for
             return super().list_states(pending_only)
-        with self._lock:
+        with self.db.lock:
             self._write_staged_states()
             return super().list_states(pending_only)
 
     def list_open_states(self, user_id: str) -> list[tuple[str, dict[str, Any]]]:
-        if not self._writer_owned():  # committed rows, the writer not waited for
+        if not self.db.writer_owned():  # committed rows, the writer not waited for
             return super().list_open_states(user_id)
-        with self._lock:
+        with self.db.lock:
             self._write_staged_states()
             return super().list_open_states(user_id)
 
     def count_pending_window_events(self) -> int:
-        if not self._writer_owned():  # committed rows, the writer not waited for
+        if not self.db.writer_owned():  # committed rows, the writer not waited for
             return super().count_pending_window_events()
-        with self._lock:
+        with self.db.lock:
             self._write_staged_states()
             return super().count_pending_window_events()
 
@@ -115,35 +116,38 @@ class CachedStatesMixin(LogStateMixin):
         if not states:
             return
         now = datetime.now(UTC).isoformat()  # bookkeeping only, not part of any record
-        with self.transaction():
+        with self.db.transaction():
             for key, state in states:
                 row = (key, _state_json(state), len(state.get("pending") or ()), now)
                 self._state_tx[key] = row
                 self._state_unwritten[key] = row  # a key written twice keeps its place
 
+    def before_commit(self) -> None:
+        self._write_staged_states()
+
     def _write_staged_states(self) -> None:
-        """Upsert the staged rows now (one statement); called by the commit and readers."""
+        """Upsert the staged rows now (one statement); before the commit and readers."""
         rows, self._state_unwritten = list(self._state_unwritten.values()), {}
         if rows:
-            sql = self.dialect.upsert("thread_state", ("state_key", "state", "pending_count",
+            sql = self.db.dialect.upsert("thread_state", ("state_key", "state", "pending_count",
                                       "updated_at"), ("state_key",),
                                       ("state", "pending_count", "updated_at"))
-            self._execute_many(sql, rows)
+            self.db.execute_many(sql, rows)
 
-    def _states_committed(self) -> None:
+    def committed(self) -> None:
         """The transaction committed: its states are now the committed ones."""
         for key, row in self._state_tx.items():
             self._remember(key, row[1])
         self._state_tx = {}
 
-    def _states_discarded(self) -> None:
+    def rolled_back(self) -> None:
         """The transaction rolled back: forget its states (the cache keeps the committed)."""
         self._state_tx, self._state_unwritten = {}, {}
 
-    def _forget_states(self) -> None:
+    def reset(self) -> None:
         """The connection closed or the tables were dropped: nothing is known any more."""
         self._state_text.clear()
-        self._states_discarded()
+        self.rolled_back()
 
     def _remember(self, key: str, text: str) -> None:
         if len(self._state_text) >= STATE_CACHE_MAX and key not in self._state_text:
