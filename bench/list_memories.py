@@ -115,9 +115,9 @@ def main() -> None:
     from fastapi.testclient import TestClient
 
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.infra.settings import Settings
     from breadcrumb.query_api.app import create_app
     from breadcrumb.query_api.routes_browse import list_view
+    from breadcrumb.settings import Settings
     from breadcrumb.stores.embedders.models import HashEmbedder
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-list-"))

@@ -81,7 +81,7 @@ def shrink_caches(divisor: int) -> None:
 
 def main() -> None:
     from breadcrumb.client import LocalBackend
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--events", type=int, default=1500, help="events per round")

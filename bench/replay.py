@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.eval.corpus import golden_events
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 
 

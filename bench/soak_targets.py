@@ -138,7 +138,7 @@ class Embedded:
         """The sweeper at +8 / +31 / +38 days on the stopped server's data dir; SQLite
         sizes before, after the sweeps + WAL checkpoint, and after a VACUUM."""
         from breadcrumb.infra.bootstrap import build_runtime
-        from breadcrumb.infra.settings import Settings
+        from breadcrumb.settings import Settings
 
         before = self._sizes()
         settings = Settings(mode="embedded", data_dir=self.data_dir, embedder=self.embedder)
@@ -205,7 +205,7 @@ class Cluster:
         self.users: set[str] = set()
 
     def settings(self) -> Any:
-        from breadcrumb.infra.settings import Settings
+        from breadcrumb.settings import Settings
 
         values = {k[len("BREADCRUMB_"):].lower(): v for k, v in self.env.items()
                   if k.startswith("BREADCRUMB_")}

@@ -29,7 +29,7 @@ class _NoIndex:
 
 def main(n: int) -> None:
     from breadcrumb.infra.bootstrap import build_lifecycle
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
     tmp = Path(tempfile.mkdtemp())
     store = SqliteStore(tmp / "b.sqlite3")

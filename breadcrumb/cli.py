@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from breadcrumb import client as local_client
 from breadcrumb import preflight
 from breadcrumb.extras import missing_extra
-from breadcrumb.infra.settings import Settings
 from breadcrumb.logs import LEVELS, configure_logging, uvicorn_log_config
+from breadcrumb.settings import Settings
 from breadcrumb.stores import data_dir
 
 #: commands that build an embedder (and so need a working ``--embedder``) unless ``--url``
@@ -189,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except ValueError as exc:
-        from breadcrumb.infra.settings import settings_error_line
+        from breadcrumb.settings import settings_error_line
 
         print(f"breadcrumb: invalid settings: {settings_error_line(exc)}", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ from breadcrumb.query_api.backend import Backend
 from breadcrumb.stores import data_dir
 
 if TYPE_CHECKING:
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
 MARKER = data_dir.MARKER
 API_KEY_ENV = "BREADCRUMB_API_KEY"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
 # ---------------------------------------------------------------------- logging
 # LogRecord's own attributes, plus uvicorn's ANSI-coloured duplicate of the message

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
 #: commands that only read a data dir: an unknown one is refused, never created empty
 READERS = frozenset({"recall", "memory", "thread"})

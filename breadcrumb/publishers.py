@@ -33,7 +33,7 @@ from breadcrumb.topics.records import thread_key
 if TYPE_CHECKING:
     from aiokafka import AIOKafkaProducer
 
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
 T = TypeVar("T")
 

@@ -17,8 +17,8 @@ from breadcrumb.infra.parts import (  # noqa: F401  (re-exported: entry points i
     score_weights,
     sweeper_for,
 )
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now, utc_now_iso  # noqa: F401  (re-exported)
 from breadcrumb.stores.ports import Embedder
 

@@ -11,9 +11,9 @@ from breadcrumb.infra.cluster_stores import (  # noqa: F401  (re-exported)
     declare_topics,
     mysql_store,
 )
-from breadcrumb.infra.settings import Settings
 from breadcrumb.infra.worker_parts import WorkerParts, build_worker_parts  # noqa: F401
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import Embedder
 from breadcrumb.topics.kafka_security import aiokafka_kwargs

@@ -20,9 +20,9 @@ from typing import Any
 
 from breadcrumb.infra.cluster_stores import build_cold_store, build_sql_store, build_vector_index
 from breadcrumb.infra.parts import build_lifecycle, build_recall_llm, score_weights
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.sql.mysql.store import MySqlStore, mysql_store
 
 __all__ = ["build_cold_store", "build_qdrant_index", "build_sink_index", "build_sql_store",

@@ -27,9 +27,9 @@ from breadcrumb.infra.parts import (
     score_weights,
     sweeper_for,
 )
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.settings import Settings
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.clock import utc_now, utc_now_iso
 from breadcrumb.stores.data_dir import index_failure

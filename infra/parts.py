@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.chunker import ChunkerConfig
 from breadcrumb.processors.observer import ObserverConfig
 from breadcrumb.processors.segmenter import SegmenterConfig
@@ -14,6 +13,7 @@ from breadcrumb.query_api.recall import ScoreWeights
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.learned.model import load as load_ranker
 from breadcrumb.query_api.recall.extract.learned.model import shipped as shipped_ranker
+from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.ports import ColdStore, Embedder, ReportsStats, VectorIndex
 from breadcrumb.streams.service import ObserveFn, PipelineConfig

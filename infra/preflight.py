@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.data_dir import StartupError
 
 TIMEOUT = 5.0  # seconds for one reachability check

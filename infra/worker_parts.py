@@ -21,7 +21,7 @@ from breadcrumb.infra.parts import (
     build_observer,
     pipeline_config,
 )
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now_iso
 from breadcrumb.stores.ports import DeadLetterStore, Embedder, RawEventStore, ThreadStateStore
 from breadcrumb.stores.sql.mysql.store import MySqlStore

@@ -32,9 +32,9 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.keyring import FORWARDED, ForwardingKeyRing, KeyRing, Principal
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import KeyStore, key_store_for
 
 log = logging.getLogger(__name__)

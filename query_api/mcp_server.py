@@ -31,11 +31,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.auth import Principal
 from breadcrumb.query_api.backend import Backend
 from breadcrumb.query_api.models import request_time
+from breadcrumb.settings import Settings
 
 INSTRUCTIONS = (
     "Breadcrumb keeps every agent event verbatim and short summaries that point back to "

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.recall import RecallService
+from breadcrumb.settings import Settings
 from breadcrumb.stores.ports import (
     AppliesLog,
     DeadLetterStore,

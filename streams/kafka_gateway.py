@@ -17,7 +17,7 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.ports.tables import Store
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import describe, is_transient

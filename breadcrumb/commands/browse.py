@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 class Refused(Exception):

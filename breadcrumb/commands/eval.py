@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 NO_SWEEP = 10.0**9
 FAST_THRESHOLDS = Path(__file__).resolve().parents[1] / "eval" / "data" / "thresholds-fast.json"

@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.sdk import HttpPublisher, Publisher, PublishError
+from breadcrumb.settings import Settings
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/fleet/v1")
 PROJECTS = ("shop-api", "billing-worker", "inventory-svc", "search-ui", "auth-gateway")

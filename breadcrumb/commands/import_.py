@@ -32,7 +32,7 @@ from breadcrumb.importers import (
     import_path,
     transcripts_in,
 )
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import ROLES, key_store_for, new_key, utc_now_iso
 
 

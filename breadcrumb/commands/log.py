@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: Any) -> None:

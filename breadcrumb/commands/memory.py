@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -20,7 +20,7 @@ from breadcrumb.commands.browse import (
     run,
     version_lines,
 )
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 FILTER_HELP = {
     "project": "only memories of this project_id",

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from breadcrumb.client import api_key_headers
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

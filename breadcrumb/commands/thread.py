@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from breadcrumb.commands.browse import USER_HELP, call, resolve_user, run
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def register(sub: Any) -> None:

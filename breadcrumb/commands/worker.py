@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -42,10 +42,10 @@ def dump(data_dir: Path, question_files: Sequence[Path], out: Path, user: str,
     ``unheld`` (JSONL, or LongMemEval records ``*.json`` in a folder: another corpus's
     questions) and ``nonsense`` strings of made-up words (seeded)."""
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.infra.settings import Settings
     from breadcrumb.query_api.models import RecallRequest
     from breadcrumb.query_api.recall.extract.learned import LearnedLines
     from breadcrumb.query_api.recall.extract.learned.model import Ranker
+    from breadcrumb.settings import Settings
 
     for path in [*question_files, *unheld]:
         if path.name in HELD_OUT:

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=800)
     args = parser.parse_args(argv)
     from breadcrumb.client import LocalBackend
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:
         backend = LocalBackend(Settings(data_dir=Path(tmp), embedder=args.embedder))

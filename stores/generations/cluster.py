@@ -19,7 +19,7 @@ from typing import Any
 
 import pymysql
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.sql.mysql.store import mysql_store
 
 MAIN = "main"

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 Role = Literal["agent", "reader", "admin"]
 ROLES: tuple[Role, ...] = ("agent", "reader", "admin")

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.llm_prompt import (
     SCHEMA_NAME,
     ObservationOutputError,
@@ -27,6 +26,7 @@ from breadcrumb.processors.llm_prompt import (
     validate_output,
 )
 from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.settings import Settings
 from breadcrumb.stores.llm.chat import ChatClient, LLMError, Message
 from breadcrumb.topics.records import ClosedRange, Event, Observation
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import new_key, sqlite_key_store, utc_now_iso
 from tests.conftest import example_events, wait_until
 

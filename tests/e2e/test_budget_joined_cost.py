@@ -15,8 +15,8 @@ import pytest
 
 from breadcrumb.eval.corpus import PLANTED, golden_events
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.hashing import HashEmbedder
 
 

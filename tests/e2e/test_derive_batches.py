@@ -11,8 +11,8 @@ from typing import Any
 
 from breadcrumb.commands.fleet import SimulatedAgent
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.topics.records import ClosedRange, Event, Observation
 

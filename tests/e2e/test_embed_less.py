@@ -13,10 +13,10 @@ import pytest
 
 from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.embed_digest import DIGEST_MAX_CHARS, digest
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
 

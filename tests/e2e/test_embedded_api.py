@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
+from breadcrumb.settings import Settings
 from tests.conftest import example_events
 from tests.support.clients import drain
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.extract.superseded import holds_value
+from breadcrumb.settings import Settings
 from tests.support.fleet import Asked, fleet_events, fleet_questions
 
 EVENTS = fleet_events(seed=1, agents=8, steps=36)

@@ -20,8 +20,8 @@ from breadcrumb.eval.corpus import (
     golden_events,
 )
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 
 #: Share of PLANTED questions (en + ja) whose top-1 memory holds the planted event (46/46).
 MIN_TOP1_HIT_RATE = 1.0

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from tests.conftest import wait_until
 from tests.support.clients import hash_client

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 
 Item = tuple[str, str, str, str | None]  # role, kind, content, attrs.path
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.topics.records import FlushMarker
 from tests.conftest import example_events, wait_until

@@ -21,8 +21,8 @@ import pytest
 
 from breadcrumb.importers import ImportOptions, import_path
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from tests.unit.test_importers_agents import opencode_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"

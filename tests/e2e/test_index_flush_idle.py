@@ -10,7 +10,7 @@ from typing import Any
 
 from breadcrumb.commands.fleet import SimulatedAgent
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 
 def test_the_idle_runner_flushes_the_shards_its_batches_wrote(tmp_path: Path) -> None:

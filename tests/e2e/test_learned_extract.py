@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 
 

@@ -15,7 +15,7 @@ import pytest
 from breadcrumb.eval import longmemeval as lme
 from breadcrumb.eval import report, runner
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SLICE = ROOT / "tests" / "fixtures" / "longmemeval"

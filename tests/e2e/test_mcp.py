@@ -16,9 +16,9 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 from breadcrumb.client import LocalBackend
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.mcp_server import server_version
+from breadcrumb.settings import Settings
 from tests.conftest import ROOT, example_events
 
 REGEX = r"/^[^@\s]+@[^@\s]+\.[^@\s]+$/i"

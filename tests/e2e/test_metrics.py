@@ -176,7 +176,7 @@ class _GridStore:
 
 
 def test_json_log_format_from_the_environment(tmp_path: Path) -> None:
-    code = ("import logging; from breadcrumb.infra.settings import Settings; "
+    code = ("import logging; from breadcrumb.settings import Settings; "
             "from breadcrumb.query_api.telemetry import configure_logging; "
             "configure_logging(Settings()); "
             "logging.getLogger('bc.test').warning('ingested %d', 31, extra={'thread_id': 't1'})")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from tests.conftest import ROOT
 
 SECRETS = {"BREADCRUMB_MYSQL_PASSWORD": "hunter2-mysql", "BREADCRUMB_OPENAI_API_KEY": "sk-leak",

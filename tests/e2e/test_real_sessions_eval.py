@@ -13,7 +13,7 @@ import pytest
 
 from breadcrumb.eval import realsessions, report, runner
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 VALUE_CLAUDE = 'resolver = "3"'
 VALUE_AIDER = "TIMEOUT_SECONDS = 47"

@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.commands.fleet import SimulatedAgent
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
+from breadcrumb.settings import Settings
 from tests.conftest import wait_until
 
 QUERIES = ("which test failed", "the email regex", "what port does the db use",

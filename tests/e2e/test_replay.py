@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.infra.embedded import replay
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.generations.embedded import GenerationCatalog
 from tests.conftest import example_events, wait_until

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 
 

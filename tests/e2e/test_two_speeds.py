@@ -10,9 +10,9 @@ from typing import Any
 
 from breadcrumb.eval.corpus import big_pytest_log
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.embed_digest import digest
 from breadcrumb.query_api.models import RecallRequest
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
 

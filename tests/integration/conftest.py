@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from tests.integration.faults import PrivateMariaDb
 
 

@@ -19,7 +19,7 @@ import orjson
 import pymysql
 from aiokafka import AIOKafkaProducer
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.streams.tracking import DIRECT_HEADER
 from breadcrumb.topics.kafka_security import started
 from tests.conftest import example_events

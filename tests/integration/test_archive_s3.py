@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.infra.bootstrap import build_lifecycle
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.cold.storage import S3ColdStore, archive_key, pack_events
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex

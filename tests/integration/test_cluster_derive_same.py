@@ -18,7 +18,7 @@ import pytest
 
 from bench.cluster_derive import NullIndex, drive, messages_for
 from bench.replay import copies
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql import facts_batch
 from tests.integration.conftest import drop_database, fresh_database

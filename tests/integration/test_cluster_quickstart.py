@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from tests.conftest import ROOT, example_events, wait_until
 from tests.integration.conftest import drop_database, free_port, fresh_database
 from tests.integration.faults import publish_events

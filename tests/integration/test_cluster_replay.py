@@ -15,7 +15,7 @@ import httpx
 import pymysql
 import pytest
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import (

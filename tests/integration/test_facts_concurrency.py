@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
+from breadcrumb.settings import Settings
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.mysql.store import MySqlStore
 from tests.integration.conftest import drop_database, fresh_database

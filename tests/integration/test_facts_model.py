@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.supersession import FactRow
+from breadcrumb.settings import Settings
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS, BatchedLifecycleTables
 from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.topics.records import MemoryStatusChange, Observation, SourceRange

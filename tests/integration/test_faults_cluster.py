@@ -30,7 +30,7 @@ import pytest
 
 from breadcrumb.infra.bootstrap import utc_now_iso
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.streams.kafka_gateway import KafkaGateway
 from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events, wait_until

@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.topics.kafka_security import started
 from tests.conftest import wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker

@@ -22,7 +22,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from breadcrumb.infra.cluster_stores import build_cold_store
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.generations.cluster import generation_settings
 from breadcrumb.streams.cluster_replay import partitions_of

@@ -15,8 +15,8 @@ import pymysql
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.infra.topic_admin import TopicAdmin, TopicAdminError
+from breadcrumb.settings import Settings
 from breadcrumb.topics.kafka_security import started
 from breadcrumb.topics.names import (
     AGENT_EVENTS,

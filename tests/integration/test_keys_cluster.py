@@ -10,8 +10,8 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.auth import KeyRing, SecurityMiddleware
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import mysql_key_store
 from tests.conftest import ROOT
 from tests.integration.conftest import cluster_settings, drop_database

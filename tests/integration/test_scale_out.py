@@ -20,7 +20,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
 from breadcrumb.stores.vectors.topic_sink import VectorSink

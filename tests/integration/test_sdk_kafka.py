@@ -16,7 +16,6 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
-from breadcrumb.infra.settings import Settings
 from breadcrumb.infra.topic_admin import TopicAdmin
 from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.sdk import (
@@ -30,6 +29,7 @@ from breadcrumb.sdk import (
     checked,
     plainly_valid,
 )
+from breadcrumb.settings import Settings
 from breadcrumb.topics.names import AGENT_EVENTS, topic_specs
 from tests.conftest import wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker

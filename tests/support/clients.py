@@ -10,8 +10,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.app import create_app
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from tests.conftest import wait_until
 

@@ -12,7 +12,6 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.auth import (
     KeyRing,
     SecurityMiddleware,
@@ -21,6 +20,7 @@ from breadcrumb.query_api.auth import (
     principal_of,
 )
 from breadcrumb.query_api.errors import install_error_handlers
+from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import (
     SqlKeyStore,
     new_key,

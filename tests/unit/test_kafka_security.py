@@ -10,7 +10,7 @@ from pathlib import Path
 import faust
 import pytest
 
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.topics.kafka_security import aiokafka_kwargs, faust_credentials
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from breadcrumb.eval.corpus import REGEX_V1, REGEX_V2, golden_events
 from breadcrumb.infra.bootstrap import Runtime, build_runtime
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from breadcrumb.infra.settings import Settings, settings_error_line
 from breadcrumb.query_api.runtime import Runtime
+from breadcrumb.settings import Settings, settings_error_line
 from breadcrumb.stores.ports import AppliesLog, OpenWindowStates, OwnStore, SettlesOwed
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded import EmbeddedRunner

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from breadcrumb.commands.worker import DEFAULT_WEB_PORT, web_port
 from breadcrumb.infra.preflight import explain
-from breadcrumb.infra.settings import Settings, settings_error_line
+from breadcrumb.settings import Settings, settings_error_line
 from breadcrumb.stores.data_dir import StartupError
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from breadcrumb.cli import build_parser
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[3]
 COMPOSE = ROOT / "infra" / "docker-compose.yml"
@@ -64,7 +64,7 @@ def test_every_setting_is_a_field_and_validates(compose: dict[str, Any]) -> None
             if not key.startswith("BREADCRUMB_"):
                 continue
             field = key.removeprefix("BREADCRUMB_").lower()
-            assert field in fields, f"{name}: {key} is not a setting of infra/settings.py"
+            assert field in fields, f"{name}: {key} is not a setting of breadcrumb/settings.py"
             values[field] = value
         settings = Settings(**values)  # type: ignore[arg-type]  # strings, as from the env
         assert settings.mode == "cluster", name

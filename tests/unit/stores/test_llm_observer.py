@@ -14,8 +14,8 @@ import pytest
 
 from breadcrumb.eval.corpus import FAILING_NODE, big_pytest_log
 from breadcrumb.infra.bootstrap import build_observer
-from breadcrumb.infra.settings import Settings
 from breadcrumb.processors.observer import ObserverConfig, observe
+from breadcrumb.settings import Settings
 from breadcrumb.stores.llm.chat import ChatClient, LLMError
 from breadcrumb.stores.llm.observer import LLMObserver, build_llm_observer
 from breadcrumb.topics.records import ClosedRange, Event, SourceRange

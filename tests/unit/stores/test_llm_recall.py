@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from breadcrumb.infra.bootstrap import build_runtime
-from breadcrumb.infra.settings import Settings
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall import RecallService
 from breadcrumb.query_api.recall.extract.cut import extract_lines
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.llm.chat import ChatClient
 from breadcrumb.stores.llm.recall import LlmClassifier, LlmQuoter

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from breadcrumb.infra.bootstrap import build_embedder
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import EmbeddingError, OpenAIEmbedder
 
 

@@ -150,7 +150,7 @@ def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
     import json
 
     from breadcrumb.commands.optimize import cmd_optimize
-    from breadcrumb.infra.settings import Settings
+    from breadcrumb.settings import Settings
 
     settings = Settings(data_dir=tmp_path)
     args = argparse.Namespace(url=None)
@@ -174,8 +174,8 @@ def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> No
 
     from breadcrumb.eval.corpus import golden_events
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.infra.settings import Settings
     from breadcrumb.query_api.app import create_app
+    from breadcrumb.settings import Settings
 
     settings = Settings(data_dir=tmp_path, embedder="hash", lifecycle_sweep_seconds=3600)
     runtime = build_runtime(settings, embedder=HashEmbedder())

@@ -10,7 +10,7 @@ from typing import Any
 from qdrant_client import QdrantClient
 
 from breadcrumb.infra.cluster_stores import split_store_reason
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex

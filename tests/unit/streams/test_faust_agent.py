@@ -14,7 +14,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from breadcrumb.infra.cluster import WorkerParts
-from breadcrumb.infra.settings import Settings
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
