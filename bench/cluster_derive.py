@@ -44,7 +44,7 @@ import orjson
 from bench.replay import copies
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.streams.faust_batch import Message
+from breadcrumb.streams.kafka.batch import Message
 from breadcrumb.topics.records import FlushMarker
 
 
@@ -108,8 +108,8 @@ async def drive(parts: Any, messages: Sequence[Message], batch: int,
     """Hand ``messages`` to the worker's ingest agent as Faust would: one at a time
     (``batch`` 1) or ``batch`` at a time (``tests/integration/test_cluster_derive_same``
     drives it too, with a sink that keeps what is sent)."""
-    from breadcrumb.streams.faust_agent import IngestAgent
-    from breadcrumb.streams.faust_batch import BatchIngest
+    from breadcrumb.streams.kafka.agent import IngestAgent
+    from breadcrumb.streams.kafka.batch import BatchIngest
     from breadcrumb.streams.tracking import IdleTracker
 
     agent = IngestAgent(parts, NullSink() if sink is None else sink, IdleTracker(3600),

@@ -292,7 +292,7 @@ class Cluster:
         sizes before, after, and after ``OPTIMIZE TABLE``."""
         from breadcrumb.infra.bootstrap import build_lifecycle
         from breadcrumb.infra.cluster import build_cold_store, build_sql_store
-        from breadcrumb.streams.lifecycle import CollectingChangelog
+        from breadcrumb.streams.lifecycle.service import CollectingChangelog
 
         settings = self.settings()
         before = self._sizes()

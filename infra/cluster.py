@@ -29,8 +29,8 @@ def build_cluster_runtime(
     Qdrant collections of the generation the alias names (and follows the alias)."""
     from breadcrumb.infra.cluster_generations import ClusterGenerations
     from breadcrumb.stores.generations.cluster import generation_settings
-    from breadcrumb.streams.kafka_gateway import KafkaGateway
-    from breadcrumb.streams.lifecycle_runners import KafkaChangelog
+    from breadcrumb.streams.kafka.gateway import KafkaGateway
+    from breadcrumb.streams.lifecycle.runners import KafkaChangelog
     from breadcrumb.topics.names import MEMORY_STATUS
 
     # issue 5: manual changes publish to memory-status; recall reads archived ranges from S3

@@ -27,7 +27,7 @@ from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
 from breadcrumb.stores.ports import Embedder, SettlesOwed
 from breadcrumb.stores.sql.mysql.store import MySqlStore
-from breadcrumb.streams.replay import Progress
+from breadcrumb.streams.embedded.replay import Progress
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class ClusterGenerations:
                 view.store.browse
             runtime.explore = view.store.explore
             runtime.dead_letters = view.store.dead_letters
-            from breadcrumb.streams.kafka_gateway import KafkaGateway
+            from breadcrumb.streams.kafka.gateway import KafkaGateway
 
             gateway = runtime.gateway
             if isinstance(gateway, KafkaGateway):
@@ -179,7 +179,7 @@ class ClusterGenerations:
                      keep_running: bool = True) -> Progress:
         """Build generation ``name`` from the earliest offset, switch, adopt it here."""
         from breadcrumb.infra.worker_parts import build_worker_parts
-        from breadcrumb.streams.cluster_replay import build_generation
+        from breadcrumb.streams.kafka.replay import build_generation
 
         name = name or utc_now().strftime("g%Y%m%dT%H%M%S")
         progress, app, parts = await build_generation(self, name, on_progress,

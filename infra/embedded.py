@@ -36,12 +36,12 @@ from breadcrumb.stores.data_dir import index_failure
 from breadcrumb.stores.generations.embedded import MAIN, GenerationCatalog, GenerationPaths
 from breadcrumb.stores.ports import Embedder, WriteBacklog
 from breadcrumb.stores.ports.tables import Store
-from breadcrumb.streams.replay import Progress, Replayer
+from breadcrumb.streams.embedded.replay import Progress, Replayer
 from breadcrumb.streams.service import IngestService
 
 if TYPE_CHECKING:
     from breadcrumb.stores.sql.sqlite.store import SqliteStore
-    from breadcrumb.streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.embedded.runner import EmbeddedRunner
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
 
 def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     """The event log + the current generation; processors run in-process."""
-    from breadcrumb.streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.embedded.runner import EmbeddedRunner
     from breadcrumb.streams.gateway import limits_of
 
     lock = data_dir.acquire(settings.data_dir)  # one owner per data dir (re-entrant)
@@ -277,7 +277,7 @@ def replay(runtime: Runtime, name: str | None = None,
 def _fail_abandoned(catalog: GenerationCatalog) -> None:
     """One process owns a data dir and runs one replay at a time: a generation still
     ``building`` when this one opens or starts a replay was left by a killed replay."""
-    from breadcrumb.streams.replay import abandoned_builds
+    from breadcrumb.streams.embedded.replay import abandoned_builds
 
     for stale in abandoned_builds(catalog.describe()["generations"], utc_now(), 0.0):
         log.warning("generation %s: its replay stopped before the switch; marked failed", stale)
@@ -322,7 +322,7 @@ def _carry_over_changes(old: Any, new: Any) -> None:
 
 
 def _runner_of(runtime: Runtime) -> Any:
-    from breadcrumb.streams.embedded import EmbeddedRunner
+    from breadcrumb.streams.embedded.runner import EmbeddedRunner
 
     if not isinstance(runtime.gateway, EmbeddedRunner):
         raise ValueError("replay into a generation needs the embedded runtime")

@@ -20,7 +20,7 @@ from breadcrumb.streams.service import ObserveFn, PipelineConfig
 
 if TYPE_CHECKING:
     from breadcrumb.stores.sql.base import SqlStore
-    from breadcrumb.streams.lifecycle_changelog import ChangelogPublisher
+    from breadcrumb.streams.lifecycle.changelog import ChangelogPublisher
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -121,7 +121,11 @@ def build_lifecycle(settings: Settings, store: SqlStore, index: VectorIndex, col
     """Issue 5: the LifecycleService (changelog = SQL table unless ``publisher`` is given)
     and the archive-aware RawEventStore that recall reads through."""
     from breadcrumb.stores.cold.archive import ArchiveAwareRawEvents, Archiver
-    from breadcrumb.streams.lifecycle import LifecycleService, SqlChangelog, lifecycle_configs
+    from breadcrumb.streams.lifecycle.service import (
+        LifecycleService,
+        SqlChangelog,
+        lifecycle_configs,
+    )
 
     tables = store.lifecycle_tables
     tables.open()
@@ -134,7 +138,7 @@ def build_lifecycle(settings: Settings, store: SqlStore, index: VectorIndex, col
 
 def sweeper_for(settings: Settings, lifecycle: Any) -> Any:
     """Issue 5: the periodic sweeper thread (a no-op starter when lifecycle is off)."""
-    from breadcrumb.streams.lifecycle_runners import Sweeper
+    from breadcrumb.streams.lifecycle.runners import Sweeper
 
     sweeper = Sweeper(lifecycle, settings.lifecycle_sweep_seconds)
     if not settings.lifecycle_enabled:

@@ -91,7 +91,7 @@ def build_worker_parts(settings: Settings, embedder: Embedder | None = None,
         index.ensure()
     parts = WorkerParts(settings, store, index, embedder, utc_now_iso, build_observer(settings))
     if settings.lifecycle_enabled:  # issue 5: the Faust agent/timer send what it collects
-        from breadcrumb.streams.lifecycle import CollectingChangelog
+        from breadcrumb.streams.lifecycle.service import CollectingChangelog
 
         parts.lifecycle, _raw = build_lifecycle(settings, store, index, build_cold_store(settings),
                                                 CollectingChangelog())

@@ -1,7 +1,7 @@
 """The pure parts of the event-log rewrite (issue 26, cluster mode): which records of a
 partition an erasure covers, and whether the copies kept every thread's order.
 
-A forget deletes rows, points and archives; the log rewrite (``streams.log_rewrite``)
+A forget deletes rows, points and archives; the log rewrite (``streams.kafka.log_rewrite``)
 then removes the erased events' bytes from ``agent-events`` and ``agent-events-dlq`` by
 appending every surviving record again and moving the partition's log start past the
 originals. Here: what a record is asked against the tombstones (:func:`record_scopes`,

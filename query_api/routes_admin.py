@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Generations
-from breadcrumb.streams.replay import Progress
+from breadcrumb.streams.embedded.replay import Progress
 
 router = APIRouter()
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ memories, chunks, facts, audit, thread state, dead letters), the vector points g
 in-process caches that could still hold a forgotten text are emptied. The erasure audit
 keeps who, when, which kind and how many rows. ``GET /v1/erasures`` lists those rows.
 In cluster mode the Kafka log is then rewritten without the erased events
-(``streams.log_rewrite``; the response's ``log_rewrite`` says what it did).
+(``streams.kafka.log_rewrite``; the response's ``log_rewrite`` says what it did).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
 from breadcrumb.stores.ports.tables import Plan, Scope, Store
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql import tombstones
-from breadcrumb.streams.log_rewrite import rewrite_log
+from breadcrumb.streams.kafka.log_rewrite import rewrite_log
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -115,7 +115,7 @@ def forget_scope(runtime: Runtime, scope: Scope, actor: str) -> dict[str, Any]:
 
 def _rewrite_log(runtime: Runtime, store: Store) -> dict[str, Any]:
     """Cluster: the erased bytes leave ``agent-events``, its DLQ and ``observations`` (in
-    place, ``streams.log_rewrite``). The erasure itself is done and audited; a rewrite
+    place, ``streams.kafka.log_rewrite``). The erasure itself is done and audited; a rewrite
     that fails is reported (``error``) and is run again with ``breadcrumb log rewrite``."""
     try:
         return asyncio.run(rewrite_log(runtime.settings, store))

@@ -35,7 +35,7 @@ from breadcrumb.query_api.errors import ApiError
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.data_dir import MB, FreeSpace
 from breadcrumb.stores.ports import IndexWriteProbe, IntegrityProbe, SqlWriteProbe
-from breadcrumb.streams.embedded import EmbeddedRunner
+from breadcrumb.streams.embedded.runner import EmbeddedRunner
 
 router = APIRouter()
 CheckFn = Callable[[], str | None]  # None: ok; a string: why not
@@ -114,7 +114,7 @@ class Readiness:
             return None  # cluster: the workers run elsewhere (their lag is in /v1/stats)
         if not gateway.running():
             return "the processor thread is not running"
-        from breadcrumb.streams.replay import applied_seq
+        from breadcrumb.streams.embedded.replay import applied_seq
 
         cursor, backlog = applied_seq(gateway.derived), int(gateway.unprocessed())
         now = self.clock()

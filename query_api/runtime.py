@@ -19,9 +19,9 @@ from breadcrumb.stores.ports import (
     VectorIndex,
 )
 from breadcrumb.stores.ports.tables import AuditTrail, Explorer, MemoryBrowse, MemoryRows, Store
+from breadcrumb.streams.embedded.replay import Progress
 from breadcrumb.streams.gateway import Gateway, MeasuresFreshness, TwoSpeeds
-from breadcrumb.streams.lifecycle import LifecycleService
-from breadcrumb.streams.replay import Progress
+from breadcrumb.streams.lifecycle.service import LifecycleService
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The ingest core: one unit of work under the one failure policy, for every driver.
 
-Every driver — the embedded runner (``streams.embedded``), the Faust agent and its batch
-path (``streams.faust_agent``, ``streams.faust_batch``) and both replayers — hands its
+Every driver — the embedded runner (``streams.embedded.runner``), the Faust agent and its batch
+path (``streams.kafka.agent``, ``streams.kafka.batch``) and both replayers — hands its
 entries to a :class:`UnitOfWork`, which applies them as ONE transaction:
 
 * the driver's ``scope`` opens the transaction and binds the ingest service to it (the

@@ -4,8 +4,8 @@ A forget in cluster mode runs this itself (``query_api.routes_forget``); the com
 it again, e.g. after a rewrite that found live producers writing the same threads, or
 for erasures made before this existed. It reads every partition of ``agent-events``,
 ``agent-events-dlq`` and ``observations``, and rewrites in place those that hold a record
-the tombstones cover (``streams.log_rewrite``); it prints what it did as JSON. Embedded mode has no
-Kafka log: a forget already deletes the ``event_log`` rows there.
+the tombstones cover (``streams.kafka.log_rewrite``); it prints what it did as JSON.
+Embedded mode has no Kafka log: a forget already deletes the ``event_log`` rows there.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                          "deletes the event_log rows itself)\n")
         return 2
     from breadcrumb.infra.cluster_stores import build_sql_store
-    from breadcrumb.streams.log_rewrite import MAX_ROUNDS, LogRewriteError, rewrite_log
+    from breadcrumb.streams.kafka.log_rewrite import MAX_ROUNDS, LogRewriteError, rewrite_log
 
     rounds = MAX_ROUNDS if args.rounds is None else args.rounds
     if rounds < 1:

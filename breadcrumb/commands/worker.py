@@ -1,6 +1,6 @@
 """``breadcrumb worker``: the Faust stream processors of cluster mode (the entry point).
 
-Builds the worker's ports (``infra.cluster``), the Faust app (``streams.faust_app``) and,
+Builds the worker's ports (``infra.cluster``), the Faust app (``streams.kafka.app``) and,
 with ``--serve-api``, the HTTP query service in the same event loop. This is the only
 place that joins streams/ with query_api/ and infra/; streams/ imports neither.
 """
@@ -102,8 +102,8 @@ def run_worker(settings: Settings, loglevel: str = "info", serve_api: bool = Fal
         store_client_id,
     )
     from breadcrumb.stores.generations.cluster import ClusterCatalog, generation_settings
-    from breadcrumb.streams.cluster_replay import fail_abandoned
-    from breadcrumb.streams.faust_app import create_app
+    from breadcrumb.streams.kafka.app import create_app
+    from breadcrumb.streams.kafka.replay import fail_abandoned
 
     asyncio.run(declare_topics(settings))
     catalog = ClusterCatalog(settings)

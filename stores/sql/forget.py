@@ -36,7 +36,8 @@ from breadcrumb.topics.records import thread_key
 __all__ = ["LINK_FIELDS", "PASSAGES_PENDING", "SCOPES", "SHARED", "TABLES", "THREAD_MARK", "Plan",
            "Scope", "SqlErasure", "control_home"]
 SCOPES = ("memory", "thread", "tenant")  # the kinds of a Scope (stores.ports.tables)
-THREAD_MARK = "applied_seq/"  # streams.fair_schedule.THREAD_MARK (stores may not import it)
+# streams.embedded.fair_schedule.THREAD_MARK (stores may not import it)
+THREAD_MARK = "applied_seq/"
 PASSAGES_PENDING = "passages_pending/"  # streams.passage_lane.PENDING
 TABLES: tuple[s.Table, ...] = (
     s._t("erasure_tombstones",

@@ -16,7 +16,7 @@ from breadcrumb.query_api.app import create_app
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.generations.embedded import GenerationCatalog
-from breadcrumb.streams.replay import abandoned_builds
+from breadcrumb.streams.embedded.replay import abandoned_builds
 from tests.conftest import example_events, wait_until
 from tests.support.clients import drain
 

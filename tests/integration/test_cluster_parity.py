@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from breadcrumb.infra.bootstrap import build_runtime, utc_now_iso
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.settings import Settings
-from breadcrumb.streams.kafka_gateway import KafkaGateway
+from breadcrumb.streams.kafka.gateway import KafkaGateway
 from breadcrumb.topics.kafka_security import started
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, start_worker, stop_worker

@@ -31,7 +31,7 @@ import pytest
 from breadcrumb.infra.bootstrap import utc_now_iso
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.settings import Settings
-from breadcrumb.streams.kafka_gateway import KafkaGateway
+from breadcrumb.streams.kafka.gateway import KafkaGateway
 from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events, wait_until
 from tests.integration.conftest import cluster_settings, drop_database, free_port

@@ -25,7 +25,7 @@ from breadcrumb.infra.cluster_stores import build_cold_store
 from breadcrumb.settings import Settings
 from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.generations.cluster import generation_settings
-from breadcrumb.streams.cluster_replay import partitions_of
+from breadcrumb.streams.kafka.replay import partitions_of
 from breadcrumb.topics.names import AGENT_EVENTS, DEAD_LETTERS, OBSERVATIONS
 from tests.conftest import wait_until
 from tests.integration.conftest import (

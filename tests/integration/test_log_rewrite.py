@@ -18,7 +18,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
 from breadcrumb.processors.log_rewrite_plan import LogRecord
-from breadcrumb.streams.log_rewrite import FENCE_THREAD, Kafka, rewrite_topic
+from breadcrumb.streams.kafka.log_rewrite import FENCE_THREAD, Kafka, rewrite_topic
 from breadcrumb.topics.kafka_security import started
 from breadcrumb.topics.records import FlushMarker
 from tests.integration.kafka_disk import holders, read_to_end, topic_dirs, wait_removed

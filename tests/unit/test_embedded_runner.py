@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.streams.embedded import EmbeddedRunner
+from breadcrumb.streams.embedded.runner import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
 from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events

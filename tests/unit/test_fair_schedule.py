@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.streams.embedded import EmbeddedRunner
-from breadcrumb.streams.fair_schedule import CURSOR, THREAD_MARK, FairSchedule
+from breadcrumb.streams.embedded.fair_schedule import CURSOR, THREAD_MARK, FairSchedule
+from breadcrumb.streams.embedded.runner import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
 from breadcrumb.topics.records import thread_key
 

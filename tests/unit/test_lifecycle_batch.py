@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from breadcrumb.streams.lifecycle import CollectingChangelog, LifecycleService
+from breadcrumb.streams.lifecycle.service import CollectingChangelog, LifecycleService
 
 
 class _Index:

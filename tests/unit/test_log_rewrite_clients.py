@@ -1,4 +1,4 @@
-"""streams.log_rewrite.rewrite_topic stops every Kafka client it started when a later one
+"""streams.kafka.log_rewrite.rewrite_topic stops every Kafka client it started when a later one
 fails to start (the operator's command must not leave an admin client or a consumer open).
 
 The aiokafka classes are replaced by recording stand-ins: this is a unit test of one
@@ -13,7 +13,7 @@ import aiokafka
 import aiokafka.admin
 import pytest
 
-from breadcrumb.streams.log_rewrite import Kafka, rewrite_topic
+from breadcrumb.streams.kafka.log_rewrite import Kafka, rewrite_topic
 
 CALLS: list[str] = []
 MADE: list[str] = []

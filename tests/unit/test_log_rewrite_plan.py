@@ -22,7 +22,7 @@ from breadcrumb.processors.log_rewrite_plan import (
 )
 from breadcrumb.stores.ports.tables import Plan, Scope
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.streams.log_rewrite import fence_value, tombstone_predicate
+from breadcrumb.streams.kafka.log_rewrite import fence_value, tombstone_predicate
 from breadcrumb.topics.records import FlushMarker, thread_key
 
 
@@ -145,7 +145,7 @@ def test_log_rewrite_refuses_embedded_mode_in_one_line(capsys: Any) -> None:
 
 
 def test_a_worker_takes_the_fence_for_a_flush_of_a_thread_nobody_has() -> None:
-    from breadcrumb.streams.messages import Message, decode
+    from breadcrumb.streams.kafka.messages import Message, decode
 
     key, value = fence_value(EVENTS)
     item = decode(Message(key, value, "agent-events/0/7"))

@@ -13,8 +13,8 @@ from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.settings import Settings, settings_error_line
 from breadcrumb.stores.ports import AppliesLog, OpenWindowStates, OwnStore, SettlesOwed
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.streams.embedded import EmbeddedRunner
-from breadcrumb.streams.kafka_gateway import KafkaGateway
+from breadcrumb.streams.embedded.runner import EmbeddedRunner
+from breadcrumb.streams.kafka.gateway import KafkaGateway
 
 NOW = "2026-11-30T00:00:00+00:00"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from breadcrumb.streams.faust_batch import BatchIngest, Message
 from breadcrumb.streams.freshness import BUCKETS_MS, bucket_counter, summary_from_counters
+from breadcrumb.streams.kafka.batch import BatchIngest, Message
 from tests.unit.streams.test_faust_agent import Harness
 from tests.unit.streams.test_faust_batch import _stream
 

@@ -18,8 +18,8 @@ from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
-from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy
+from breadcrumb.streams.kafka import agent as fa
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.tracking import IdleTracker
 from breadcrumb.topics.records import DeadLetter
@@ -252,7 +252,7 @@ async def test_the_faust_app_feeds_the_agent(h: Harness) -> None:
     """``create_app`` wiring through Faust's test context (no broker): thread state in
     SQL (the app has no Faust table to recover) and a poison message dead-lettered with
     its Kafka position."""
-    from breadcrumb.streams.faust_app import create_app
+    from breadcrumb.streams.kafka.app import create_app
 
     settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tc-",
                                                derive_batch_entries=1)  # one at a time

@@ -1,4 +1,4 @@
-"""The micro-batched cluster agent (``streams.faust_batch``) without a broker: the same
+"""The micro-batched cluster agent (``streams.kafka.batch``) without a broker: the same
 harness as the one-message agent (SQL store, qdrant-client local mode, a list sink);
 batches must give exactly what one message at a time gives."""
 
@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from breadcrumb.eval.corpus import golden_events
-from breadcrumb.streams import faust_agent as fa
-from breadcrumb.streams.faust_batch import BatchIngest, Message
+from breadcrumb.streams.kafka import agent as fa
+from breadcrumb.streams.kafka.batch import BatchIngest, Message
 from breadcrumb.streams.service import IngestService
 from breadcrumb.topics.records import FlushMarker
 from tests.unit.streams.test_faust_agent import NOW, Harness, _key
@@ -150,7 +150,7 @@ async def test_a_failing_batch_is_redone_one_message_at_a_time(
 
 async def test_the_faust_app_consumes_in_batches(pair: tuple[Harness, Harness]) -> None:
     """``create_app`` in batch mode through Faust's test context (no broker)."""
-    from breadcrumb.streams.faust_app import create_app
+    from breadcrumb.streams.kafka.app import create_app
 
     h = pair[1]
     settings = h.parts.settings.with_overrides(mode="cluster", topic_prefix="tb-",
@@ -187,10 +187,10 @@ async def test_each_batch_logs_one_line_with_size_time_and_lag(
     """Issue 30: a worker busy for a minute says so, batch by batch."""
     h = pair[1]
     messages = _messages(_stream(1))[:12]
-    caplog.set_level("INFO", logger="breadcrumb.streams.faust_batch")
+    caplog.set_level("INFO", logger="breadcrumb.streams.kafka.batch")
     await BatchIngest(h.agent).handle_batch(messages, lag=lambda: 7)
     lines = [r.getMessage() for r in caplog.records
-             if r.name == "breadcrumb.streams.faust_batch"]
+             if r.name == "breadcrumb.streams.kafka.batch"]
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"batch of 12 messages from {messages[0].position}: ")
     assert " ms, " in lines[0] and "processed" in lines[0] and lines[0].endswith(", lag 7")

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from breadcrumb.streams.lifecycle_reads import json_copy
+from breadcrumb.streams.lifecycle.reads import json_copy
 
 _KEYS = st.one_of(st.text(max_size=8), st.integers(-5, 5), st.booleans(), st.none(),
                   st.floats(allow_nan=False, width=32))

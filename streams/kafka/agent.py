@@ -1,15 +1,15 @@
 """The cluster ingest agent as a small class: handle / publish / flush idle / follow alias.
 
-Faust only feeds it (``streams.faust_app``); tests call its methods directly with
+Faust only feeds it (``streams.kafka.app``); tests call its methods directly with
 in-memory stores and a list for the topics.
 
 Per-thread segment state lives in the SQL store only: read and written inside the
 message's own transaction, so after a ``kill -9`` the next message sees exactly the
 state of the last committed one, and a rebalance has nothing to recover (no Faust
-table, no changelog; see ``streams.faust_app`` for why that matters).
+table, no changelog; see ``streams.kafka.app`` for why that matters).
 
 Every message ends applied or dead-lettered, never skipped: it is decoded once
-(``streams.messages``) and applied as a unit of work of the ingest core
+(``streams.kafka.messages``) and applied as a unit of work of the ingest core
 (``streams.ingest_core``) under its failure policy (transient → retried with backoff until
 the store is back, permanent → dead-lettered after a few attempts with the reason and the
 message's position), and the caller acknowledges the message only after :meth:`handle`
@@ -32,7 +32,7 @@ import orjson
 from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
 from breadcrumb.streams.ingest_core import Item, PositionedLetters, Retrying, UnitOfWork, UnitResult
-from breadcrumb.streams.messages import Message, decode, poison_reason  # noqa: F401 (re-export)
+from breadcrumb.streams.kafka.messages import Message, decode, poison_reason  # noqa: F401 (re-export)
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.state import DictStateStore
 from breadcrumb.streams.tracking import IdleTracker, KafkaOffsets

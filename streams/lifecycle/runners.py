@@ -1,5 +1,5 @@
 """The lifecycle's runners outside the ingest path: the ``memory-status`` topic publisher
-(cluster mode) and the periodic sweeper thread (moved out of ``streams.lifecycle``)."""
+(cluster mode) and the periodic sweeper thread (moved out of ``streams.lifecycle.service``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from breadcrumb.topics.loops import run_on
 
 if TYPE_CHECKING:
-    from breadcrumb.streams.lifecycle import LifecycleService
+    from breadcrumb.streams.lifecycle.service import LifecycleService
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Cluster mode: the Faust app. Messages of ``agent-events`` → :class:`IngestAgent`.
 
 Per-thread segment state lives in the SQL store, in each message's transaction (see
-``streams.faust_agent``); the app has no Faust table. With a table, Faust's post-rebalance
+``streams.kafka.agent``); the app has no Faust table. With a table, Faust's post-rebalance
 recovery resumes the source partitions while its fetcher already runs, then seeks and
 resumes flow control, which clears the stream queues: messages fetched in between are
 dropped unprocessed, their offsets never acked, and the commit stops at the hole (a worker
@@ -23,10 +23,10 @@ from typing import Any
 
 import faust
 
-from breadcrumb.streams import faust_agent as fa
 from breadcrumb.streams.failure_policy import FailurePolicy, kafka_position
-from breadcrumb.streams.faust_batch import BatchIngest, consume_batches
-from breadcrumb.streams.faust_ownership import assigned_keys
+from breadcrumb.streams.kafka import agent as fa
+from breadcrumb.streams.kafka.batch import BatchIngest, consume_batches
+from breadcrumb.streams.kafka.ownership import assigned_keys
 from breadcrumb.streams.tracking import IdleTracker, is_direct
 from breadcrumb.topics import names
 from breadcrumb.topics.kafka_security import faust_credentials
@@ -101,7 +101,7 @@ def create_app(settings: Any, parts: Any, web: bool = True,
 
     @app.agent(events)
     async def ingest(stream: Any) -> Any:
-        if settings.derive_batch_entries > 1:  # issue 14: micro-batches (streams.faust_batch)
+        if settings.derive_batch_entries > 1:  # issue 14: micro-batches (streams.kafka.batch)
             await consume_batches(stream, batch, parts, settings)
             return
         manual = stream.noack()  # acknowledged below, once applied or dead-lettered

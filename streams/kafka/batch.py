@@ -32,8 +32,8 @@ from functools import partial
 from typing import Any
 
 from breadcrumb.streams.failure_policy import describe, kafka_position
-from breadcrumb.streams.faust_agent import IngestAgent
-from breadcrumb.streams.messages import Message, decode
+from breadcrumb.streams.kafka.agent import IngestAgent
+from breadcrumb.streams.kafka.messages import Message, decode
 from breadcrumb.streams.tracking import count_freshness, is_direct  # noqa: F401 (re-export)
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ entries, closing a batch once ``batch_max_ms`` of work is spent) to the current
 *generation* of derived stores (see ``stores.generations.embedded``): one transaction per batch that
 also writes that generation's marks into the log, one embedding call for the texts of every
 range the batch closes (across threads) and one vector upsert. A batch's entries are picked
-fairly (``streams.fair_schedule``): round-robin by tenant, a bounded share per tenant and
+fairly (``streams.embedded.fair_schedule``): round-robin by tenant, a bounded share per tenant and
 thread, each thread's entries in log order — one tenant's huge batch no longer holds
 another tenant's event behind it. The marks (a low-water mark plus a position per thread
 ahead of it) move with the writes, so a crash or restart resumes exactly at the unapplied
@@ -30,15 +30,15 @@ import orjson
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
+from breadcrumb.streams.embedded.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
+from breadcrumb.streams.embedded.replay import log_items, log_unit
 from breadcrumb.streams.erased import drop_erased
 from breadcrumb.streams.failure_policy import FailurePolicy, describe
-from breadcrumb.streams.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
 from breadcrumb.streams.ingest_core import Item, Retrying, UnitOfWork
 from breadcrumb.streams.passage_lane import PassageLane
 from breadcrumb.streams.rehearsal import rehearse
-from breadcrumb.streams.replay import log_items, log_unit
 from breadcrumb.streams.service import HandleResult, IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
@@ -240,7 +240,7 @@ class EmbeddedRunner:
     # ------------------------------------------------------------------ processing
     def process_available(self, limit: int | None = None) -> int:
         """Apply up to ``limit`` (default ``batch_entries``) log entries picked fairly
-        (:class:`~breadcrumb.streams.fair_schedule.FairSchedule`: round-robin by tenant,
+        (:class:`~breadcrumb.streams.embedded.fair_schedule.FairSchedule`: round-robin by tenant,
         each thread's entries in log order); returns how many were handled.
 
         They go as one unit of work (``streams.ingest_core``). A unit that fails is rolled

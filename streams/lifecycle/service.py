@@ -24,8 +24,8 @@ from breadcrumb.stores.ports import RawEventStore, VectorIndex
 from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
-from breadcrumb.streams.lifecycle_batch import BatchScope
-from breadcrumb.streams.lifecycle_changelog import (
+from breadcrumb.streams.lifecycle.batch import BatchScope
+from breadcrumb.streams.lifecycle.changelog import (
     ChangelogPublisher,
     CollectingChangelog,
     ConfigFor,

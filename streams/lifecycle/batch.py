@@ -1,10 +1,10 @@
 """The lifecycle's reads and writes through one thread's derivation batch (issue 14).
 
-:class:`BatchScope` is the base of :class:`~streams.lifecycle.LifecycleService`: every
+:class:`BatchScope` is the base of :class:`~streams.lifecycle.service.LifecycleService`: every
 step that applies a change reads a memory's row, events and lifecycle tables and writes
 its audit rows and vector payload through here. Outside a :meth:`BatchScope.batch` block
 each goes straight to its store; inside one, reads come from the batch's
-:class:`~streams.lifecycle_reads.BatchReads`, SQL writes through
+:class:`~streams.lifecycle.reads.BatchReads`, SQL writes through
 :class:`~stores.sql.facts_batch.BatchedLifecycleTables`, and payload updates are deferred
 to the end of the block, one per memory.
 """
@@ -23,7 +23,7 @@ from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import BatchedLifecycleTables
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
-from breadcrumb.streams.lifecycle_reads import BatchReads
+from breadcrumb.streams.lifecycle.reads import BatchReads
 from breadcrumb.topics.records import Event
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class BatchScope:
         Issue 14: ``raw`` (the batch's raw events) and ``memories`` ((user_id, id) of its
         memories, already written: their rows are read at once and memory rows are kept
         until the hooks write them; None: no memory row is kept) feed
-        :class:`~streams.lifecycle_reads.BatchReads`; ``fact_keys`` (each user's fact keys
+        :class:`~streams.lifecycle.reads.BatchReads`; ``fact_keys`` (each user's fact keys
         of those memories): on MySQL read at once with the memories holding them, whose rows
         and lifecycle rows are read with the batch's (up to ``PREFETCH_HOLDERS`` a user)."""
         if getattr(self._local, "payloads", None) is not None:  # the outer block writes

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from breadcrumb.stores.clock import utc_now_iso
-from breadcrumb.streams.replay import Progress, abandoned_builds
+from breadcrumb.streams.embedded.replay import Progress, abandoned_builds
 from breadcrumb.topics.kafka_security import aiokafka_kwargs
 from breadcrumb.topics.names import AGENT_EVENTS, MEMORY_STATUS
 
@@ -49,7 +49,7 @@ async def build_generation(manager: Any, name: str,
 
     ``build_worker_parts(settings, embedder, index=...)`` comes from the composition root
     (infra), which streams/ does not import."""
-    from breadcrumb.streams.faust_app import create_app
+    from breadcrumb.streams.kafka.app import create_app
 
     loop = asyncio.get_running_loop()
     settings, catalog = manager.settings, manager.catalog

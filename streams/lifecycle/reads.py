@@ -1,7 +1,7 @@
 """Issue 14: what a derivation batch's lifecycle hooks read, read once.
 
 :class:`BatchReads` lives for one :meth:`LifecycleService.batch
-<streams.lifecycle.LifecycleService.batch>` (one thread, one SQL transaction):
+<streams.lifecycle.service.LifecycleService.batch>` (one thread, one SQL transaction):
 
 * a new memory's events come from the batch's own raw events (``stores.sql.raw_batch``: held in
   memory when the batch saw the whole range) for a user with no archived range — the

@@ -1,5 +1,5 @@
 """The lifecycle's changelog ports (where applied status changes go) and its per-project
-configuration from settings; used by :class:`~streams.lifecycle.LifecycleService`."""
+configuration from settings; used by :class:`~streams.lifecycle.service.LifecycleService`."""
 
 from __future__ import annotations
 
