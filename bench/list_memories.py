@@ -11,7 +11,7 @@ importance and hit counts spread, summaries of random words.
 
 Each round asks every shape three ways, interleaved so all see the same machine state:
 
-* ``view``: what the server does for the request (``routes_browse.list_view``: filter
+* ``view``: what the server does for the request (``routes.browse.list_view``: filter
   checks, the keyset read, rows decoded to the Memory shape, the cursor) plus the orjson
   encoding of the answer;
 * ``http``: the same through the app in process (Starlette's TestClient: routing, the
@@ -116,7 +116,7 @@ def main() -> None:
 
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.app import create_app
-    from breadcrumb.query_api.routes_browse import list_view
+    from breadcrumb.query_api.routes.browse import list_view
     from breadcrumb.settings import Settings
     from breadcrumb.stores.embedders.models import HashEmbedder
 
@@ -176,7 +176,7 @@ def _ok(response: Any) -> None:
 
 def deep(http: Any, runtime: Any, into: Timings) -> None:
     """Follow the cursor to the 20th page; time that page three ways."""
-    from breadcrumb.query_api.routes_browse import list_view
+    from breadcrumb.query_api.routes.browse import list_view
 
     cursor = None
     for _ in range(19):

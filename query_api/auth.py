@@ -70,7 +70,7 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/threads/.+/pending$"), Rule(ALL_ROLES, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+(/audit)?$"), Rule(_READ, "query")),
     ("PATCH", re.compile(r"^/v1/memories/[^/]+$"), Rule(ADMIN, "body")),
-    # issue 26 (routes_browse, routes_forget): browse within the tenant; dead letters
+    # issue 26 (routes.browse, routes.forget): browse within the tenant; dead letters
     # scoped in the route; forget by an admin or the tenant's own agent key
     ("GET", re.compile(r"^/v1/(memories|threads)$"), Rule(_READ, "query")),
     ("GET", re.compile(r"^/v1/memories/[^/]+/versions$"), Rule(_READ, "query")),
@@ -80,7 +80,7 @@ RULES: list[tuple[str, re.Pattern[str], Rule]] = [
     ("GET", re.compile(r"^/v1/identity$"), Rule(ALL_ROLES)),  # which data dir this serves
     ("GET", re.compile(r"^/v1/dashboard/(snapshot|stream|whoami)$"), Rule(ALL_ROLES)),  # scoped
     ("GET", re.compile(r"^/v1/dashboard/(memories|threads)/.+$"), Rule(_READ, "query")),
-    # issue 47 (routes_explore): tenants scoped in the route; threads by last event, facts
+    # issue 47 (routes.explore): tenants scoped in the route; threads by last event, facts
     ("GET", re.compile(r"^/v1/dashboard/tenants$"), Rule(ALL_ROLES)),
     ("GET", re.compile(r"^/v1/dashboard/threads$"), Rule(_READ, "query")),
     ("GET", re.compile(r"^/v1/facts(/history)?$"), Rule(_READ, "query")),

@@ -41,8 +41,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("query_api/auth.py", "principal"): "Starlette request.state, set by the auth middleware",
     ("query_api/input_guard.py", "json_body"): "Starlette request.state, set by the guard",
     ("query_api/telemetry.py", "telemetry"): "Starlette app.state, set once per app",
-    ("query_api/routes_health.py", "readiness"): "Starlette app.state, set once per app",
-    ("query_api/routes_admin.py", "replay_job"): "Starlette app.state, set by the first replay",
+    ("query_api/routes/health.py", "readiness"): "Starlette app.state, set once per app",
+    ("query_api/routes/admin.py", "replay_job"): "Starlette app.state, set by the first replay",
     ("streams/kafka/replay.py", "crash_reason"): "Faust App: public in newer versions",
     ("streams/kafka/replay.py", "_crash_reason"): "Faust App: private in older versions",
     ("infra/cluster_stores.py", "groups"): "aiokafka admin response objects differ by version",
@@ -69,7 +69,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("breadcrumb/commands/__init__.py", "register"): "a command module's optional hook",
     ("breadcrumb/client.py", "ssl_certfile"): "client settings without the server's fields",
     ("topics/kafka_security.py", "kafka_security_protocol"): "settings-like objects of tools",
-    ("query_api/routes_dashboard.py", "dashboard_interval_seconds"): "settings of old tests",
+    ("query_api/routes/dashboard.py", "dashboard_interval_seconds"): "settings of old tests",
 }
 
 

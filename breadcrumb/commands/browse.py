@@ -2,8 +2,8 @@
 share (issue 26): one call, over HTTP to the service that owns the data dir (or ``--url``)
 or in-process on the stores, and the plain-text printing.
 
-In-process calls run the same functions as the routes (``query_api.routes_browse``,
-``query_api.routes_forget``); the person at the terminal owns the data dir, so no key
+In-process calls run the same functions as the routes (``query_api.routes.browse``,
+``query_api.routes.forget``); the person at the terminal owns the data dir, so no key
 applies there. Over HTTP the request carries ``--api-key`` / ``$BREADCRUMB_API_KEY``.
 """
 
@@ -45,7 +45,7 @@ def call(settings: Settings, args: argparse.Namespace, method: str, path: str,
     """The answer of ``method path`` from the running service, or of ``local(runtime)``."""
     from breadcrumb.client import locate
 
-    url, lock = locate(settings, args.url)  # every caller's sub-command has cli._common
+    url, lock = locate(settings, args.url)  # every caller's sub-command has common_options
     try:
         return _http(url, method, path, params, body) if url else _local(settings, local)
     finally:

@@ -37,11 +37,11 @@ from breadcrumb.settings import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb import``."""
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     p = sub.add_parser("import", help="import agent transcripts (claude-code, codex, gemini, "
                        "opencode, cline, copilot, cursor, specstory, aider, openai)")
-    _common(p)
+    common_options(p)
     p.add_argument("path", type=Path, help="a transcript file, or a folder to walk")
     p.add_argument("--format", dest="fmt", choices=("auto", *FORMATS), default="auto",
                    help="default: recognised from each file's content")

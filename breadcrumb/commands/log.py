@@ -1,6 +1,6 @@
 """``breadcrumb log rewrite``: remove forgotten events' bytes from the Kafka log (cluster).
 
-A forget in cluster mode runs this itself (``query_api.routes_forget``); the command runs
+A forget in cluster mode runs this itself (``query_api.routes.forget``); the command runs
 it again, e.g. after a rewrite that found live producers writing the same threads, or
 for erasures made before this existed. It reads every partition of ``agent-events``,
 ``agent-events-dlq`` and ``observations``, and rewrites in place those that hold a record

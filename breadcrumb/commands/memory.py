@@ -17,7 +17,7 @@ from breadcrumb.settings import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb memory``."""
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     p = sub.add_parser("memory", help="show, audit or change a memory's status / tier")
     verbs = p.add_subparsers(dest="memory_command", required=True)
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
              "audit": "list a memory's recorded changes", "show": "print a memory as JSON"}
     for name in ("set", "audit", "show"):
         v = verbs.add_parser(name, help=helps[name])
-        _common(v)
+        common_options(v)
         v.add_argument("memory_id", help="the memory's id (from recall)")
         v.add_argument("--user", default=None,
                        help="tenant (user_id) of the memory (default: $BREADCRUMB_USER_ID, "
@@ -102,7 +102,7 @@ def _over_http(url: str, args: argparse.Namespace) -> Any:
 def _in_process(settings: Settings, args: argparse.Namespace) -> Any:
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.errors import ApiError
-    from breadcrumb.query_api.routes_memories import (
+    from breadcrumb.query_api.routes.memories import (
         MemoryPatch,
         audit_view,
         memory_with_history,

@@ -33,10 +33,10 @@ FILTER_HELP = {
 
 def add_verbs(verbs: argparse._SubParsersAction) -> None:
     """Add ``list``, ``versions`` and ``forget`` to the ``memory`` subcommand."""
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     lister = verbs.add_parser("list", help="list memories (filters, pages, sorts)")
-    _common(lister)
+    common_options(lister)
     lister.add_argument("--user", default=None, help=USER_HELP)
     for name in ("project", "thread", "tag", "text", "cursor"):
         lister.add_argument(f"--{name}", default=None, help=FILTER_HELP[name])
@@ -51,14 +51,14 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
     lister.set_defaults(handler=cmd_list)
 
     versions = verbs.add_parser("versions", help="a memory's versions and its values' history")
-    _common(versions)
+    common_options(versions)
     versions.add_argument("memory_id", help="a memory id (shown by recall and memory list)")
     versions.add_argument("--user", default=None, help=USER_HELP)
     versions.add_argument("--json", action="store_true", help="print the API's JSON answer")
     versions.set_defaults(handler=cmd_versions)
 
     forget = verbs.add_parser("forget", help="erase a memory, a thread or a whole tenant")
-    _common(forget)
+    common_options(forget)
     forget.add_argument("memory_id", nargs="?", default=None,
                         help="the memory to erase (or --thread, or --tenant)")
     forget.add_argument("--user", default=None, help=USER_HELP)
@@ -72,7 +72,7 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     """``memory list``."""
     resolve_user(settings, args)
-    from breadcrumb.query_api.routes_browse import list_view
+    from breadcrumb.query_api.routes.browse import list_view
 
     params = {"user_id": args.user, "project": args.project, "thread": args.thread,
               "status": args.status, "tier": args.tier, "tag": args.tag, "text": args.text,
@@ -89,7 +89,7 @@ def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_versions(args: argparse.Namespace, settings: Settings) -> int:
     """``memory versions``."""
     resolve_user(settings, args)
-    from breadcrumb.query_api.routes_browse import versions_view
+    from breadcrumb.query_api.routes.browse import versions_view
 
     def fetch() -> Any:
         return call(settings, args, "GET", f"/v1/memories/{args.memory_id}/versions",
@@ -107,7 +107,7 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     resolve_user(settings, args)
 
-    from breadcrumb.query_api.routes_forget import ForgetRequest, forget_scope
+    from breadcrumb.query_api.routes.forget import ForgetRequest, forget_scope
 
     named = sum([args.memory_id is not None, args.thread is not None, args.tenant])
     if named != 1:

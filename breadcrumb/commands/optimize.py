@@ -22,10 +22,10 @@ from breadcrumb.settings import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``optimize`` subcommand."""
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     p = sub.add_parser("optimize", help="build the vector index's HNSW graphs now (embedded)")
-    _common(p)
+    common_options(p)
     p.set_defaults(handler=cmd_optimize)
 
 

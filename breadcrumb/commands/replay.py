@@ -19,10 +19,10 @@ from breadcrumb.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     p = sub.add_parser("replay", help="rebuild the derived stores from the event log")
-    _common(p)
+    common_options(p)
     p.add_argument("--name", default=None, help="name of the new generation")
     p.add_argument("--list", action="store_true", help="list generations and exit")
     p.add_argument("--remove", metavar="NAME", help="delete an old (not current) generation")

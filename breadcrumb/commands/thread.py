@@ -13,12 +13,12 @@ from breadcrumb.settings import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``breadcrumb thread``."""
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     p = sub.add_parser("thread", help="list threads, print a thread's events")
     verbs = p.add_subparsers(dest="thread_command", required=True)
     lister = verbs.add_parser("list", help="threads: agent, project, events, times, open window")
-    _common(lister)
+    common_options(lister)
     lister.add_argument("--user", default=None, help=USER_HELP)
     lister.add_argument("--project", default=None, help="only threads of this project_id")
     lister.add_argument("--limit", type=int, default=100, help="threads per page (100)")
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lister.add_argument("--json", action="store_true", help="print the API's JSON answer")
     lister.set_defaults(handler=cmd_list)
     show = verbs.add_parser("show", help="a thread's raw events, verbatim")
-    _common(show)
+    common_options(show)
     show.add_argument("thread_id", help="the thread (see thread list)")
     show.add_argument("--user", default=None, help=USER_HELP)
     show.add_argument("--range", default=None, help="A:B, both indices included (default all)")
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     """``thread list``."""
     resolve_user(settings, args)
-    from breadcrumb.query_api.routes_browse import threads_view
+    from breadcrumb.query_api.routes.browse import threads_view
 
     params = {"user_id": args.user, "project": args.project, "limit": args.limit,
               "after": args.after}
@@ -82,7 +82,7 @@ def parse_range(text: str | None) -> tuple[int, int | None]:
 def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     """``thread show``: every page of the range, in index order."""
     resolve_user(settings, args)
-    from breadcrumb.query_api.app import thread_page
+    from breadcrumb.query_api.routes.threads import thread_page
 
     try:
         start, end = parse_range(args.range)

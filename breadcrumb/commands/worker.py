@@ -20,10 +20,10 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from breadcrumb.cli import _common
+    from breadcrumb.commands.options import common_options
 
     worker = sub.add_parser("worker", help="run the stream processors on Kafka (cluster mode)")
-    _common(worker)
+    common_options(worker)
     worker.add_argument("--loglevel", default="info", help="Faust's own log level (info)")
     worker.add_argument("--serve-api", action="store_true",
                         help="also serve the HTTP API in this process (needed when Qdrant runs "

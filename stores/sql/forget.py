@@ -15,7 +15,7 @@ and the dead letters whose payload names the scope. What it writes:
 SQLite: deletes run with ``secure_delete`` on (freed pages are zeroed) and the WAL is
 checkpointed and truncated afterwards, so the erased texts are not left in the file.
 The vector points, cold objects and in-process caches are the caller's
-(``query_api.routes_forget``) to remove: this module is SQL only. :class:`SqlErasure` is the
+(``query_api.routes.forget``) to remove: this module is SQL only. :class:`SqlErasure` is the
 ``erasure`` a SQL store hands out (``stores.ports.tables.Erasure``).
 """
 

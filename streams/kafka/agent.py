@@ -205,7 +205,7 @@ class IngestAgent:
             return 0  # a replayed generation gets the live worker's markers from the log
         # not in the ingest executor: the scan must not wait behind a backlog of messages
         loop = asyncio.get_running_loop()
-        for key in await loop.run_in_executor(None, self._open_windows):
+        for key in await loop.run_in_executor(None, self.open_windows):
             if self.owns(key):
                 self.idle.adopt(key)  # open window found after a restart: start its clock
         sent = 0
@@ -218,7 +218,7 @@ class IngestAgent:
             sent += 1
         return sent
 
-    def _open_windows(self) -> list[str]:
+    def open_windows(self) -> list[str]:
         return [key for key, _state in self.parts.store.states.list_states(pending_only=True)]
 
     async def follow_alias(self) -> bool:

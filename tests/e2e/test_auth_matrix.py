@@ -72,12 +72,12 @@ def _endpoints(user: str) -> list[Endpoint]:
         Endpoint("snapshot", "GET", "/v1/dashboard/snapshot", set(ROLES), 200),
         Endpoint("stream", "GET", "/v1/dashboard/stream", set(ROLES), 200,
                  params={"limit": 1}),
-        # the dashboard's views (routes_dashboard_data)
+        # the dashboard's views (routes.dashboard_data)
         Endpoint("whoami", "GET", "/v1/dashboard/whoami", set(ROLES), 200),
         Endpoint("lifecycle", "GET", "/v1/dashboard/memories/m-none/lifecycle", READ, 404, True,
                  params=q),
         Endpoint("thread_windows", "GET", "/v1/dashboard/threads/th", READ, 200, True, params=q),
-        # issue 47: the explorer (routes_explore); tenants are scoped in the route
+        # issue 47: the explorer (routes.explore); tenants are scoped in the route
         Endpoint("tenants", "GET", "/v1/dashboard/tenants", set(ROLES), 200),
         Endpoint("recent_threads", "GET", "/v1/dashboard/threads", READ, 200, True, params=q),
         Endpoint("facts", "GET", "/v1/facts", READ, 200, True, params=q),

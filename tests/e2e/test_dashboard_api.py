@@ -1,4 +1,4 @@
-"""The dashboard's own JSON (routes_dashboard_data) and ``RecallRequest.explain``: scoped
+"""The dashboard's own JSON (routes.dashboard_data) and ``RecallRequest.explain``: scoped
 by key, 4xx on bad input, and the explanation agreeing with the answer it explains."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.query_api.app import create_app
-from breadcrumb.query_api.routes_health import Readiness
+from breadcrumb.query_api.routes.health import Readiness
 from breadcrumb.settings import Settings
 from breadcrumb.stores.data_dir import MB
 from tests.conftest import example_events, wait_until

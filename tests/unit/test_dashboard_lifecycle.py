@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from breadcrumb.processors import lifecycle as lc
-from breadcrumb.query_api.routes_dashboard_data import next_change
+from breadcrumb.query_api.routes.dashboard_data import next_change
 
 CFG = lc.LifecycleConfig()
 

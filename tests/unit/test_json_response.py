@@ -1,5 +1,6 @@
-"""``/v1/recall`` answers are encoded once by orjson (query_api.app.json_response): the same
-JSON values as FastAPI's own encoding, also for types orjson does not know."""
+"""``/v1/recall`` answers are encoded once by orjson
+(query_api.routes.recalls.json_response): the same JSON values as FastAPI's own encoding,
+also for types orjson does not know."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from fastapi.encoders import jsonable_encoder
 
-from breadcrumb.query_api.app import json_response
+from breadcrumb.query_api.routes.recalls import json_response
 
 
 def test_json_response_matches_fastapi_encoding() -> None:

@@ -243,7 +243,7 @@ def test_bootstrap_builds_the_llm_observer_from_settings(stub: Stub, tmp_path: A
 def test_stats_report_the_llm_observers_fallbacks(stub: Stub, tmp_path: Any) -> None:
     """An unreachable model answer becomes a counted fallback, visible in /v1/stats."""
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.query_api.app import stats
+    from breadcrumb.query_api.runtime import stats
     from breadcrumb.stores.embedders.models import HashEmbedder
 
     stub.replies = [Reply(500, body={"error": {"message": "down"}})] * 4

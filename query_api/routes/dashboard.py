@@ -33,7 +33,7 @@ from breadcrumb.query_api.telemetry import Telemetry, telemetry_of
 log = logging.getLogger(__name__)
 router = APIRouter()
 
-STATIC = Path(__file__).resolve().parent / "static"
+STATIC = Path(__file__).resolve().parent.parent / "static"  # query_api/static
 ASSETS = {"dashboard.css": "text/css", "views.css": "text/css", "favicon.svg": "image/svg+xml",
           **{f"{name}.js": "text/javascript" for name in (
               "api", "dashboard", "source", "forget", "memories", "memory", "thread", "inspect",

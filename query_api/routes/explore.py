@@ -33,7 +33,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
-from breadcrumb.query_api.routes_browse import _open_windows
+from breadcrumb.query_api.routes.browse import open_windows
 from breadcrumb.query_api.runtime import Runtime
 
 router = APIRouter()
@@ -74,7 +74,7 @@ def recent_threads(runtime: Runtime, user_id: str, limit: int,
     """``GET /v1/dashboard/threads``."""
     threads, nxt = runtime.explore.threads_by_last_event(user_id, limit, _cursor(before))
     counts = runtime.browse.thread_memory_counts(user_id, [t["thread_id"] for t in threads])
-    windows = _open_windows(runtime, user_id)
+    windows = open_windows(runtime, user_id)
     for t in threads:
         t["memories"] = counts.get(t["thread_id"], 0)
         t["open_window"] = windows.get(t["thread_id"])

@@ -1,7 +1,9 @@
-"""Readiness and identity (extensions of docs/contract/API.md, additive).
+"""Liveness, readiness and identity (``/readyz`` and ``/v1/identity`` extend
+docs/contract/API.md, additive).
 
-``GET /healthz`` stays liveness. ``GET /readyz`` answers 200 only when this process can do
-its job, 503 naming every failed check otherwise:
+``GET /healthz`` stays liveness: each component (metadata, vectors, embedder) answers.
+``GET /readyz`` answers 200 only when this process can do its job, 503 naming every failed
+check otherwise:
 
 - ``sql_write``: each SQL store takes its write lock and writes a row (rolled back);
 - ``sql_integrity``: schema, first and last row of every table on each call, and
@@ -32,6 +34,7 @@ from fastapi.responses import JSONResponse
 
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
+from breadcrumb.query_api.runtime import Runtime
 from breadcrumb.stores import data_dir
 from breadcrumb.stores.data_dir import MB, FreeSpace
 from breadcrumb.stores.ports import IndexWriteProbe, IntegrityProbe, SqlWriteProbe
@@ -195,3 +198,28 @@ async def identity(request: Request) -> dict[str, Any]:
     if principal is not None:
         answer["key"] = {"tenant": principal.tenant, "role": principal.role}
     return answer
+
+
+@router.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    report = await run_in_threadpool(health, request.app.state.runtime)
+    return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503)
+
+
+def health(runtime: Runtime) -> dict[str, Any]:
+    """``GET /healthz``: each component checked for real."""
+    checks = {
+        "metadata": lambda: runtime.raw.count_events(),
+        "vectors": lambda: runtime.index.count(exact=False),  # answers; no scan
+        "embedder": lambda: runtime.embedder.dim,
+    }
+    components: dict[str, Any] = {}
+    for name, check in checks.items():
+        try:
+            check()
+            components[name] = "ok"
+        except Exception as exc:  # health must report, not raise
+            components[name] = f"error: {exc}"
+    status = "ok" if all(v == "ok" for v in components.values()) else "degraded"
+    return {"status": status, "mode": runtime.settings.mode, "components": components,
+            **data_dir.identity(runtime.settings.data_dir)}  # which data dir answers here

@@ -29,7 +29,7 @@ from fastapi.concurrency import run_in_threadpool
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
-from breadcrumb.query_api.routes_browse import _open_windows
+from breadcrumb.query_api.routes.browse import open_windows
 from breadcrumb.stores.sql.browse import MemoryFilter
 
 router = APIRouter()
@@ -117,7 +117,7 @@ def thread_view(runtime: Any, user_id: str, thread_id: str) -> dict[str, Any]:
         if cursor is None:
             break
     windows.sort(key=lambda w: (w["start_index"], w["end_index"]))
-    open_window = _open_windows(runtime, user_id).get(thread_id)
+    open_window = open_windows(runtime, user_id).get(thread_id)
     info = runtime.explore.thread_info(user_id, thread_id)
     if info is None and not windows and open_window is None:  # issue 47: say so
         raise ApiError(404, "not_found", f"no thread {thread_id} for this user")

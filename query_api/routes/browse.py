@@ -119,14 +119,14 @@ def threads_view(runtime: Runtime, user_id: str, project: str | None, limit: int
     """``GET /v1/threads``: the stored threads plus their open windows."""
     threads, nxt = runtime.browse.list_threads(user_id, project, limit, after)
     counts = runtime.browse.thread_memory_counts(user_id, [t["thread_id"] for t in threads])
-    windows = _open_windows(runtime, user_id)
+    windows = open_windows(runtime, user_id)
     for t in threads:
         t["memories"] = counts.get(t["thread_id"], 0)
         t["open_window"] = windows.get(t["thread_id"])
     return {"threads": threads, "next_after": nxt}
 
 
-def _open_windows(runtime: Runtime, user_id: str) -> dict[str, dict[str, Any]]:
+def open_windows(runtime: Runtime, user_id: str) -> dict[str, dict[str, Any]]:
     """Per thread with events not yet in a memory: how many, their first and last index."""
     out: dict[str, dict[str, Any]] = {}
     for source in [s.states for s in dict.fromkeys([runtime.derived_store(), runtime.log_store()])
