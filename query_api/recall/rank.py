@@ -45,13 +45,9 @@ class ScoreWeights:
     passage: float = 1.0
 
 
-def tag_match(memory: Observation, query: Query) -> float:
-    """Query terms among the tags, the asked-for value kinds, and an exact value named."""
-    return TagMatch(query)(memory)
-
-
 class TagMatch:
-    """:func:`tag_match` of one question, its term sets built once for all candidates."""
+    """Query terms among the tags, the asked-for value kinds, and an exact value named: of
+    one question, its term sets built once for all candidates."""
 
     __slots__ = ("content", "size", "kinds", "failure", "value_terms")
 
