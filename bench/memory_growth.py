@@ -52,9 +52,9 @@ def trimmed() -> dict[str, int]:
     return resident_mb()
 
 
-CACHED_MODULES = ("breadcrumb.query_api.recall.extract.scoring.weights",
-                  "breadcrumb.query_api.recall.extract.scoring.exact",
-                  "breadcrumb.query_api.recall.extract.scoring.pool",
+CACHED_MODULES = ("breadcrumb.query_api.recall.lines.scoring.weights",
+                  "breadcrumb.query_api.recall.lines.scoring.exact",
+                  "breadcrumb.query_api.recall.lines.scoring.pool",
                   "breadcrumb.query_api.recall.rank", "breadcrumb.processors.hints",
                   "breadcrumb.processors.supersession")
 

@@ -16,6 +16,9 @@ exits 1 and names the first differences when any response changed.
     python -m bench.recall_snapshot --cache CACHE --record base.jsonl
     python -m bench.recall_snapshot --cache CACHE --compare base.jsonl
 
+``--corpus synthetic`` or ``--corpus golden`` records / compares one corpus only (a slow
+machine: the golden build ingests through the whole pipeline).
+
 ``--cache`` defaults to ``$BREADCRUMB_BENCH_CACHE``; LoCoMo is read from
 ``$BREADCRUMB_LOCOMO_DIR`` (not shipped).
 """
@@ -167,8 +170,11 @@ def main() -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--record", type=Path)
     group.add_argument("--compare", type=Path)
+    parser.add_argument("--corpus", choices=("both", "synthetic", "golden"), default="both",
+                        help="record / compare one corpus only (default: both)")
     args = parser.parse_args()
-    rows = [*synthetic(args.cache), *golden(args.cache)]
+    rows = [*(synthetic(args.cache) if args.corpus != "golden" else ()),
+            *(golden(args.cache) if args.corpus != "synthetic" else ())]
     if args.record:
         args.record.write_text("".join(json.dumps([k, v], ensure_ascii=False) + "\n"
                                        for k, v in rows))

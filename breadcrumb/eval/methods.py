@@ -21,7 +21,7 @@ from breadcrumb.eval.metrics import Item, Span
 from breadcrumb.processors.lexical import sparse_query
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import said_by
-from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.stores.ports import Hit, SearchFilter
 
 BREADCRUMB = "breadcrumb"

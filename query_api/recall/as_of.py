@@ -19,9 +19,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from breadcrumb.query_api.recall.passages import Found
-from breadcrumb.query_api.recall.rank import parse_ts
 from breadcrumb.stores.ports import MemoryRowReads, MemoryStore
 from breadcrumb.topics.records import Event, Observation
+
+
+def parse_ts(value: str) -> datetime:
+    """A stored time (``2026-11-02T10:00:00Z``) as a datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def effective_as_of(as_of: datetime | None, request_time: datetime) -> datetime | None:

@@ -7,11 +7,15 @@ must not leave the exact lines no room); the best memory is always listed. The e
 (word-exact cut, lines by meaning and the fresh tail alike) gets what the listed summaries
 leave, and at least :data:`EVIDENCE_FLOOR` of ``max_tokens``: only when the best summary
 alone takes more than the rest does ``token_cost`` pass ``max_tokens``. Pure.
+:func:`fitted` applies it to Retrieve's value once Decide has classified the question.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from breadcrumb.query_api.recall.stages import Retrieved
 
 #: share of ``max_tokens`` the listed summaries may take when evidence is sought
 SUMMARY_SHARE = 0.5
@@ -35,3 +39,13 @@ def listed(summary_costs: Sequence[int], max_tokens: int, summary_only: bool) ->
 def evidence_tokens(max_tokens: int, listed_costs: Sequence[int]) -> int:
     """The evidence's budget: what the listed summaries leave, at least the floor."""
     return max(max_tokens - sum(listed_costs), int(max_tokens * EVIDENCE_FLOOR), 1)
+
+
+def fitted(retrieved: Retrieved, summary_only: bool, count: Callable[[str], int]) -> Retrieved:
+    """``retrieved`` with the listed memories and the evidence budget fitted to
+    ``max_tokens``."""
+    req = retrieved.request
+    costs = [count(c.memory.summary) for c in retrieved.ranked[: req.k]]
+    n = listed(costs, req.max_tokens, summary_only)
+    return replace(retrieved, listed=n,
+                   evidence_tokens=evidence_tokens(req.max_tokens, costs[:n]))

@@ -2,8 +2,9 @@
 
 Rules in English and Japanese; an optional LLM classifier (any callable that answers
 ``{"classification": ..., "reason": ...}``) is consulted only when no rule matched.
-:func:`decide_stage` is the pipeline's Decide step: a classifier that fails is counted
-and the source is recalled (never a guess).
+:func:`decide_stage` is the pipeline's Decide step, on the analysed question
+(:class:`~.question.Query`): a classifier that fails is counted and the source is
+recalled (never a guess).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from breadcrumb.query_api.recall.query import named_literal
+from breadcrumb.query_api.recall.question import Query, named_literal
+from breadcrumb.query_api.recall.stages import Decision
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +109,6 @@ _VALUE_HEAD_JA = re.compile(
 #: ... unless the Japanese clause ends by asking the reason ("どのファイルを変えた理由は？")
 _JA_WHY_END = re.compile(r"(理由|経緯|根拠|わけ|いきさつ)(は|を(教えて|説明して)?|って)?\s*$")
 _CLAUSES = re.compile(r"[,;?？。、!！]|\s(?:and|but|also|then)\s|それと|あと、|また、")
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The classification and the rule that produced it (shown to people)."""
-
-    classification: str
-    reason: str
 
 
 #: An optional classifier: query -> {"classification": ..., "reason": ...} (an LLM port).
@@ -239,12 +232,12 @@ def _classified(answer: Mapping[str, Any]) -> Decision:
     return Decision(str(label), f"classifier: {answer.get('reason') or 'no reason given'}")
 
 
-def decide_stage(query: str, mode: str, classifier: Classifier | None,
+def decide_stage(query: Query, mode: str, classifier: Classifier | None,
                  errors: Counter[str]) -> Decision:
-    """Stage 3: :func:`decide`; a classifier failure is counted in ``errors`` and the
-    question recalls its source (``ambiguous``)."""
+    """Stage 3: :func:`decide` of the analysed question; a classifier failure is counted
+    in ``errors`` and the question recalls its source (``ambiguous``)."""
     try:
-        return decide(query, mode, classifier)
+        return decide(query.text, mode, classifier)
     except Exception as exc:  # an LLM port failed: count it, recall conservatively
         errors["classifier"] += 1
         log.warning("query classifier failed (%s); recalling the source", exc)

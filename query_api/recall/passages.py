@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from breadcrumb.stores.ports import Hit
-from breadcrumb.topics.records import Chunk, Event
+from breadcrumb.topics.records import Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +85,6 @@ def passages_from_events(events: Iterable[Event]) -> list[Passage]:
         Passage(e.event_id, e.index if e.index is not None else -1, 0, e.content, e.kind, e.role)
         for e in events
     ]
-
-
-def passages_from_chunks(chunks: Iterable[Chunk]) -> list[Passage]:
-    """Stored chunks as passages (their text is ``content[char_start:char_end]``)."""
-    return [Passage(c.event_id, c.event_index, c.char_start, c.text) for c in chunks]
 
 
 def passage_of(payload: dict[str, Any]) -> Passage:

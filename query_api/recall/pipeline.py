@@ -2,17 +2,19 @@
 → respond.
 
 Each stage is a function from one typed value to the next (:mod:`.stages`), in a module
-named after it, and each is timed by name (the response's ``timings_ms``):
+named after it, and each is timed by name (the response's ``timings_ms``). The modules
+import in this order (pyproject.toml's layers contract): a stage never imports a later
+one, and what several stages share sits below them all:
 
 ==========  ==============================  ==========================================
 stage       module                          value out
 ==========  ==============================  ==========================================
-analyze     :mod:`.query`                   :class:`~.query.Query`
+analyze     :mod:`.query`                   :class:`~.question.Query`
 retrieve    :mod:`.retrieve`                :class:`~.stages.Retrieved`
-decide      :mod:`.decide`                  :class:`~.decide.Decision`
+decide      :mod:`.decide`                  :class:`~.stages.Decision`
 recall      :mod:`.sources`                 :class:`~.stages.Recalled`
 extract     :mod:`.extract`                 :class:`~.stages.Extracted`
-respond     here                            the RecallResponse (contract)
+respond     :mod:`.respond`                 the RecallResponse (contract)
 ==========  ==============================  ==========================================
 
 Recall levels: 0 summaries only; 1 the chunk index of the chosen memories; 2 the raw
@@ -30,20 +32,21 @@ from functools import lru_cache
 from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
-from breadcrumb.query_api.recall.as_of import effective_as_of, evidence_as_of
+from breadcrumb.query_api.recall.as_of import effective_as_of
+from breadcrumb.query_api.recall.budget import fitted
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
 from breadcrumb.query_api.recall.decide import SUMMARY_OK, Classifier, decide_stage
 from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
-from breadcrumb.query_api.recall.history import mark_superseded
 from breadcrumb.query_api.recall.passages import evidence_record
-from breadcrumb.query_api.recall.query import Query, analyze
-from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, memory_view
+from breadcrumb.query_api.recall.query import analyze
+from breadcrumb.query_api.recall.rank import ScoreWeights
+from breadcrumb.query_api.recall.respond import Responder
 from breadcrumb.query_api.recall.retrieve import Retriever
-from breadcrumb.query_api.recall.sources import Sources, with_timestamps
-from breadcrumb.query_api.recall.stages import Extracted, Recalled, Retrieved, StageTimings
+from breadcrumb.query_api.recall.sources import Sources
+from breadcrumb.query_api.recall.stages import Recalled, StageTimings
 from breadcrumb.query_api.recall.usage import UsageWriter
 from breadcrumb.stores.ports import (
     Embedder,
@@ -84,13 +87,15 @@ class RecallService:
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
         # open windows (not yet memories) are searched too, where the store keeps them
         # (``states``); chunk texts come from the store where it keeps its rows (not payloads)
-        self.sources = Sources(index, raw, chunk_rows_of(memories), states)
-        self.retriever = Retriever(self.sources, memories, weights)
+        rows = chunk_rows_of(memories)
+        self.retriever = Retriever(index, rows, memories, weights)
+        self.sources = Sources(index, raw, rows, states)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
                                    quoter, self.errors, ranker, embedder.name,
                                    learned_lines)
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
+        self.responder = Responder(memories, raw, self.count_tokens, self._usage, clock)
 
     def flush_usage(self) -> None:
         """Wait until every recorded use is written (tests, shutdown)."""
@@ -101,11 +106,10 @@ class RecallService:
         """Answer a RecallRequest with a RecallResponse (contract), with ``timings_ms``."""
         timings = StageTimings()
         recalled = self._recalled(req, timings)
-        retrieved, decision = recalled.retrieved, recalled.decision
         extracted = self.extractor(recalled)
         reads = recalled.events.seconds if recalled.events is not None else 0.0
         timings.done("extract", moved=reads, to="recall")  # level-2 reads are Recall's
-        response = self.respond(retrieved, decision.classification, decision.reason, extracted)
+        response = self.responder(recalled.retrieved, recalled.decision, extracted)
         timings.done("respond")
         stage_ms = timings.report()
         response["latency_ms"] = stage_ms["total"]
@@ -130,46 +134,12 @@ class RecallService:
         timings.done("analyze")
         retrieved = self.retriever(req, query, as_of)
         timings.done("retrieve")
-        decision = decide_stage(req.query, req.mode, self.classifier, self.errors)
-        retrieved = retrieved.fitted(decision.classification == SUMMARY_OK, self.count_tokens)
+        decision = decide_stage(query, req.mode, self.classifier, self.errors)
+        retrieved = fitted(retrieved, decision.classification == SUMMARY_OK, self.count_tokens)
         timings.done("decide")
         recalled = self.sources.recall(retrieved, decision)
         timings.done("recall")
         return recalled
-
-    def respond(self, retrieved: Retrieved, classification: str, reason: str,
-                extracted: Extracted) -> dict[str, Any]:
-        """Stage 6: timestamps, token cost, usage, the RecallResponse (without timings)."""
-        req, top = retrieved.request, retrieved.top
-        evidence = extracted.evidence
-        relevance = extracted.relevance
-        if evidence:
-            evidence = with_timestamps(self.raw, req.user_id, evidence)
-        if retrieved.as_of is not None:  # only what had been said by then
-            evidence = evidence_as_of(evidence, retrieved.as_of)
-        if evidence:
-            evidence = mark_superseded(self.memories, req.user_id, evidence,
-                                       {c.memory.id: c.memory for c in retrieved.ranked})
-        token_cost = sum(self.count_tokens(c.memory.summary) for c in top)
-        token_cost += sum(self.count_tokens(e["extracted_text"]) for e in evidence)
-        if top and not req.read_only:  # a look (read_only) is no use: no hit, no touch
-            self._usage.record(req.user_id, [c.memory.id for c in top], self.clock().isoformat())
-        memories = [memory_view(c) for c in top]
-        response = {
-            "query": req.query,
-            "classification": classification,
-            "decision_reason": reason,
-            "level": extracted.level,
-            "memories": memories,
-            "evidence": evidence,
-            "token_cost": token_cost,
-        }
-        if relevance is not None:  # additive: an absolute, calibrated relevance
-            for view in memories:
-                view["relevance"] = round(relevance.memories.get(view["id"], 0.0), 4)
-            response["relevance"] = round(relevance.question, 4)
-            response["nothing_matches"] = relevance.nothing_matches
-        return response
 
     def recall_source(self, req: RecallSourceRequest) -> dict[str, Any]:
         """The article's recallMemorySource: verbatim lines of one range for a query."""
@@ -180,10 +150,3 @@ class RecallService:
         return evidence_record(None, req.source_thread_id, req.source_start_index,
                                req.source_end_index, cut,
                                f"{len(cut.lines)} line(s) matching the query")
-
-    def retrieve(self, req: RecallRequest) -> list[Candidate]:
-        """Hybrid candidates (dense + lexical), tenant-filtered, reranked."""
-        return self.retriever(req, self._query(req.query)).ranked
-
-    def _query(self, text: str) -> Query:
-        return analyze(text, self.embedder)

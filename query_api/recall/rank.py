@@ -1,6 +1,8 @@
-"""Retrieve's ranking of candidate memories: the weights, the candidate record, the tag / value
-matches and the stale and time parts (``final = vector + keyword + tag + importance +
-recency - stale_penalty + passage``; see :class:`ScoreWeights`)."""
+"""Retrieve's ranking of candidate memories: the weights, the tag / value matches and the
+stale and time parts (``final = vector + keyword + tag + importance + recency -
+stale_penalty + passage``; see :class:`ScoreWeights`). The candidate record is a value
+(:class:`.stages.Candidate`); :func:`memory_view` (Respond) and :func:`ratio` (Recall)
+are shared with the later stages."""
 
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from breadcrumb.processors.lexical import lexical_terms
-from breadcrumb.query_api.recall.query import Query
+from breadcrumb.query_api.recall.as_of import parse_ts
+from breadcrumb.query_api.recall.question import Query
+from breadcrumb.query_api.recall.stages import Candidate
 from breadcrumb.topics.records import Observation
 
 _EXACT_LOOKING = re.compile(r"[:=/@\\^$*]|\d")
@@ -42,22 +45,9 @@ class ScoreWeights:
     passage: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A retrieved memory with the parts of its score."""
-
-    memory: Observation
-    score: float
-    parts: dict[str, float]
-
-
-def tag_match(memory: Observation, query: Query) -> float:
-    """Query terms among the tags, the asked-for value kinds, and an exact value named."""
-    return TagMatch(query)(memory)
-
-
 class TagMatch:
-    """:func:`tag_match` of one question, its term sets built once for all candidates."""
+    """Query terms among the tags, the asked-for value kinds, and an exact value named: of
+    one question, its term sets built once for all candidates."""
 
     __slots__ = ("content", "size", "kinds", "failure", "value_terms")
 
@@ -227,10 +217,6 @@ def _epoch(created_at: str) -> float:
 
 def ratio(value: float | None, best: float) -> float:
     return (value or 0.0) / best if best > 0 else 0.0
-
-
-def parse_ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def stale(status: str, query: Query) -> float:

@@ -16,13 +16,13 @@ from datetime import datetime
 from breadcrumb.processors.lexical import weighted_query
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import MemoriesAsOf, found_as_of
-from breadcrumb.query_api.recall.extract.scoring import passage_lead
+from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
+from breadcrumb.query_api.recall.lines.scoring import passage_lead
 from breadcrumb.query_api.recall.passages import merge
-from breadcrumb.query_api.recall.query import Query
-from breadcrumb.query_api.recall.rank import Candidate, ScoreWeights, rank_candidates
-from breadcrumb.query_api.recall.sources import Sources
-from breadcrumb.query_api.recall.stages import Retrieved
-from breadcrumb.stores.ports import Hit, MemoryStore, SearchFilter
+from breadcrumb.query_api.recall.question import Query
+from breadcrumb.query_api.recall.rank import ScoreWeights, rank_candidates
+from breadcrumb.query_api.recall.stages import Candidate, Retrieved
+from breadcrumb.stores.ports import Hit, MemoryStore, SearchFilter, VectorIndex
 from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Observation
 
@@ -36,8 +36,10 @@ PRECISE_PASSAGE_SHARE = 0.5  # share of the passage part for typed-value questio
 class Retriever:
     """Stage 2: the ranked candidates and the passages the passage search found."""
 
-    def __init__(self, sources: Sources, memories: MemoryStore, weights: ScoreWeights) -> None:
-        self.sources, self.memories, self.weights = sources, memories, weights
+    def __init__(self, index: VectorIndex, rows: ChunkRows | None, memories: MemoryStore,
+                 weights: ScoreWeights) -> None:
+        """``rows``: chunk texts from the store where it keeps them (:mod:`.chunk_rows`)."""
+        self.index, self.rows, self.memories, self.weights = index, rows, memories, weights
 
     def __call__(self, req: RecallRequest, query: Query, as_of: datetime | None = None
                  ) -> Retrieved:
@@ -52,7 +54,7 @@ class Retriever:
         ]
         if not req.tags:  # chunk payloads carry no tags: only when unfiltered
             requests += direct_requests(replace(flt, tags=None), query.dense, query.text)
-        dense, sparse, *passages = self.sources.search(req.user_id, requests)
+        dense, sparse, *passages = search(self.index, self.rows, req.user_id, requests)
         found = merge(passages[:1], passages[1:]) if passages else {}
         view = self.view(req, as_of) if as_of is not None else None
         if view is not None:  # passages of memories not visible then are not evidence

@@ -3,8 +3,8 @@
 Which ranges to follow (the best memory and close ones: multi-hop, computed once per
 request), what the answer replaced (history questions), the followed ranges' chunk
 searches (one batch, dense + lexical per range), the open windows of the asking tenant
-(the fresh tail), and the raw events a range or an evidence line needs. The raw events
-of a followed range (level 2) are read through the :class:`~.stages.RangeReader` this
+(the fresh tail), and the lines of a range quoting its summary's count. The raw events
+of a followed range (level 2) are read through the :class:`~.raw_reads.RangeReader` this
 stage hands on, when Extract finds that the chunk lines do not answer.
 """
 
@@ -21,12 +21,18 @@ from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import events_as_of
 from breadcrumb.query_api.recall.chunk_rows import ChunkRows, search
-from breadcrumb.query_api.recall.decide import SUMMARY_OK, Decision
+from breadcrumb.query_api.recall.decide import SUMMARY_OK
 from breadcrumb.query_api.recall.passages import Found, Passage, passage_of, split_lines
-from breadcrumb.query_api.recall.rank import Candidate, ratio
-from breadcrumb.query_api.recall.stages import OpenWindow, RangeReader, Recalled, Retrieved
+from breadcrumb.query_api.recall.rank import ratio
+from breadcrumb.query_api.recall.raw_reads import RangeReader
+from breadcrumb.query_api.recall.stages import (
+    Candidate,
+    Decision,
+    OpenWindow,
+    Recalled,
+    Retrieved,
+)
 from breadcrumb.stores.ports import (
-    BatchedEventReads,
     Hit,
     OpenWindowStates,
     RawEventStore,
@@ -282,31 +288,3 @@ def open_windows(states: Sequence[tuple[str, dict[str, Any]]], user_id: str,
                               min(indices), max(indices), str(pending[-1][4])))
     out.sort(key=lambda w: (w.last_ts, w.thread_id), reverse=True)
     return out[:MAX_WINDOWS]
-
-
-def events_by_id(raw: RawEventStore, user_id: str, event_ids: Sequence[str]) -> dict[str, Event]:
-    """The user's events among ``event_ids``: one statement where the store has a batch
-    lookup (:class:`BatchedEventReads`), then ``get_event`` for the ids it did not find (an
-    archive answers those from its cold objects), so the result is that of one lookup
-    per id."""
-    ids = list(dict.fromkeys(event_ids))
-    found: dict[str, Event] = (dict(raw.get_events(user_id, ids))
-                               if isinstance(raw, BatchedEventReads) and ids else {})
-    for eid in ids:
-        if eid not in found and (event := raw.get_event(user_id, eid)) is not None:
-            found[eid] = event
-    return found
-
-
-def with_timestamps(raw: RawEventStore, user_id: str, evidence: list[dict[str, Any]]
-                    ) -> list[dict[str, Any]]:
-    """Add ``ts`` (first matched event) and ``event_ts`` (every matched event) to each item,
-    and its event's ``ts`` to each of its ``lines``."""
-    events = events_by_id(raw, user_id, [i for it in evidence for i in it["matched_event_ids"]])
-    for item in evidence:
-        stamps = {eid: events[eid].ts for eid in item["matched_event_ids"] if eid in events}
-        item["ts"] = next(iter(stamps.values()), None)
-        item["event_ts"] = stamps
-        for line in item.get("lines") or ():
-            line["ts"] = stamps.get(line["event_id"])
-    return evidence

@@ -1,32 +1,46 @@
 """The values recall's stages hand each other (see :mod:`query_api.recall.pipeline`).
 
-``analyze`` makes a :class:`~query_api.recall.query.Query`; ``retrieve`` a
-:class:`Retrieved`; ``decide`` a :class:`~query_api.recall.decide.Decision`; ``recall``
-a :class:`Recalled`; ``extract`` an :class:`Extracted`; ``respond`` the RecallResponse
-with its :class:`StageTimings`. Each value carries what the next stages need, so no
-stage searches or reads again what an earlier one already has.
+``analyze`` makes a :class:`~query_api.recall.question.Query`; ``retrieve`` a
+:class:`Retrieved` (its :class:`Candidate` memories); ``decide`` a :class:`Decision`;
+``recall`` a :class:`Recalled`; ``extract`` an :class:`Extracted`; ``respond`` the
+RecallResponse with its :class:`StageTimings`. Each value carries what the next stages
+need, so no stage searches or reads again what an earlier one already has. Values only:
+this module imports no stage, and every stage may import it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.query_api.recall import budget
-from breadcrumb.query_api.recall.as_of import events_as_of
-from breadcrumb.query_api.recall.decide import Decision
 from breadcrumb.query_api.recall.passages import Found, Passage
-from breadcrumb.query_api.recall.query import Query
-from breadcrumb.query_api.recall.rank import Candidate
-from breadcrumb.stores.ports import Hit, RawEventStore
+from breadcrumb.query_api.recall.question import Query
+from breadcrumb.query_api.recall.raw_reads import RangeReader
+from breadcrumb.stores.ports import Hit
 from breadcrumb.topics.records import Event, Observation
 
 #: the stages a RecallResponse's ``timings_ms`` names, in order (``total`` last)
 STAGES = ("analyze", "retrieve", "decide", "recall", "extract", "respond")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A retrieved memory with the parts of its score."""
+
+    memory: Observation
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The classification and the rule that produced it (shown to people)."""
+
+    classification: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +54,7 @@ class Retrieved:
     found: dict[str, Found]
     as_of: datetime | None = None  # recall in time: events said by then only
     #: how many of the ``k`` best the answer lists, and the evidence's token budget, once
-    #: the budget is fitted (:func:`fitted`; :mod:`..budget`); None before: all ``k``
+    #: the budget is fitted (:func:`.budget.fitted`); None before: all ``k``
     listed: int | None = None
     evidence_tokens: int | None = None
 
@@ -54,15 +68,6 @@ class Retrieved:
         """The evidence's token budget (``max_tokens`` until fitted)."""
         return self.request.max_tokens if self.evidence_tokens is None else self.evidence_tokens
 
-    def fitted(self, summary_only: bool, count: Callable[[str], int]) -> Retrieved:
-        """This value with the listed memories and the evidence budget fitted to
-        ``max_tokens`` (:mod:`..budget`)."""
-        req = self.request
-        costs = [count(c.memory.summary) for c in self.ranked[: req.k]]
-        n = budget.listed(costs, req.max_tokens, summary_only)
-        return replace(self, listed=n,
-                       evidence_tokens=budget.evidence_tokens(req.max_tokens, costs[:n]))
-
 
 @dataclass(frozen=True, slots=True)
 class OpenWindow:
@@ -74,29 +79,6 @@ class OpenWindow:
     start: int
     end: int
     last_ts: str
-
-
-class RangeReader:
-    """Recall level 2: the raw events of followed ranges, each range read once, when
-    Extract finds that the chunk lines do not answer. Its reading time is Recall's."""
-
-    __slots__ = ("raw", "user_id", "as_of", "seconds", "_read")
-
-    def __init__(self, raw: RawEventStore, user_id: str, as_of: datetime | None = None) -> None:
-        self.raw, self.user_id, self.as_of = raw, user_id, as_of
-        self.seconds = 0.0
-        self._read: dict[tuple[str, int, int], list[Event]] = {}
-
-    def events(self, memory: Observation) -> list[Event]:
-        """The events of ``memory``'s source range."""
-        rng = memory.source_range
-        key = (rng.thread_id, rng.start_index, rng.end_index)
-        if key not in self._read:
-            started = time.perf_counter()
-            events = self.raw.get_range(self.user_id, *key)
-            self._read[key] = events if self.as_of is None else events_as_of(events, self.as_of)
-            self.seconds += time.perf_counter() - started
-        return self._read[key]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ from typing import Any
 
 from breadcrumb.processors.lexical import query_terms
 from breadcrumb.query_api.recall.extract.dated import dated_events
-from breadcrumb.query_api.recall.extract.scoring import DATE_BOOST, score_semantic
+from breadcrumb.query_api.recall.lines.scoring import DATE_BOOST, score_semantic
 from breadcrumb.query_api.recall.passages import Found, Passage
-from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.question import analyze_query
 from breadcrumb.topics.records import Event
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from breadcrumb.query_api.recall.decide import AMBIGUOUS, EXACT, SUMMARY_OK, decide
-from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.question import analyze_query
 
 
 @pytest.mark.parametrize(

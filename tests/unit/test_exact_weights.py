@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.cut import extract_lines
-from breadcrumb.query_api.recall.extract.scoring import exact_weights, score_exact
-from breadcrumb.query_api.recall.extract.shapes import FAILURE, SHELL_COMMAND
-from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.lines.scoring import exact_weights, score_exact
+from breadcrumb.query_api.recall.lines.shapes import FAILURE, SHELL_COMMAND
+from breadcrumb.query_api.recall.lines.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Passage
 
 
@@ -96,7 +96,7 @@ def test_a_count_after_the_thing_it_counts() -> None:
 def test_commands_asked_in_the_plural_and_beside_a_failure_word() -> None:
     """u07 (Cursor): "which one-time setup commands build …"; n05 (Cline): "which command
     did we use to type-check … and show only errors" asks for a command, not an error."""
-    from breadcrumb.query_api.recall.query import analyze_query
+    from breadcrumb.query_api.recall.question import analyze_query
 
     assert "command" in analyze_query("Which one-time setup commands build the repo?").kinds
     question = "Which command did we use to type-check the project and show only errors?"

@@ -98,7 +98,7 @@ def test_a_written_file_offers_the_line_asked_about() -> None:
 
 
 def test_search_replace_blocks_rank_the_new_side_and_drop_their_markers() -> None:
-    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.lines.scoring import score_exact
     from breadcrumb.query_api.recall.passages import Passage as P
 
     text = ("edit settings.py\n<<<<<<< SEARCH\nTIMEOUT_SECONDS = 30\n=======\n"

@@ -16,7 +16,7 @@ from breadcrumb.query_api.recall.extract.learned.features import (
     feature_rows,
 )
 from breadcrumb.query_api.recall.extract.learned.model import ModelError, load, shipped
-from breadcrumb.query_api.recall.query import Query, analyze_query
+from breadcrumb.query_api.recall.question import Query, analyze_query
 
 
 def _query(text: str) -> Query:

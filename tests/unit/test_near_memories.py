@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from breadcrumb.processors.asked import holds_asked
 from breadcrumb.query_api.recall.passages import Passage
-from breadcrumb.query_api.recall.rank import Candidate
 from breadcrumb.query_api.recall.sources import (
     PRECISE_MEMORIES,
     lines_quoting,
@@ -15,6 +14,7 @@ from breadcrumb.query_api.recall.sources import (
     summary_counts,
     with_near,
 )
+from breadcrumb.query_api.recall.stages import Candidate
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 

@@ -10,8 +10,8 @@ from breadcrumb.processors.hints import extract_typed_values
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.cut import best_lines, extract_lines
 from breadcrumb.query_api.recall.passages import Extract, Found, Line, Passage
-from breadcrumb.query_api.recall.rank import Candidate
 from breadcrumb.query_api.recall.sources import found_ranges
+from breadcrumb.query_api.recall.stages import Candidate
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 NPM_OUTPUT = "\n".join([
@@ -155,14 +155,14 @@ def _observation(mid: str) -> Observation:
 
 
 def test_which_test_asks_for_a_test_name() -> None:
-    from breadcrumb.query_api.recall.query import analyze_query
+    from breadcrumb.query_api.recall.question import analyze_query
 
     intent = analyze_query("Which server test checks that binding needs a control token?")
     assert {"nodeid", "identifier"} <= intent.kinds
 
 
 def test_how_did_we_and_start_flags_ask_for_a_command() -> None:
-    from breadcrumb.query_api.recall.query import analyze_query
+    from breadcrumb.query_api.recall.question import analyze_query
 
     for question in ("What did we install to add Google Cloud Storage?",
                      "How did we retire the old firebase.ts lib file?",
@@ -173,7 +173,7 @@ def test_how_did_we_and_start_flags_ask_for_a_command() -> None:
 
 def test_a_command_line_answers_a_command_question_naming_docker() -> None:
     from breadcrumb.query_api.recall.extract.semantic import holds_kind
-    from breadcrumb.query_api.recall.query import analyze_query
+    from breadcrumb.query_api.recall.question import analyze_query
 
     intent = analyze_query("Which command upgraded the module in the docker container?")
     line = {"text": "docker exec odoo-web-1 odoo -d postgres -u search_leads --stop-after-init"}
@@ -201,7 +201,7 @@ def test_the_importers_closing_note_is_no_evidence() -> None:
 
 
 def test_graded_meets_a_test_named_grade() -> None:
-    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.lines.scoring import score_exact
     from breadcrumb.query_api.recall.passages import Passage as P
 
     line = "pytest test_outputs.py::test_compile_and_grade"
@@ -210,14 +210,14 @@ def test_graded_meets_a_test_named_grade() -> None:
 
 
 def test_a_file_read_before_its_edit_is_not_the_current_value() -> None:
-    from breadcrumb.query_api.recall.extract.edits import removed_lines
+    from breadcrumb.query_api.recall.lines.edits import removed_lines
 
     old = "export const EMAIL_RE = /^[^@\\s]+@[^@\\s]+$/i;"
     new = "export const EMAIL_RE = /^[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\\.)+[A-Za-z]{2,}$/;"
     diff = f"--- a/src/auth/email.ts\n+++ b/src/auth/email.ts\n@@ -1 +1 @@\n-{old}\n+{new}"
     assert removed_lines([diff]) == frozenset({old})
     # a chunk of a unified diff (no kind) is an edit: its + line is the added one
-    from breadcrumb.query_api.recall.extract.scoring import score_exact
+    from breadcrumb.query_api.recall.lines.scoring import score_exact
 
     scored = score_exact("What is EMAIL_RE in email.ts?", [Passage("d", 3, 0, diff)])
     best = max(scored, key=lambda ln: ln.score)

@@ -6,7 +6,7 @@ import random
 
 from breadcrumb.query_api.recall.extract import pack as packing
 from breadcrumb.query_api.recall.extract.pack import pack
-from breadcrumb.query_api.recall.extract.scoring import Scored
+from breadcrumb.query_api.recall.lines.scoring import Scored
 from breadcrumb.query_api.recall.passages import Line
 
 WORDS = [f"w{i}" for i in range(14)]

@@ -6,7 +6,7 @@ answered a recall with a 500 (float division by zero) during a derivation burst.
 from __future__ import annotations
 
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api.recall.query import Query, analyze_query
+from breadcrumb.query_api.recall.question import Query, analyze_query
 from breadcrumb.query_api.recall.rank import ScoreWeights, rank_candidates
 from breadcrumb.topics.records import Observation, SourceRange
 

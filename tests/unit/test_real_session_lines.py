@@ -13,9 +13,9 @@ from breadcrumb.processors.lexical import with_compounds
 from breadcrumb.processors.shell import SHELL_COMMAND
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.recall.extract.cut import RELATIVE_THRESHOLD, best_lines
-from breadcrumb.query_api.recall.extract.scoring import score_exact
+from breadcrumb.query_api.recall.lines.scoring import score_exact
 from breadcrumb.query_api.recall.passages import Extract, Line, Passage
-from breadcrumb.query_api.recall.query import analyze_query, named_by_kind
+from breadcrumb.query_api.recall.question import analyze_query, named_by_kind
 
 
 def _best(question: str, text: str, kind: str = "message") -> str:
@@ -160,7 +160,7 @@ def test_the_words_after_the_question_word_name_the_kind_asked() -> None:
     """Held-out real-session questions: a word of the question's context (a project
     *file*, *image* fields, a *docker*-compose service) named kinds it does not ask for,
     and every line holding such a value outscored the answer."""
-    from breadcrumb.query_api.recall.query import asked_phrase
+    from breadcrumb.query_api.recall.question import asked_phrase
 
     kinds = {q: analyze_query(q).kinds for q in (
         "Which Swashbuckle version does the pfm-categorization WebApi project file reference?",
@@ -200,7 +200,7 @@ def test_a_tool_calls_lookup_arguments_are_not_what_was_found() -> None:
 
 
 def test_a_setting_named_a_version_holds_one() -> None:
-    from breadcrumb.query_api.recall.extract.scoring.exact import typed_kinds
+    from breadcrumb.query_api.recall.lines.scoring.exact import typed_kinds
 
     for line in ('  database_version = "POSTGRES_15"', '"node-version": "lts/*"',
                  "python_version: 3.11"):
@@ -227,7 +227,7 @@ def test_a_paragraph_does_not_outscore_the_error_it_explains_by_length_alone() -
 def test_a_shells_own_error_lines_are_failure_lines() -> None:
     """Held-out (Codex, OpenAI agents): ``zsh:11: operation not permitted: …`` and
     ``/bin/bash: line 1: cd: …: No such file or directory`` say what failed."""
-    from breadcrumb.query_api.recall.extract.shapes import FAILURE
+    from breadcrumb.query_api.recall.lines.shapes import FAILURE
 
     for line in ("zsh:11: operation not permitted: ~/.superstack/telemetry.jsonl",
                  "/bin/bash: line 1: cd: sim/cadence_sim: No such file or directory",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.topics.records import Event
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from breadcrumb.query_api.recall.extract.pack import pack
-from breadcrumb.query_api.recall.extract.scoring import Scored
 from breadcrumb.query_api.recall.extract.semantic import joined_cost
+from breadcrumb.query_api.recall.lines.scoring import Scored
 from breadcrumb.query_api.recall.passages import Line
 
 

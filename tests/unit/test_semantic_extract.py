@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from breadcrumb.processors.lexical import query_terms
 from breadcrumb.query_api.recall.extract.pack import pack
-from breadcrumb.query_api.recall.extract.scoring import Scored, pool_weights, score_semantic
 from breadcrumb.query_api.recall.extract.semantic import holds_kind
+from breadcrumb.query_api.recall.lines.scoring import Scored, pool_weights, score_semantic
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, merge
-from breadcrumb.query_api.recall.query import analyze_query, precise
-from breadcrumb.query_api.recall.sources import with_timestamps
+from breadcrumb.query_api.recall.question import analyze_query, precise
+from breadcrumb.query_api.recall.respond import with_timestamps
 from breadcrumb.stores.ports import Hit
 from breadcrumb.topics.records import Event
 
@@ -234,7 +234,7 @@ def test_a_count_a_summary_quotes_keeps_the_word_exact_cut() -> None:
     are answered by meaning); once a ranked memory's summary quotes the count, the cut
     holding a count line stands, and one without it still needs meaning."""
     from breadcrumb.query_api.recall.extract.semantic import needs_meaning
-    from breadcrumb.query_api.recall.query import Query
+    from breadcrumb.query_api.recall.question import Query
 
     text = "How many tests did the full bun test run on task #002 execute?"
     query = Query(text, analyze_query(text), {}, [])

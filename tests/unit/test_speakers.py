@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from breadcrumb.processors.lexical import query_terms
-from breadcrumb.query_api.recall.extract.scoring import SPEAKER_BOOST, score_semantic
-from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.lines.scoring import SPEAKER_BOOST, score_semantic
+from breadcrumb.query_api.recall.lines.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Passage
-from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.question import analyze_query
 
 CHAT = ["Melanie: We love painting together lately, nature mostly.",
         "Caroline: Thanks, Melanie! Painting sounds lovely.",

@@ -7,12 +7,11 @@ from collections import Counter
 
 from breadcrumb.processors.lexical import query_terms
 from breadcrumb.query_api.models import RecallRequest
-from breadcrumb.query_api.recall.decide import Decision
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.passages import Found, Passage
-from breadcrumb.query_api.recall.query import Query, analyze_query
-from breadcrumb.query_api.recall.rank import Candidate
-from breadcrumb.query_api.recall.stages import RangeReader, Recalled, Retrieved
+from breadcrumb.query_api.recall.question import Query, analyze_query
+from breadcrumb.query_api.recall.raw_reads import RangeReader
+from breadcrumb.query_api.recall.stages import Candidate, Decision, Recalled, Retrieved
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 QUESTION = "what default value did we give INVOICE_POOL_SIZE in resolve_invoice?"

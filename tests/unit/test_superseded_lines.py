@@ -64,7 +64,7 @@ def test_a_command_asked_for_is_kept_with_its_replaced_value_named() -> None:
     command said was ``LEASH_RUNNER_URL=http://localhost:8787 pnpm …``; the port moved to
     8788 later. The command is what was run: kept, 8787 named as replaced. Asked for the
     command *now*, or for a value, the line is history and dropped."""
-    from breadcrumb.query_api.recall.query import analyze_query
+    from breadcrumb.query_api.recall.question import analyze_query
 
     command = "LEASH_RUNNER_URL=http://localhost:8787 pnpm --filter @leash/web dev"
     memory = _memory(**{"port:LEASH_RUNNER_URL": "8787"})

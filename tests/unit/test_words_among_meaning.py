@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from breadcrumb.processors.lexical import query_terms
 from breadcrumb.query_api.recall.extract import tool_lines
-from breadcrumb.query_api.recall.extract.scoring import line_pool
+from breadcrumb.query_api.recall.lines.scoring import line_pool
 from breadcrumb.query_api.recall.passages import Found, Line, Passage
-from breadcrumb.query_api.recall.query import analyze_query
+from breadcrumb.query_api.recall.question import analyze_query
 
 QUESTION = ("After clearing the old terraform state, what did terraform plan report it "
             "would add, change and destroy in the new dev project?")

@@ -4,9 +4,10 @@
 an :class:`~..stages.Extracted` out). It chooses between two cuts of the followed
 ranges — the word-exact cut (:mod:`.cut`, levels 1–3) and lines by meaning
 (:mod:`.semantic`) — and adds the open windows' lines (:mod:`.fresh_tail`). Every
-line is scored in one package, :mod:`.scoring` (one :class:`~.scoring.LineWeights`
-per caller), and packed by :mod:`.pack`; :mod:`.dated` and :mod:`.speakers` give the
-date and speaker boosts their inputs.
+line is scored in one package, :mod:`..lines.scoring` (one
+:class:`~..lines.scoring.LineWeights` per caller; below the stages, Retrieve scores its
+passage lead with it too), and packed by :mod:`.pack`; :mod:`.dated` and
+:mod:`..lines.speakers` give the date and speaker boosts their inputs.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
 from breadcrumb.query_api.recall.extract.learned import LearnedLines, Scored
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
-from breadcrumb.query_api.recall.extract.scoring.weights import line_terms
 from breadcrumb.query_api.recall.extract.semantic import (
     LinesByMeaning,
     names_the_literal,
     needs_meaning,
 )
+from breadcrumb.query_api.recall.lines.scoring.weights import line_terms
 from breadcrumb.query_api.recall.passages import Line
 from breadcrumb.query_api.recall.stages import Extracted, Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore

@@ -3,7 +3,7 @@
 Lines are scored by :func:`.scoring.score_exact`; only lines within
 :data:`RELATIVE_THRESHOLD` of the best line are kept, at most ``max_lines`` of them,
 within ``max_tokens``. Per followed range its raw events (read through Recall's
-:class:`~query_api.recall.stages.RangeReader`) are cut, the lines of its top chunks
+:class:`~query_api.recall.raw_reads.RangeReader`) are cut, the lines of its top chunks
 winning ties: level 1 when every line cut is one of them, else level 2, or level 3 where
 a quoter (an LLM that may only *point at* lines: quotes not found verbatim are dropped)
 names the lines. The question's term weights are one pool for all the ranges a recall
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from breadcrumb.processors.calls import calls_of
-from breadcrumb.query_api.recall.extract.edits import removed_lines
-from breadcrumb.query_api.recall.extract.scoring import exact_weights, score_exact
 from breadcrumb.query_api.recall.extract.superseded import drop_superseded, holds_value
+from breadcrumb.query_api.recall.lines.edits import removed_lines
+from breadcrumb.query_api.recall.lines.scoring import exact_weights, score_exact
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Line,
@@ -31,8 +31,9 @@ from breadcrumb.query_api.recall.passages import (
     passages_from_events,
     split_lines,
 )
-from breadcrumb.query_api.recall.query import Query, QueryIntent
-from breadcrumb.query_api.recall.stages import RangeReader, Recalled
+from breadcrumb.query_api.recall.question import Query, QueryIntent
+from breadcrumb.query_api.recall.raw_reads import RangeReader
+from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.topics.records import Event, Observation
 
 log = logging.getLogger(__name__)

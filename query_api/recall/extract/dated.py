@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
+from breadcrumb.query_api.recall.as_of import parse_ts
 from breadcrumb.query_api.recall.extract.periods import asked_period, within
-from breadcrumb.query_api.recall.rank import parse_ts
 from breadcrumb.stores.ports import RawEventStore
 
 DATE_BEFORE = timedelta(days=2)  # said a little before the named period

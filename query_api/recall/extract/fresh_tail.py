@@ -21,7 +21,7 @@ from typing import Any
 
 from breadcrumb.query_api.recall.extract.cut import extract_lines
 from breadcrumb.query_api.recall.passages import Extract, evidence_record
-from breadcrumb.query_api.recall.query import Query
+from breadcrumb.query_api.recall.question import Query
 from breadcrumb.query_api.recall.stages import OpenWindow
 from breadcrumb.topics.records import Event
 

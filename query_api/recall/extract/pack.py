@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping
 
-from breadcrumb.query_api.recall.extract.scoring import LinePool, Scored
+from breadcrumb.query_api.recall.lines.scoring import LinePool, Scored
 
 KEEP_RATIO = 0.0  # share of the best fused score a line needs to be packed (0: fill the budget)
 COVER_BONUS = 0.25  # per share of question weight a line covers that nothing chosen does

@@ -22,9 +22,9 @@ from breadcrumb.processors.test_runs import counts
 from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.pack import pack_pool
-from breadcrumb.query_api.recall.extract.scoring import Scored, line_pool
-from breadcrumb.query_api.recall.extract.shapes import MAX_LINE_CHARS
 from breadcrumb.query_api.recall.extract.superseded import drop_superseded
+from breadcrumb.query_api.recall.lines.scoring import Scored, line_pool
+from breadcrumb.query_api.recall.lines.shapes import MAX_LINE_CHARS
 from breadcrumb.query_api.recall.passages import (
     Extract,
     Found,
@@ -33,8 +33,8 @@ from breadcrumb.query_api.recall.passages import (
     evidence_record,
     merge,
 )
-from breadcrumb.query_api.recall.query import Query, QueryIntent, named_literal
-from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.question import Query, QueryIntent, named_literal
+from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 from breadcrumb.topics.records import Observation

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from breadcrumb.query_api.recall.extract.shapes import command_line
+from breadcrumb.query_api.recall.lines.shapes import command_line
 from breadcrumb.query_api.recall.passages import Extract
-from breadcrumb.query_api.recall.query import QueryIntent
+from breadcrumb.query_api.recall.question import QueryIntent
 from breadcrumb.topics.records import Observation
 
 _FAILURE_LINE = re.compile(r"\b(Error|ERROR|Exception|FAILED|Traceback)\b|エラー|失敗")

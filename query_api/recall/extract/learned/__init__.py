@@ -28,11 +28,11 @@ from breadcrumb.query_api.recall.extract.learned.current import replaced
 from breadcrumb.query_api.recall.extract.learned.features import Candidate, feature_rows
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.learned.relevance import question_row
-from breadcrumb.query_api.recall.extract.scoring.weights import line_terms, pool_weights
 from breadcrumb.query_api.recall.extract.superseded import drop_superseded
-from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.lines.scoring.weights import line_terms, pool_weights
+from breadcrumb.query_api.recall.lines.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Extract, Line, evidence_record
-from breadcrumb.query_api.recall.sources import events_by_id
+from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.query_api.recall.stages import Recalled, Relevance
 from breadcrumb.stores.ports import MemoryStore, RawEventStore
 from breadcrumb.topics.records import Observation

@@ -1,7 +1,7 @@
 """The learned ranker's candidates: every line Recall put within reach, once.
 
 The lines of every followed range (its raw events, read once through Recall's
-:class:`~query_api.recall.stages.RangeReader`), and the passages of other memories the
+:class:`~query_api.recall.raw_reads.RangeReader`), and the passages of other memories the
 direct passage search and the near-memory reads found (:attr:`Recalled.found`,
 :attr:`Retrieved.found`). Each line carries what the pool knows of it: the cosine of the
 chunk it was found in, its memory's rank, its event's kind and role, the structural line

@@ -24,11 +24,11 @@ from functools import lru_cache
 from breadcrumb.processors.failures import DIAGNOSTIC, failure_line
 from breadcrumb.processors.shell import MAX_LINE_CHARS, SHELL_COMMAND
 from breadcrumb.processors.test_runs import counts
-from breadcrumb.query_api.recall.extract.scoring.exact import typed_kinds
-from breadcrumb.query_api.recall.extract.scoring.weights import line_shape, line_terms
-from breadcrumb.query_api.recall.extract.shapes import DECISION, DIFF_HEADER, LOOKUP_ARGS
-from breadcrumb.query_api.recall.extract.term_groups import TermGroups
-from breadcrumb.query_api.recall.query import Query
+from breadcrumb.query_api.recall.lines.scoring.exact import typed_kinds
+from breadcrumb.query_api.recall.lines.scoring.weights import line_shape, line_terms
+from breadcrumb.query_api.recall.lines.shapes import DECISION, DIFF_HEADER, LOOKUP_ARGS
+from breadcrumb.query_api.recall.lines.term_groups import TermGroups
+from breadcrumb.query_api.recall.question import Query
 
 _TEST_SUMMARY = re.compile(r"(?i)\b\d+\s+(passed|failed|tests?|errors?|skipped)\b"
                            r"|\btests?:?\s+\d+|\bran \d+ tests?\b|^(PASS|FAIL)\s+\S")

@@ -17,7 +17,7 @@ from breadcrumb.processors.failures import FAILURE_HEADER as FAILURE_HEADER
 from breadcrumb.processors.failures import failure_line as failure_line
 from breadcrumb.processors.shell import MAX_LINE_CHARS as MAX_LINE_CHARS
 from breadcrumb.processors.shell import SHELL_COMMAND
-from breadcrumb.query_api.recall.query import QueryIntent
+from breadcrumb.query_api.recall.question import QueryIntent
 
 DECISION = re.compile(
     r"(?i)\b(decid\w*|decision|agreed|let'?s go with|going with|settled on|chose)\b"

@@ -15,7 +15,7 @@ from breadcrumb.processors.lexical import (
     EN_STOPWORDS,
     lexical_terms,
 )
-from breadcrumb.query_api.recall.extract.shapes import (
+from breadcrumb.query_api.recall.lines.shapes import (
     MAX_LINE_CHARS,
 )
 

@@ -17,15 +17,15 @@ from breadcrumb.processors.lexical import (
     with_verb_forms,
 )
 from breadcrumb.processors.test_runs import counts
-from breadcrumb.query_api.recall.extract.edits import EditLines, is_edit
-from breadcrumb.query_api.recall.extract.scoring.weights import (
+from breadcrumb.query_api.recall.lines.edits import EditLines, is_edit
+from breadcrumb.query_api.recall.lines.scoring.weights import (
     EXACT,
     LineWeights,
     line_shape,
     line_terms,
     pool_weights,
 )
-from breadcrumb.query_api.recall.extract.shapes import (
+from breadcrumb.query_api.recall.lines.shapes import (
     DECISION,
     DIFF_HEADER,
     FAILURE_HEADER,
@@ -35,9 +35,9 @@ from breadcrumb.query_api.recall.extract.shapes import (
     command_line,
     failure_line,
 )
-from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.lines.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Line, Passage, split_lines
-from breadcrumb.query_api.recall.query import QueryIntent, analyze_query, named_by_kind
+from breadcrumb.query_api.recall.question import QueryIntent, analyze_query, named_by_kind
 
 EXACT_IDF = True  # word-exact: question terms weighted by their rarity among the lines cut
 LONG_LINE_TERMS = 24  # word-exact: a line of more distinct terms ...
@@ -49,7 +49,7 @@ LOOKUP_SHARE = 0.5
 REPEAT_DAMPING_FROM = 4  # word-exact: a line shape seen this often is damped
 TYPED_SCAN_LIMIT = 64  # word-exact: typed values are read for this many best lines only
 #: word-exact: the weight of a word naming the value asked for a kind of ("which *Next.js*
-#: version …", :func:`.query.named_by_kind`) against the question's other words
+#: version …", :func:`..question.named_by_kind`) against the question's other words
 NAMED_BY_KIND = 2.0
 
 _KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>=-]+")

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 
 from breadcrumb.processors.lexical import lexical_terms
-from breadcrumb.query_api.recall.extract.shapes import MAX_LINE_CHARS
-from breadcrumb.query_api.recall.extract.term_groups import TermGroups
+from breadcrumb.query_api.recall.lines.shapes import MAX_LINE_CHARS
+from breadcrumb.query_api.recall.lines.term_groups import TermGroups
 from breadcrumb.query_api.recall.passages import Passage
 
 #: a unified diff (its hunk or file headers)

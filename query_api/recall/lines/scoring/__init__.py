@@ -1,4 +1,5 @@
-"""Extract's line scoring, one package: every line recall offers is scored here.
+"""Recall's line scoring, one package: every line recall offers is scored here (Extract's
+cuts, and Retrieve's passage lead: :func:`passage_lead`).
 
 Two scorers share one weights object (:class:`LineWeights`, :mod:`.weights`), one
 instance per caller:
@@ -15,7 +16,7 @@ instance per caller:
 * :func:`score_semantic` (:data:`SEMANTIC`, :mod:`.pool`) — lines by meaning: the passage's dense
   similarity (min-max over the pool), the line's lexical coverage of the question terms
   (each weighted by its rarity among the pool's lines), the kind / failure boosts, the
-  score of the range (memory) it comes from, the role, date (:mod:`..dated`) and
+  score of the range (memory) it comes from, the role, date (:mod:`..extract.dated`) and
   speaker (:mod:`..speakers`) boosts, and the word-exact cut's tool lines' lift
   (``words``); a turn next to a strong one takes a share of its lead, lines of one
   repeated shape are damped. It works on plain per-line columns
@@ -26,15 +27,15 @@ Quoting (level 3) scores nothing: a quoted line keeps the score it is given.
 
 from __future__ import annotations
 
-from breadcrumb.query_api.recall.extract.scoring.exact import exact_weights, score_exact
-from breadcrumb.query_api.recall.extract.scoring.pool import (
+from breadcrumb.query_api.recall.lines.scoring.exact import exact_weights, score_exact
+from breadcrumb.query_api.recall.lines.scoring.pool import (
     LinePool,
     Scored,
     line_pool,
     passage_lead,
     score_semantic,
 )
-from breadcrumb.query_api.recall.extract.scoring.weights import (
+from breadcrumb.query_api.recall.lines.scoring.weights import (
     DATE_BOOST,
     EXACT,
     SEMANTIC,

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from breadcrumb.processors.test_runs import counts
-from breadcrumb.query_api.recall.extract.edits import DIFF, EDIT_MARKERS, is_edit
-from breadcrumb.query_api.recall.extract.scoring.weights import (
+from breadcrumb.query_api.recall.lines.edits import DIFF, EDIT_MARKERS, is_edit
+from breadcrumb.query_api.recall.lines.scoring.weights import (
     SEMANTIC,
     LineWeights,
     holds_kind_cached,
@@ -19,15 +19,15 @@ from breadcrumb.query_api.recall.extract.scoring.weights import (
     line_terms,
     pool_weights,
 )
-from breadcrumb.query_api.recall.extract.shapes import (
+from breadcrumb.query_api.recall.lines.shapes import (
     IMPORT_MARKER,
     MAX_LINE_CHARS,
     command_line,
     failure_line,
 )
-from breadcrumb.query_api.recall.extract.speakers import named_speakers, speaker
+from breadcrumb.query_api.recall.lines.speakers import named_speakers, speaker
 from breadcrumb.query_api.recall.passages import Found, Line, Passage, split_lines
-from breadcrumb.query_api.recall.query import Query, QueryIntent
+from breadcrumb.query_api.recall.question import Query, QueryIntent
 
 _WORDY = re.compile(r"\w")  # a line of punctuation alone (``.``, ``>``, ``});``) answers nothing
 
