@@ -97,12 +97,21 @@ def with_texts(db: SqlDatabase, rows: Sequence[Sequence[Any]]) -> list[Chunk]:
 
 
 def materialize(db: SqlDatabase, user_id: str, thread_id: str, start: int, end: int) -> int:
-    """Give the view rows cut from the thread's events ``start..end`` their text (before
-    those events are deleted while the chunks stay: the archive of an overlapping range);
-    returns the rows written. Call inside the deleting transaction."""
-    rows = db.read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND thread_id = ? AND event_index >= ? "
-                   "AND event_index <= ? AND text = ?", (user_id, thread_id, start, end, VIEW))
-    chunks = with_texts(db, rows)
-    for chunk in chunks:
-        db.execute("UPDATE source_chunks SET text = ? WHERE id = ?", (chunk.text, chunk.id))
-    return len(chunks)
+    """Give the view rows cut from the thread's events ``start..end`` their text, before
+    those events are deleted while chunks of them stay (an archive: the memory's own chunks
+    are deleted first; another memory whose range overlaps keeps its chunks); returns the
+    rows written. The memories are found by their ranges (a user's memory rows, ~1 per 7
+    events, are scanned rather than its chunk rows, ~3 an event). Call inside the deleting
+    transaction."""
+    owners = db.read("SELECT id FROM agent_memories WHERE user_id = ? AND source_thread_id = ? "
+                     "AND source_start_index <= ? AND source_end_index >= ?",
+                     (user_id, thread_id, end, start))
+    written = 0
+    for (memory_id,) in owners:
+        rows = db.read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND memory_id = ? AND text = ? "
+                       "AND event_index >= ? AND event_index <= ?",
+                       (user_id, id_text(memory_id), VIEW, start, end))
+        for chunk in with_texts(db, rows):
+            db.execute("UPDATE source_chunks SET text = ? WHERE id = ?", (chunk.text, chunk.id))
+            written += 1
+    return written

@@ -24,7 +24,7 @@ from breadcrumb.stores.sql.core import id_text
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.topics.records import Chunk, Event
+from breadcrumb.topics.records import Chunk, Event, SourceRange
 from tests.unit.stores.test_sqlite_store import TRICKY_CONTENT, ev, obs
 
 StoreFactory = Callable[[], SqlStore]
@@ -96,6 +96,7 @@ class ChunkTextContract:
         store.events.put_events(events)
         mine = chunk_events(events, "m1", CFG, words)
         other = chunk_events(events[1:3], "m2", CFG, words)  # the same events, another memory
+        store.memories.upsert_memory(obs("m2", source_range=SourceRange("t1", 1, 2)))
         store.chunks.put_chunks(mine + other)
         tables = LifecycleTables.on(store.db)
         tables.open()
