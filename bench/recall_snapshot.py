@@ -16,11 +16,11 @@ exits 1 and names the first differences when any response changed.
     python -m bench.recall_snapshot --cache CACHE --record base.jsonl
     python -m bench.recall_snapshot --cache CACHE --compare base.jsonl
 
-``--corpus synthetic`` or ``--corpus golden`` records / compares one corpus only (a slow
-machine: the golden build ingests through the whole pipeline).
-
 ``--cache`` defaults to ``$BREADCRUMB_BENCH_CACHE``; LoCoMo is read from
-``$BREADCRUMB_LOCOMO_DIR`` (not shipped).
+``$BREADCRUMB_LOCOMO_DIR`` (not shipped). ``--without-locomo``: the golden corpus is the
+golden coding history alone (its own cache, ``golden-hash-nolocomo``): a subset, for a
+machine without LoCoMo. ``--corpus synthetic`` or ``--corpus golden`` records / compares one
+corpus only (a slow machine: the golden build ingests through the whole pipeline).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def _locomo_dir() -> Path:
     return found
 
 
-def _golden_build(path: Path) -> None:
+def _golden_build(path: Path, locomo: bool = True) -> None:
     from breadcrumb.eval.golden import load_events, load_questions
     from breadcrumb.eval.locomo import load
     from breadcrumb.eval.runner import ingest
@@ -127,31 +127,33 @@ def _golden_build(path: Path) -> None:
     rt.start()
     try:
         events = load_events(load_questions(), only_needed=False)
-        events += load(_locomo_dir(), 1, None, 0)[0]
+        if locomo:
+            events += load(_locomo_dir(), 1, None, 0)[0]
         print(ingest(rt, events, timeout=1800), file=sys.stderr)
     finally:
         rt.stop()
     (path / "built.json").write_text("{}")
 
 
-def golden_questions() -> list[tuple[str, str]]:
+def golden_questions(locomo: bool = True) -> list[tuple[str, str]]:
     from breadcrumb.eval.golden import load_questions
     from breadcrumb.eval.locomo import load
 
     out = [(q.user_id, q.question) for q in load_questions()]
-    out += [(q.user_id, q.question) for q in load(_locomo_dir(), 1, None, 0)[1]][:120]
+    if locomo:
+        out += [(q.user_id, q.question) for q in load(_locomo_dir(), 1, None, 0)[1]][:120]
     return out
 
 
-def golden(cache: Path) -> Iterator[tuple[str, str]]:
-    src = cache / "golden-hash"
+def golden(cache: Path, locomo: bool = True) -> Iterator[tuple[str, str]]:
+    src = cache / ("golden-hash" if locomo else "golden-hash-nolocomo")
     if not (src / "built.json").exists():
         shutil.rmtree(src, ignore_errors=True)
-        _golden_build(src)
+        _golden_build(src, locomo)
     for tmp in _copy(src):
         rt: Runtime = build_runtime(Settings(data_dir=tmp), embedder=HashEmbedder())
         try:
-            for user, q in golden_questions():
+            for user, q in golden_questions(locomo):
                 for mode in MODES:
                     for extra in ({}, {"include_superseded": True, "k": 8, "max_tokens": 300}):
                         req = RecallRequest(user_id=user, query=q, mode=mode, **extra)
@@ -170,11 +172,14 @@ def main() -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--record", type=Path)
     group.add_argument("--compare", type=Path)
-    parser.add_argument("--corpus", choices=("both", "synthetic", "golden"), default="both",
-                        help="record / compare one corpus only (default: both)")
+    parser.add_argument("--without-locomo", action="store_true",
+                        help="the golden corpus without LoCoMo conversation 26 (a subset)")
+    parser.add_argument("--corpus", choices=("synthetic", "golden"),
+                        help="this corpus only (default: both)")
     args = parser.parse_args()
     rows = [*(synthetic(args.cache) if args.corpus != "golden" else ()),
-            *(golden(args.cache) if args.corpus != "synthetic" else ())]
+            *(golden(args.cache, not args.without_locomo) if args.corpus != "synthetic"
+              else ())]
     if args.record:
         args.record.write_text("".join(json.dumps([k, v], ensure_ascii=False) + "\n"
                                        for k, v in rows))

@@ -71,9 +71,10 @@ class Archiver:
         with self.store.transaction():
             self.tables.archived.add_archived(memory.user_id, rng.thread_id, rng.start_index,
                                      rng.end_index, key)
+            # the chunks first: any other view into these events is then given its text
+            self.tables.archived.delete_chunks(memory.user_id, memory.id)
             self.tables.archived.delete_raw_range(memory.user_id, rng.thread_id, rng.start_index,
                                          rng.end_index)
-            self.tables.archived.delete_chunks(memory.user_id, memory.id)
         return key
 
     def restore(self, memory: Observation) -> int:

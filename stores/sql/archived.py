@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from breadcrumb.stores.sql import chunk_text
 from breadcrumb.stores.sql.core import SqlDatabase
 
 
@@ -51,8 +52,11 @@ class SqlArchivedRanges:
         return [(str(t), int(a), int(b), str(k)) for t, a, b, k in rows]
 
     def delete_raw_range(self, user_id: str, thread_id: str, start: int, end: int) -> int:
-        """Drop hot raw events of a range (they were archived)."""
+        """Drop hot raw events of a range (they were archived). A chunk row of another
+        memory that is a view into one of them gets its text first (issue 49: the memory's
+        own chunks are deleted before, ``delete_chunks``)."""
         with self.db.transaction():
+            chunk_text.materialize(self.db, user_id, thread_id, start, end)
             return int(self.db.execute(
                 "DELETE FROM raw_events WHERE user_id = ? AND thread_id = ? AND idx >= ? "
                 "AND idx <= ?", (user_id, thread_id, start, end)))

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from breadcrumb.stores.sql import chunk_text
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import Row, SqlDatabase, TenantMismatchError, id_text
 from breadcrumb.topics.records import Chunk, MemoryStatusChange, Observation
 
 #: :meth:`SqlMemories.record_usage`'s statement: it changes only the usage counters
 USAGE_UPDATE = "UPDATE agent_memories SET hit_count = hit_count + 1, last_used_at = ? "
+_USER = s.CHUNK_COLUMNS.index("user_id")
 
 
 class SqlMemories:
@@ -172,24 +174,26 @@ class SqlMemories:
 
 
 class SqlChunks:
-    """The ``source_chunks`` table: a memory's passages, by id and in source order."""
+    """The ``source_chunks`` table: a memory's passages, by id and in source order; a
+    chunk's text is stored once, in its raw event (``stores.sql.chunk_text``, issue 49)."""
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
 
     def put_chunks(self, chunks: Sequence[Chunk]) -> None:
-        """Insert or overwrite chunk rows by id."""
+        """Insert or overwrite chunk rows by id; a chunk whose event is stored is kept as
+        offsets into it (:mod:`stores.sql.chunk_text`)."""
         if not chunks:
             return
         sql = self.db.dialect.upsert("source_chunks", s.CHUNK_COLUMNS, ("id",), s.CHUNK_COLUMNS[1:])
-        with self.db.transaction():
-            self.db.execute_many(sql, [s.chunk_to_row(c) for c in chunks])
+        with self.db.transaction():  # a view where the event holds the text (issue 49)
+            self.db.execute_many(sql, chunk_text.chunk_rows(self.db, chunks))
 
     def get_chunks(self, user_id: str, memory_id: str) -> list[Chunk]:
         """The memory's chunks (this user's only) in source order."""
         rows = self.db.read(f"{s.SELECT_CHUNKS} WHERE user_id = ? AND memory_id = ? "
                           "ORDER BY event_index, char_start, id", (user_id, memory_id))
-        return [s.chunk_from_row(r) for r in rows]
+        return chunk_text.with_texts(self.db, rows)
 
     def get_chunks_by_id(self, user_id: str, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
         """The user's chunks among ``chunk_ids``, by id (others' and missing ids left out)."""
@@ -198,5 +202,6 @@ class SqlChunks:
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             rows = self.db.read(f"{s.SELECT_CHUNKS} WHERE id IN ({s.marks(len(part))})", part)
-            out.update((c.id, c) for r in rows if (c := s.chunk_from_row(r)).user_id == user_id)
+            mine = [r for r in rows if id_text(r[_USER]) == user_id]
+            out.update((c.id, c) for c in chunk_text.with_texts(self.db, mine))
         return out

@@ -7,6 +7,13 @@ transaction, after the tables exist, and applies every step above the stored ver
   (``topics.records.thread_key``): ``thread_state.state_key`` and ``event_log.thread_key``
   are recomputed from the ids each row carries. Only keys that hold a ``%`` or two ``/``
   can change, so the step reads just those rows.
+* **3** (issue 49) -- a chunk's text is stored once, in its raw event: each
+  ``source_chunks`` row whose text is its event's slice at its offsets becomes a view
+  (``stores.sql.chunk_text``), read back the same. SQLite only, in slices of
+  :data:`CHUNK_SLICE` rows; the freed pages are reused by later writes (``VACUUM`` gives
+  them back to the file system). A MySQL/TiDB database keeps its old rows whole (still read
+  the same: one transaction over every chunk of a cluster is too big for TiDB); its new
+  chunks are views.
 """
 
 from __future__ import annotations
@@ -15,11 +22,15 @@ import json
 import logging
 from typing import Any, Protocol
 
+from breadcrumb.stores.sql.chunk_text import VIEW, is_slice
+from breadcrumb.stores.sql.schema import Dialect
 from breadcrumb.topics.records import thread_key
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+#: chunk rows read per statement by step 3 (each with its event's content)
+CHUNK_SLICE = 2000
 #: Keys an escaped user id can change: a ``%`` anywhere, or at least two ``/``
 #: (patterns are parameters: pymysql would read a literal ``%`` as a placeholder).
 _MAYBE_OLD = "{col} LIKE ? OR {col} LIKE ? ESCAPE '!'"
@@ -29,11 +40,15 @@ _PATTERNS = ("%/%/%", "%!%%")
 class _Sql(Protocol):
     """The statements an upgrade runs (``stores.sql.core.SqlDatabase``, in its transaction)."""
 
+    dialect: Dialect
+
     def fetch(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]: ...
 
     def execute(self, sql: str, params: Any = ()) -> int: ...
 
     def insert_unique(self, sql: str, params: Any) -> bool: ...
+
+    def execute_many(self, sql: str, rows: Any) -> None: ...
 
 
 def stored_version(store: _Sql) -> int:
@@ -52,6 +67,10 @@ def upgrade(store: _Sql) -> int:
         # a fresh database has nothing to rewrite: no line at start-up
         log.log(logging.INFO if moved else logging.DEBUG,
                 "schema 1 -> 2: %s thread keys rewritten", moved)
+    if found < 3 and not store.dialect.mysql:
+        views = _chunks_as_views(store)
+        log.log(logging.INFO if views else logging.DEBUG,
+                "schema %s -> 3: %s chunk texts now read from their events", found, views)
     if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.
@@ -92,6 +111,26 @@ def _escape_thread_keys(store: _Sql) -> int:
             store.execute("UPDATE event_log SET thread_key = ? WHERE seq = ?", (new_key, seq))
             moved += 1
     return moved
+
+
+def _chunks_as_views(store: _Sql) -> int:
+    """Step 3 (SQLite): rows whose text is their event's slice keep only the offsets."""
+    done, after = 0, 0
+    while True:
+        rows = store.fetch(
+            "SELECT c.rowid, c.char_start, c.char_end, c.text, e.content FROM source_chunks c "
+            "LEFT JOIN raw_events e ON e.user_id = c.user_id AND e.event_id = c.event_id "
+            "WHERE c.rowid > ? AND c.text <> ? ORDER BY c.rowid LIMIT ?",
+            (after, VIEW, CHUNK_SLICE))
+        if not rows:
+            return done
+        after = int(rows[-1][0])
+        views = [(int(r[0]),) for r in rows
+                 if is_slice(r[4], int(r[1]), int(r[2]), str(r[3]))]
+        if views:
+            store.execute_many("UPDATE source_chunks SET text = ? WHERE rowid = ?",
+                               [(VIEW, rowid) for (rowid,) in views])
+            done += len(views)
 
 
 def _ids(data: Any) -> bool:

@@ -16,9 +16,11 @@ import pymysql
 import pytest
 
 from breadcrumb.stores.sql.base import SqlStore
+from breadcrumb.stores.sql.migrate import SCHEMA_VERSION
 from breadcrumb.stores.sql.mysql.store import MySqlStore
 from breadcrumb.stores.sql.schema import TABLE_NAMES
 from tests.integration.conftest import drop_database, fresh_database
+from tests.unit.stores.test_chunk_text import ChunkTextContract
 from tests.unit.stores.test_sqlite_store import StoreContract, ev
 
 pytestmark = pytest.mark.integration
@@ -59,7 +61,7 @@ def _empty_tables(params: dict[str, Any]) -> None:
         conn.close()
 
 
-class TestMySqlStore(StoreContract):
+class TestMySqlStore(StoreContract, ChunkTextContract):
     """The backend contract on MariaDB, plus MySQL-only behaviour."""
 
     @pytest.fixture
@@ -128,7 +130,8 @@ def test_a_worker_losing_the_schema_version_race_still_opens() -> None:
             other = pymysql.connect(**params, autocommit=True)  # the other worker wins
             try:
                 with other.cursor() as cur:
-                    cur.execute("INSERT INTO schema_meta (name, value) VALUES ('version', 2)")
+                    cur.execute("INSERT INTO schema_meta (name, value) VALUES ('version', "
+                                f"{SCHEMA_VERSION})")
             finally:
                 other.close()
         return rows
@@ -137,7 +140,7 @@ def test_a_worker_losing_the_schema_version_race_still_opens() -> None:
         store.open()
         assert store.db._conn is not None
         (version,), = real("SELECT value FROM schema_meta WHERE name = 'version'")
-        assert int(version) == 2
+        assert int(version) == SCHEMA_VERSION
     finally:
         store.close()
         drop_database(params["database"])

@@ -118,10 +118,11 @@ class StoreContract:
 
     def test_an_old_schema_gets_escaped_thread_keys(self, store: SqlStore,
                                                      make_store: StoreFactory) -> None:
-        """Issue 12: schema 1 keyed threads ``{user}/{thread}``; opening upgrades to 2."""
+        """Issue 12: schema 1 keyed threads ``{user}/{thread}``; opening upgrades them (to
+        2, and on to the current version)."""
         from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
 
-        assert stored_version(store.db) == SCHEMA_VERSION == 2
+        assert stored_version(store.db) == SCHEMA_VERSION == 3
         state = {"user_id": "acme/x", "thread_id": "y", "pending": [1]}
         plain = {"user_id": "acme", "thread_id": "x/z", "pending": []}
         store.states.put_state("acme/x/y", state)  # written the schema-1 way
@@ -137,7 +138,7 @@ class StoreContract:
         again = make_store()
         again.open()
         try:
-            assert stored_version(again.db) == 2
+            assert stored_version(again.db) == SCHEMA_VERSION
             assert again.states.get_state("acme%2Fx/y") == state
             assert again.states.get_state("acme/x/y") is None
             assert again.states.get_state("acme/x/z") == plain
