@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from breadcrumb.infra.footprint import FootprintProbe
 from breadcrumb.infra.parts import (
     build_lifecycle,
     build_observer,
@@ -135,8 +136,10 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
                              "index_unoptimized_points": gen_index_pending(runtime),
-                             **observer_stats(runner.service.observer)},
+                             **observer_stats(runner.service.observer),
+                             "footprint": probe.snapshot()},
     )
+    probe = FootprintProbe(settings.data_dir, lambda: runtime.raw.count_events())
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
     runtime.stoppers = [lock.release, log_store.close,
