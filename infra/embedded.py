@@ -80,7 +80,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
         store = log_store
     else:
         store = open_sqlite(paths.sqlite)
-    index = QdrantEdgeIndex(paths.vectors, embedder.dim)
+    index = QdrantEdgeIndex(paths.vectors, embedder.dim,
+                            quantization=settings.vector_quantization)
     try:
         index.ensure()
     except Exception as exc:  # a shard that does not load: say which and what to do

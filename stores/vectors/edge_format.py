@@ -24,6 +24,7 @@ flush still truncates the log up to what it persisted.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,24 @@ def keyword_indexes(shard: qe.EdgeShard) -> None:
         if field not in existing:
             params = qe.KeywordIndexParams(is_tenant=field == TENANT_FIELD, memory=qe.Memory.Cold)
             shard.update(qe.UpdateOperation.create_field_index(field, params))
+
+
+def sparse_copy(src: str, dst: str) -> str:
+    """``shutil.copy2`` that leaves a hole wherever the source reads as zeros (a ``copytree``
+    ``copy_function``). Qdrant preallocates its files sparse (32 MB of which a few KB are
+    written); a plain copy allocates every byte, so each HNSW build's copy of a shard
+    (``edge_rebuild``) made its preallocated files cost their full size on disk."""
+    block, page = 2**20, 4096
+    zeros = bytes(block)
+    with open(src, "rb") as source, open(dst, "wb") as target:
+        while data := source.read(block):
+            pages = [data] if data == zeros[:len(data)] else [
+                data[at:at + page] for at in range(0, len(data), page)]
+            for part in pages:
+                if part == zeros[:len(part)]:
+                    target.seek(len(part), os.SEEK_CUR)
+                else:
+                    target.write(part)
+        target.truncate()  # the length, holes at the end included
+    shutil.copystat(src, dst)
+    return dst

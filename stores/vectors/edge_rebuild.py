@@ -16,7 +16,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from breadcrumb.stores.vectors.edge_format import load_config
+from breadcrumb.stores.vectors.edge_format import load_config, sparse_copy
 from breadcrumb.stores.vectors.index_build import (
     BuildError,
     current_dirs,
@@ -84,7 +84,8 @@ class EdgeRebuilds:
                     pending = self._unoptimized
                 copies = {name: next_generation(self._path, name) for name in todo}
                 for name in todo:
-                    shutil.copytree(self._path / self._dirs[name], self._path / copies[name])
+                    shutil.copytree(self._path / self._dirs[name], self._path / copies[name],
+                                    copy_function=sparse_copy)
                 self._recorded = {name: [] for name in todo}
             copied = time.perf_counter()
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from breadcrumb.stores.vectors.edge_format import (
     edge_config,
     load_config,
     open_shard,
+    sparse_copy,
     stored_datatype,
     stored_quantization,
 )
@@ -171,3 +173,40 @@ def test_int8_quantization_is_an_option_of_new_shards(tmp_path: Path) -> None:
     assert stored_quantization(tmp_path / "v" / "chunks") == "int8"
     with pytest.raises(ValueError, match="quantization"):
         edge_config(8, quantization="int4")
+
+
+def test_the_setting_reaches_the_embedded_runtimes_new_shards(tmp_path: Path) -> None:
+    from breadcrumb.client import LocalBackend
+    from breadcrumb.infra.settings import Settings
+
+    backend = LocalBackend(Settings(data_dir=tmp_path / "d", embedder="hash",
+                                    vector_quantization="int8"))
+    backend.close()
+    assert stored_quantization(tmp_path / "d" / "vectors" / "chunks") == "int8"
+    assert stored_datatype(tmp_path / "d" / "vectors" / "chunks") == \
+        qe.VectorStorageDatatype.Float16
+
+
+def test_a_shard_copy_keeps_its_preallocated_files_sparse(tmp_path: Path) -> None:
+    src = tmp_path / "chunk_0.mmap"
+    with src.open("wb") as f:
+        f.truncate(32 * 2**20)  # preallocated, like Qdrant's segment files
+        f.seek(5 * 2**20)
+        f.write(b"data" * 1000)
+    dst = tmp_path / "copy.mmap"
+    assert sparse_copy(str(src), str(dst)) == str(dst)
+    assert dst.read_bytes() == src.read_bytes()
+    assert dst.stat().st_blocks * 512 <= 256 * 1024  # not 32 MB
+    # a whole shard as an HNSW build copies it
+    edge = open_shard(tmp_path / "s", edge_config(8))
+    edge.update(qe.UpdateOperation.upsert_points([qe.Point(1, {DENSE: [0.5] * 8}, {})]))
+    edge.close()
+    shutil.copytree(tmp_path / "s", tmp_path / "s.g1", copy_function=sparse_copy)
+    copied = sum(p.stat().st_blocks for p in (tmp_path / "s.g1").rglob("*") if p.is_file())
+    original = sum(p.stat().st_blocks for p in (tmp_path / "s").rglob("*") if p.is_file())
+    assert copied <= original + 64
+    edge = open_shard(tmp_path / "s.g1", load_config(tmp_path / "s.g1", 8))
+    try:
+        assert edge.count(qe.CountRequest(exact=True)) == 1
+    finally:
+        edge.close()
