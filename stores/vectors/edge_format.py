@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -149,21 +150,37 @@ def keyword_indexes(shard: qe.EdgeShard) -> None:
 
 
 def sparse_copy(src: str, dst: str) -> str:
-    """``shutil.copy2`` that leaves a hole wherever the source reads as zeros (a ``copytree``
-    ``copy_function``). Qdrant preallocates its files sparse (32 MB of which a few KB are
-    written); a plain copy allocates every byte, so each HNSW build's copy of a shard
-    (``edge_rebuild``) made its preallocated files cost their full size on disk."""
-    block, page = 2**20, 4096
-    zeros = bytes(block)
+    """``shutil.copy2`` that copies a sparse file's data extents only and leaves its holes
+    holes (a ``copytree`` ``copy_function``). Qdrant preallocates its files sparse (32 MB of
+    which a few KB are written); a plain copy allocates every byte, so each HNSW build's
+    copy of a shard (``edge_rebuild``) made its preallocated files cost their full size.
+    The bytes move in the kernel (``copy_file_range``, the GIL released: searches of the
+    service go on meanwhile); where holes cannot be found the whole file is copied."""
+    if not sys.platform.startswith("linux"):  # no SEEK_DATA / copy_file_range: plain copy
+        return str(shutil.copy2(src, dst))
     with open(src, "rb") as source, open(dst, "wb") as target:
-        while data := source.read(block):
-            pages = [data] if data == zeros[:len(data)] else [
-                data[at:at + page] for at in range(0, len(data), page)]
-            for part in pages:
-                if part == zeros[:len(part)]:
-                    target.seek(len(part), os.SEEK_CUR)
-                else:
-                    target.write(part)
-        target.truncate()  # the length, holes at the end included
+        fin, fout = source.fileno(), target.fileno()
+        size, pos = os.fstat(fin).st_size, 0
+        while pos < size:
+            try:
+                start = os.lseek(fin, pos, os.SEEK_DATA)
+            except OSError:  # ENXIO: a hole from pos to the end
+                break
+            end = os.lseek(fin, start, os.SEEK_HOLE)
+            _copy_range(fin, fout, start, end)
+            pos = end
+        os.ftruncate(fout, size)  # the length, holes at the end included
     shutil.copystat(src, dst)
     return dst
+
+
+def _copy_range(fin: int, fout: int, start: int, end: int) -> None:
+    at = start
+    while at < end:
+        try:
+            n = os.copy_file_range(fin, fout, end - at, at, at)
+        except OSError:  # not across these file systems: through user space
+            n = os.pwrite(fout, os.pread(fin, min(end - at, 2**20), at), at)
+        if n <= 0:
+            raise OSError(f"short copy at byte {at}")
+        at += n
