@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from breadcrumb.settings import Settings
 
 #: commands that only read a data dir: an unknown one is refused, never created empty
-READERS = frozenset({"recall", "memory", "thread"})
+READERS = frozenset({"recall", "memory", "thread", "stats"})
 #: commands that may start a new data dir: they say so in one line
 CREATORS = frozenset({"serve", "ingest", "import", "mcp"})
 

@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     index_optimize_min_points: int = Field(5000, ge=0)
     index_optimize_idle_seconds: float = Field(60.0, ge=0)
     index_optimize_check_seconds: float = Field(30.0, gt=0)
+    # new Qdrant Edge shards: int8 scalar quantization of the dense vectors (issue 49; off:
+    # its copy sits in RAM beside the on-disk originals, the opposite of the memory target)
+    vector_quantization: Literal["none", "int8"] = "none"
     # --- end recall perf ---------------------------------------------------------------
 
     # --- agents (MCP, importers, SDK, embedders) -----------------------------------------

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from breadcrumb.infra.footprint import FootprintProbe
 from breadcrumb.infra.parts import (
     build_lifecycle,
     build_observer,
@@ -79,7 +80,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
         store = log_store
     else:
         store = open_sqlite(paths.sqlite)
-    index = QdrantEdgeIndex(paths.vectors, embedder.dim)
+    index = QdrantEdgeIndex(paths.vectors, embedder.dim,
+                            quantization=settings.vector_quantization)
     try:
         index.ensure()
     except Exception as exc:  # a shard that does not load: say which and what to do
@@ -135,8 +137,10 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
         extra_stats=lambda: {"consumer_lag": 0, "mode": "embedded",
                              "generation": runtime.generation,
                              "index_unoptimized_points": gen_index_pending(runtime),
-                             **observer_stats(runner.service.observer)},
+                             **observer_stats(runner.service.observer),
+                             "footprint": probe.snapshot()},
     )
+    probe = FootprintProbe(settings.data_dir, lambda: runtime.raw.count_events())
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
     runtime.stoppers = [lock.release, log_store.close,

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
+from breadcrumb.stores.vectors.edge_format import load_config, sparse_copy
 from breadcrumb.stores.vectors.index_build import (
     BuildError,
     current_dirs,
-    edge_config,
     next_generation,
     remove_strays,
     run_child,
@@ -84,7 +84,8 @@ class EdgeRebuilds:
                     pending = self._unoptimized
                 copies = {name: next_generation(self._path, name) for name in todo}
                 for name in todo:
-                    shutil.copytree(self._path / self._dirs[name], self._path / copies[name])
+                    shutil.copytree(self._path / self._dirs[name], self._path / copies[name],
+                                    copy_function=sparse_copy)
                 self._recorded = {name: [] for name in todo}
             copied = time.perf_counter()
             try:
@@ -112,8 +113,8 @@ class EdgeRebuilds:
 
     def _swap(self, copies: dict[str, str], pending: int, epoch: int) -> bool:
         """Load the built copies, replay the writes recorded since the copy, swap them in."""
-        config = edge_config(self._dim, self._threshold)
-        new = {name: qe.EdgeShard.load(str(self._path / d), config) for name, d in copies.items()}
+        new = {name: qe.EdgeShard.load(str(self._path / d), load_config(
+            self._path / d, self._dim, self._threshold)) for name, d in copies.items()}
         recorded = self._recorded or {}
         done = {name: len(recorded[name]) for name in copies}
         for name, shard in new.items():  # most of the catch-up without holding writers

@@ -32,22 +32,10 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from breadcrumb.stores.vectors.qdrant_common import DENSE, SPARSE
+from breadcrumb.stores.vectors.edge_format import load_config
 
 POINTER = "shards.json"
 _GENERATION = re.compile(r"^(?P<name>[a-z]+)(\.g(?P<n>\d+))?$")
-
-
-def edge_config(dim: int, indexing_threshold_kb: int | None = None) -> qe.EdgeConfig:
-    """The shard config of both collections (the build child uses the same)."""
-    optimizers = None
-    if indexing_threshold_kb is not None:  # None: the shard's persisted value / Qdrant's default
-        optimizers = qe.EdgeOptimizersConfig(indexing_threshold=indexing_threshold_kb)
-    return qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        optimizers=optimizers,
-    )
 
 
 class BuildError(RuntimeError):
@@ -121,7 +109,7 @@ def run_child(directories: Sequence[Path], dim: int, threshold_kb: int | None,
 def _build(directories: Sequence[str], dim: int, threshold_kb: int | None) -> dict[str, object]:
     changed, started = False, time.perf_counter()
     for directory in directories:
-        shard = qe.EdgeShard.load(directory, edge_config(dim, threshold_kb))
+        shard = qe.EdgeShard.load(directory, load_config(Path(directory), dim, threshold_kb))
         changed = bool(shard.optimize()) or changed
         shard.flush()
         shard.close()

@@ -39,17 +39,16 @@ from typing import Any
 import qdrant_edge as qe
 
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
+from breadcrumb.stores.vectors.edge_format import keyword_indexes, load_config, open_shard
 from breadcrumb.stores.vectors.edge_postfilter import Attempt, PostFilter
 from breadcrumb.stores.vectors.edge_rebuild import EdgeRebuilds
-from breadcrumb.stores.vectors.index_build import current_dirs, edge_config, remove_strays
+from breadcrumb.stores.vectors.index_build import current_dirs, remove_strays
 from breadcrumb.stores.vectors.qdrant_common import (
     CHUNKS,
     COLLECTIONS,
     DENSE,
-    KEYWORD_FIELDS,
     MEMORIES,
     SPARSE,
-    TENANT_FIELD,
     Condition,
     QdrantIndexBase,
     check_batch,
@@ -94,12 +93,14 @@ class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
 
     def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
                  indexing_threshold_kb: int | None = None,
-                 max_unflushed_seconds: float = 60.0) -> None:
+                 max_unflushed_seconds: float = 60.0, quantization: str = "none") -> None:
         """Nothing is opened here; :meth:`ensure` (or first use) opens the shards.
 
         ``indexing_threshold_kb``: segment size above which :meth:`optimize` builds
-        HNSW (Qdrant's default when None); small values are for tests.
+        HNSW (Qdrant's default when None); small values are for tests. ``quantization``
+        (``none`` / ``int8``): of shards created from now on (``edge_format``).
         """
+        self.quantization = quantization
         self._path = Path(path)
         self._dim = dim
         self._threshold = indexing_threshold_kb
@@ -138,16 +139,9 @@ class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
                     self._shards[name] = self._open(self._path / self._dirs[name])
 
     def _open(self, directory: Path) -> qe.EdgeShard:
-        config = edge_config(self._dim, self._threshold)
-        if (directory / "edge_config.json").exists():
-            shard = qe.EdgeShard.load(str(directory), config)
-        else:
-            shard = qe.EdgeShard.create(str(directory), config)
-        existing = set(shard.info().payload_schema)
-        for field in KEYWORD_FIELDS:
-            if field not in existing:
-                params = qe.KeywordIndexParams(is_tenant=field == TENANT_FIELD)
-                shard.update(qe.UpdateOperation.create_field_index(field, params))
+        shard = open_shard(directory, load_config(directory, self._dim, self._threshold,
+                                                  self.quantization))
+        keyword_indexes(shard)
         shard.flush()
         return shard
 
