@@ -37,6 +37,7 @@ from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
+from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel
 from breadcrumb.query_api.recall.history import mark_superseded
 from breadcrumb.query_api.recall.passages import evidence_record
 from breadcrumb.query_api.recall.query import Query, analyze
@@ -70,6 +71,7 @@ class RecallService:
         ranker: Ranker | None = None,
         learned_lines: bool = False,
         states: OpenWindowStates | None = None,
+        relevance: RelevanceModel | None = None,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -88,7 +90,7 @@ class RecallService:
         self.retriever = Retriever(self.sources, memories, weights)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
                                    quoter, self.errors, ranker, embedder.name,
-                                   learned_lines)
+                                   learned_lines, relevance)
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
 
@@ -169,6 +171,8 @@ class RecallService:
                 view["relevance"] = round(relevance.memories.get(view["id"], 0.0), 4)
             response["relevance"] = round(relevance.question, 4)
             response["nothing_matches"] = relevance.nothing_matches
+        if extracted.calibrated is not None:  # additive: False under another embedder
+            response["relevance_calibrated"] = extracted.calibrated
         return response
 
     def recall_source(self, req: RecallSourceRequest) -> dict[str, Any]:
