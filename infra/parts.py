@@ -13,6 +13,7 @@ from breadcrumb.query_api.recall import ScoreWeights
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.learned.model import load as load_ranker
 from breadcrumb.query_api.recall.extract.learned.model import shipped as shipped_ranker
+from breadcrumb.query_api.recall.extract.learned.relevance import shipped as shipped_relevance
 from breadcrumb.settings import Settings
 from breadcrumb.stores.clock import utc_now
 from breadcrumb.stores.ports import ColdStore, Embedder, ReportsStats, VectorIndex
@@ -71,9 +72,11 @@ def observer_stats(observer: Any) -> dict[str, Any]:
 
 def build_recall_llm(settings: Settings) -> dict[str, Any]:
     """``classifier`` and ``quoter`` for RecallService when ``llm_model`` is set, and
-    Extract's learned ``ranker`` (and whether it ranks the lines, ``learned_lines``)."""
+    Extract's learned ``ranker`` (and whether it ranks the lines, ``learned_lines``) and
+    the ``relevance`` model shipped with the package."""
     parts: dict[str, Any] = {"ranker": build_ranker(settings),
-                             "learned_lines": settings.recall_ranker == "learned"}
+                             "learned_lines": settings.recall_ranker == "learned",
+                             "relevance": shipped_relevance()}
     if not settings.llm_model:
         return parts
     from breadcrumb.stores.llm.observer import build_chat_client

@@ -3,7 +3,9 @@
 One place formats it for both the MCP ``search_memory`` tool (its default reply) and
 ``POST /v1/recall`` with ``"view": "brief"``:
 
-* a header line (classification, level, how many memories and evidence ranges);
+* a header line (classification, level, how many memories and evidence ranges, the
+  answer's relevance — or that nothing strong matches, or that relevance is not
+  calibrated for the embedder the service runs);
 * one line per memory: rank, score, status/tier, ``thread#start-end`` and the summary
   cut to :data:`SUMMARY_CHARS` characters;
 * the verbatim evidence lines, grouped under the event they were cut from (event id and
@@ -46,6 +48,8 @@ def brief_text(response: dict[str, Any], limit: int,
         head += f"; nothing strong matches (relevance {response.get('relevance', 0.0):.2f})"
     elif response.get("relevance") is not None:
         head += f"; relevance {response['relevance']:.2f}"
+    elif response.get("relevance_calibrated") is False:  # another embedder: no judgement
+        head += "; relevance not calibrated for this embedder"
     listed = [_memory_line(i, m) for i, m in enumerate(memories, 1)]
     ranks = {m.get("id"): i for i, m in enumerate(memories, 1)}
     quoted: list[str] = []

@@ -5,10 +5,8 @@ Recall stage (:meth:`RecallService.recalled`), and writes every candidate line E
 would be handed with its feature row (:mod:`query_api.recall.extract.learned.features`)
 and its label: the line holds the question's value verbatim. ``train`` fits the linear
 model on dumped rows (a softmax over each question's candidates, so the answering line
-must outrank that question's others; L2-regularised, full-batch, deterministic), calibrates
-the best line's score into a probability that the question is answered (questions with no
-answering candidate — abstentions, nonsense — are its negatives), and writes the model and
-its manifest (every question file, its hash, how many questions it gave). ``simulate``
+must outrank that question's others; L2-regularised, full-batch, deterministic) and writes
+the model and its manifest (every question file, its hash, how many questions it gave). ``simulate``
 packs the dumped candidates by a model's scores into each question's budget and counts how
 often the value lands in the evidence and in its first three lines.
 
@@ -44,7 +42,7 @@ def dump(data_dir: Path, question_files: Sequence[Path], out: Path, user: str,
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.models import RecallRequest
     from breadcrumb.query_api.recall.extract.learned import LearnedLines
-    from breadcrumb.query_api.recall.extract.learned.model import Ranker
+    from breadcrumb.query_api.recall.extract.learned.model import BLANK
     from breadcrumb.settings import Settings
 
     for path in [*question_files, *unheld]:
@@ -55,8 +53,7 @@ def dump(data_dir: Path, question_files: Sequence[Path], out: Path, user: str,
         overrides["embedder"] = embedder
     runtime = build_runtime(Settings().with_overrides(**overrides))
     service = runtime.recall
-    blank = Ranker((), (), (), (), None, {})
-    learned = LearnedLines(service.memories, service.raw, service.count_tokens, blank)
+    learned = LearnedLines(service.memories, service.raw, service.count_tokens, BLANK)
     count = 0
     with gzip.open(out, "wt", encoding="utf-8") as sink:
         asked = [(*sq, True) for sq in _questions(question_files)]
@@ -69,12 +66,11 @@ def dump(data_dir: Path, question_files: Sequence[Path], out: Path, user: str,
             row: dict[str, Any] = {"id": q["id"], "set": source, "agent": q.get("agent"),
                                    "session": _session(q), "question": q["question"],
                                    "value": q.get("value") if held else None,
-                                   "held": held, "lines": [], "q": None,
+                                   "held": held, "lines": [],
                                    "embedder": service.embedder.name}
             if recalled.follow:
                 scored = learned.score(recalled)
                 row["budget"] = recalled.retrieved.evidence_budget
-                row["q"] = scored.question
                 value = row["value"]
                 row["lines"] = [{"text": c.text, "tokens": service.count_tokens(c.text),
                                  "memory": c.memory_id, "event": c.event_id,
@@ -169,54 +165,12 @@ def fit(rows: Sequence[dict[str, Any]], l2: float = 1e-3, steps: int = 1500,
             "scale": scale.round(6).tolist(), "weights": w.round(6).tolist()}
 
 
-def fit_relevance(rows: Sequence[dict[str, Any]], max_flagged: float = 0.05,
-                  l2: float = 1e-2, steps: int = 3000) -> dict[str, Any]:
-    """The logistic relevance model over the dumped questions' question rows: held
-    questions are its positives, unheld and nonsense ones its negatives; the threshold
-    flags at most ``max_flagged`` of the held questions of the training rows."""
-    import numpy as np
-
-    from breadcrumb.query_api.recall.extract.learned.relevance import QUESTION_FEATURES
-
-    blank = [-10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    x = np.array([q["q"] if q.get("q") else blank for q in rows])
-    y = np.array([float(q.get("held", True)) for q in rows])
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale < 1e-6] = 1.0
-    z = (x - mean) / scale
-    balance = np.where(y == 1, 0.5 / max(1.0, y.sum()), 0.5 / max(1.0, (1 - y).sum()))
-    w, b = np.zeros(z.shape[1]), 0.0
-    for _ in range(steps):  # gradient descent on the class-balanced log loss
-        p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
-        err = (p - y) * balance
-        w -= 0.5 * (z.T @ err + l2 * w)
-        b -= 0.5 * float(err.sum())
-    probs = 1.0 / (1.0 + np.exp(-(z @ w + b)))
-    held = np.sort(probs[y == 1])
-    cut = float(held[int(max_flagged * len(held))]) if len(held) else 0.5
-    return {"features": list(QUESTION_FEATURES), "mean": mean.round(6).tolist(),
-            "scale": scale.round(6).tolist(), "weights": w.round(6).tolist(),
-            "bias": round(b, 6), "threshold": round(min(cut, 0.5), 6),
-            "flagged": {"held": int((probs[y == 1] < min(cut, 0.5)).sum()),
-                        "held_of": int(y.sum()),
-                        "unheld": int((probs[y == 0] < min(cut, 0.5)).sum()),
-                        "unheld_of": int((1 - y).sum())}}
-
-
 def _scores(model: dict[str, Any], lines: Sequence[dict[str, Any]]) -> list[float]:
     cols = [NAMES.index(n) for n in model["features"]]
     mean, scale, w = model["mean"], model["scale"], model["weights"]
     return [sum(wi * (ln["f"][c] - mu) / s for c, mu, s, wi in zip(cols, mean, scale, w,
                                                                    strict=True))
             for ln in lines]
-
-
-def _with_best(model: dict[str, Any], q: dict[str, Any]) -> list[float] | None:
-    """The question row with its best score by ``model`` (the dump's has none)."""
-    if not q.get("q"):
-        return None
-    scores = _scores(model, q["lines"])
-    return [max(scores) if scores else -10.0, *q["q"][1:]]
 
 
 def simulate(model: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -309,8 +263,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.cmd == "train":
         rows = read_rows(args.rows)
         model = fit(rows, args.l2)
-        scored = [{**q, "q": _with_best(model, q)} for q in rows]
-        model["relevance"] = fit_relevance(scored)
         model["meta"] = {"trained_on": manifest(args.rows, rows), "l2": args.l2,
                          "embedder": _one({q.get("embedder", "") for q in rows}),
                          "fit": simulate(model, rows)}

@@ -40,6 +40,7 @@ from breadcrumb.query_api.recall.explain import explain
 from breadcrumb.query_api.recall.extract import Extractor
 from breadcrumb.query_api.recall.extract.cut import Quoter, extract_lines
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
+from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel
 from breadcrumb.query_api.recall.passages import evidence_record
 from breadcrumb.query_api.recall.query import analyze
 from breadcrumb.query_api.recall.rank import ScoreWeights
@@ -73,6 +74,7 @@ class RecallService:
         ranker: Ranker | None = None,
         learned_lines: bool = False,
         states: OpenWindowStates | None = None,
+        relevance: RelevanceModel | None = None,
     ) -> None:
         self.index = index
         self.memories = memories
@@ -92,7 +94,7 @@ class RecallService:
         self.sources = Sources(index, raw, rows, states)
         self.extractor = Extractor(memories, raw, self.count_tokens, embedder.count_tokens,
                                    quoter, self.errors, ranker, embedder.name,
-                                   learned_lines)
+                                   learned_lines, relevance)
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
         self.responder = Responder(memories, raw, self.count_tokens, self._usage, clock)

@@ -61,6 +61,8 @@ class Responder:
                 view["relevance"] = round(relevance.memories.get(view["id"], 0.0), 4)
             response["relevance"] = round(relevance.question, 4)
             response["nothing_matches"] = relevance.nothing_matches
+        if extracted.calibrated is not None:  # additive: False under another embedder
+            response["relevance_calibrated"] = extracted.calibrated
         return response
 
 

@@ -133,9 +133,12 @@ class Extracted:
 
     evidence: list[dict[str, Any]]
     level: int
-    #: how strongly what is held answers the question (the learned ranker's relevance
-    #: model; None without one): a RecallResponse's ``relevance`` and ``nothing_matches``
+    #: how strongly what is held answers the question (the relevance model; None without
+    #: one): a RecallResponse's ``relevance`` and ``nothing_matches``
     relevance: Relevance | None = None
+    #: whether the relevance model serves this embedder (None: the service has no model):
+    #: a RecallResponse's ``relevance_calibrated``
+    calibrated: bool | None = None
 
 
 class StageTimings:

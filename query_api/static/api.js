@@ -177,17 +177,19 @@ function threadLink(thread, start, end) {
 }
 
 // ---------------------------------------------------------------- relevance
-// The learned ranker's calibrated relevance (docs/contract/API.md): `relevance` (0..1)
-// and `nothing_matches` on the answer, `relevance` on each listed memory. Absent when
-// the service does not compute it (the rules ranker, another embedder, a conversation):
-// then nothing about relevance is shown.
+// The calibrated relevance (docs/contract/API.md): `relevance` (0..1) and
+// `nothing_matches` on the answer, `relevance` on each listed memory. Absent when the
+// service has no relevance model, or runs another embedder than the one it was
+// calibrated with (`relevance_calibrated: false`: the note says so, nothing is rated).
 const NOTHING_STRONG = "Nothing strong matches this question";
 const rated = (answer) => !!answer && typeof answer.relevance === "number";
 const relText = (x) => (typeof x === "number" ? x.toFixed(2) : "–");
 
-// "relevance 0.82" for an answer, "" when it carries none.
+// "relevance 0.82" for an answer, "relevance not calibrated" under another embedder,
+// "" when it carries none.
 function relevanceNote(answer) {
-  return rated(answer) ? `relevance ${relText(answer.relevance)}` : "";
+  if (rated(answer)) return `relevance ${relText(answer.relevance)}`;
+  return answer && answer.relevance_calibrated === false ? "relevance not calibrated" : "";
 }
 
 // The line saying nothing strong matches (the lines below are the best of what is held,

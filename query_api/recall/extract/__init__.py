@@ -20,7 +20,8 @@ from breadcrumb.processors.lexical import query_terms, with_verb_forms
 from breadcrumb.query_api.recall.extract import fresh_tail
 from breadcrumb.query_api.recall.extract.cut import Quoter, WordExactCut
 from breadcrumb.query_api.recall.extract.learned import LearnedLines, Scored
-from breadcrumb.query_api.recall.extract.learned.model import Ranker
+from breadcrumb.query_api.recall.extract.learned.model import BLANK, Ranker
+from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel
 from breadcrumb.query_api.recall.extract.semantic import (
     LinesByMeaning,
     names_the_literal,
@@ -45,18 +46,29 @@ class Extractor:
     def __init__(self, memories: MemoryStore, raw: RawEventStore, count: Callable[[str], int],
                  window_count: Callable[[str], int], quoter: Quoter | None,
                  errors: Counter[str], ranker: Ranker | None = None,
-                 embedder: str = "", learned_lines: bool = False) -> None:
+                 embedder: str = "", learned_lines: bool = False,
+                 relevance: RelevanceModel | None = None) -> None:
         self.quoter = quoter
         self.word_exact = WordExactCut(count, quoter, errors)
         self.by_meaning = LinesByMeaning(memories, raw, count)
-        # a model ranks under the embedder it was trained with; under another, the rules
-        self.learned = LearnedLines(memories, raw, count, ranker) \
-            if ranker is not None and ranker.fits(embedder) else None
+        # a model rates and ranks under the embedder it was trained with: under another,
+        # the rules rank and no relevance is given (it is "not calibrated")
+        fits = ranker is not None and ranker.fits(embedder)
+        self.calibrated = relevance is not None and relevance.fits(embedder)
+        self.relevance_known = relevance is not None
+        rater = relevance if self.calibrated else None
+        self.learned = LearnedLines(memories, raw, count, ranker, rater) \
+            if fits and ranker is not None else None
+        # the pool is read for the relevance alone where no model ranks
+        self.pool = self.learned or (LearnedLines(memories, raw, count, BLANK, rater)
+                                     if rater is not None else None)
         self.learned_lines = learned_lines  # the model ranks the lines (else: the rules)
         self.window_count = window_count
 
     def __call__(self, recalled: Recalled) -> Extracted:
-        scored = self._scored(recalled)
+        pooled = self._pooled(recalled)
+        scored = pooled if self.learned is not None and pooled is not None \
+            and not _talk(recalled, pooled) else None  # what the model may rank
         evidence, level = self._memory_evidence(recalled, scored) if recalled.follow \
             else ([], 0)
         if scored is not None and self.learned is not None and not self.learned_lines:
@@ -66,23 +78,20 @@ class Extractor:
             evidence = fresh_tail.merge(retrieved.query, evidence, recalled.windows,
                                         self.window_count, retrieved.evidence_budget)
             level = max(level, 2) if any(e.get("observed") is False for e in evidence) else level
-        relevance = None if scored is None or self.learned is None \
-            else self.learned.relevance(scored)
-        return Extracted(evidence, level, relevance)
+        relevance = None if pooled is None or self.pool is None \
+            else self.pool.relevance(pooled)
+        return Extracted(evidence, level, relevance,
+                         None if not self.relevance_known else self.calibrated)
 
-    def _scored(self, recalled: Recalled) -> Scored | None:
-        """The learned ranker's view of the candidates, unless the recall reads a
-        conversation alone (messages: its lines stay with meaning, and the relevance
-        model was calibrated on agent sessions, not on conversations)."""
-        if self.learned is None:
+    def _pooled(self, recalled: Recalled) -> Scored | None:
+        """The candidates with their features (and the model's scores where a model
+        ranks): read when a model ranks or the relevance model rates (None: neither)."""
+        if self.pool is None:
             return None
-        kinds = _hop_kinds(recalled)
-        if kinds and all(kind in _TALK for kind in kinds.values()):
-            return None
-        scored = self.learned.score(recalled)
-        if all(c.kind in _TALK for c in scored.pool.lines):
-            return None
-        return scored
+        if self.learned is not None and self.pool.calibrated is None \
+                and _talk_ranges(recalled):
+            return None  # a conversation: its lines stay with meaning, nothing to rate
+        return self.pool.score(recalled)
 
     def _memory_evidence(self, recalled: Recalled, scored: Scored | None
                          ) -> tuple[list[dict[str, Any]], int]:
@@ -123,6 +132,18 @@ class Extractor:
         if not semantic:  # nothing by meaning: the word-exact cut
             return cut.evidence, cut.level
         return semantic, 1
+
+
+def _talk_ranges(recalled: Recalled) -> bool:
+    """Whether the followed ranges hold conversation alone (messages)."""
+    kinds = _hop_kinds(recalled)
+    return bool(kinds) and all(kind in _TALK for kind in kinds.values())
+
+
+def _talk(recalled: Recalled, scored: Scored) -> bool:
+    """Whether the recall reads a conversation alone: its lines stay with meaning (the
+    line ranker was trained on agent sessions), though the relevance model rates it."""
+    return _talk_ranges(recalled) or all(c.kind in _TALK for c in scored.pool.lines)
 
 
 def _hop_kinds(recalled: Recalled) -> dict[str, str]:

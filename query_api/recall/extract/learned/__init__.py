@@ -12,6 +12,7 @@ stored content.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,7 +28,7 @@ from breadcrumb.query_api.recall.extract.learned.candidates import (
 from breadcrumb.query_api.recall.extract.learned.current import replaced
 from breadcrumb.query_api.recall.extract.learned.features import Candidate, feature_rows
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
-from breadcrumb.query_api.recall.extract.learned.relevance import question_row
+from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel, question_row
 from breadcrumb.query_api.recall.extract.superseded import drop_superseded
 from breadcrumb.query_api.recall.lines.scoring.weights import line_terms, pool_weights
 from breadcrumb.query_api.recall.lines.term_groups import TermGroups
@@ -47,15 +48,17 @@ class Scored:
     scores: list[float]
     question: list[float]  # the pool's question-level measurements (:mod:`.relevance`)
     relevance: float | None  # the probability that what is asked is held
+    union: tuple[float, float, float] = (0.0, 0.0, 0.0)  # words, weight held; terms (log)
 
 
 class LearnedLines:
     """Evidence lines chosen by the learned ranker."""
 
     def __init__(self, memories: MemoryStore, raw: RawEventStore,
-                 count: Callable[[str], int], ranker: Ranker) -> None:
+                 count: Callable[[str], int], ranker: Ranker,
+                 relevance: RelevanceModel | None = None) -> None:
         self.memories, self.raw, self.count, self.ranker = memories, raw, count, ranker
-        self.calibrated = ranker.relevance
+        self.calibrated = relevance
 
     def score(self, recalled: Recalled) -> Scored:
         """Every candidate line of ``recalled`` with its features and score."""
@@ -72,11 +75,15 @@ class LearnedLines:
         scores = self.ranker.scores(rows)
         groups = TermGroups(query.text, weights)
         held = frozenset().union(*(line_terms(c.text) for c in lines)) if lines else frozenset()
-        union = sum(1 for t in groups.terms if t in held) / max(1, len(groups.terms))
-        question = question_row(rows, scores, union)
+        found = [t for t in groups.terms if t in held]
+        total = sum(weights.values())
+        union = (len(found) / max(1, len(groups.terms)),
+                 groups.weight(found) / total if found and total else 0.0,
+                 math.log1p(len(groups.terms)))
+        question = question_row(rows, *union)
         model = self.calibrated
         return Scored(pool, rows, scores, question,
-                      None if model is None else model.probability(question))
+                      None if model is None else model.probability(question), union)
 
     def relevance(self, scored: Scored) -> Relevance | None:
         """How strongly what is held answers the question: the whole pool's probability
@@ -87,10 +94,9 @@ class LearnedLines:
         by_memory: dict[str, list[int]] = {}
         for i, c in enumerate(scored.pool.lines):
             by_memory.setdefault(c.memory_id, []).append(i)
-        union = scored.question[3]
-        memories = {mid: model.probability(question_row(
-            [scored.rows[i] for i in at], [scored.scores[i] for i in at], union))
-            for mid, at in by_memory.items()}
+        memories = {mid: model.probability(question_row([scored.rows[i] for i in at],
+                                                        *scored.union))
+                    for mid, at in by_memory.items()}
         return Relevance(scored.relevance, model.threshold, memories)
 
     def __call__(self, recalled: Recalled, scored: Scored | None = None

@@ -2,9 +2,9 @@
 
 The file (``ranker.json`` beside this module, written by ``python -m
 breadcrumb.eval.ranker train``) holds the feature names it was trained on, their mean
-and scale on the training rows, a weight per feature and the calibration of the best
-line's score into a probability that the answer is among the lines. Deterministic, CPU,
-a dot product per line; no hand-set weight lives in the code.
+and scale on the training rows, a weight per feature. Deterministic, CPU, a dot product per
+line; no hand-set weight lives in the code. The relevance of an answer is a model of its
+own (:mod:`.relevance`): the ``relevance`` part of an older ranker file is not read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.query_api.recall.extract.learned.features import INDEX
-from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel
 
 #: the model shipped with the package
 MODEL_FILE = Path(__file__).with_name("ranker.json")
@@ -29,14 +28,12 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Ranker:
-    """A linear scorer: ``sum(w_i * (x_i - mean_i) / scale_i)`` over the named features,
-    and the relevance model of a question's pool (None: relevance is not reported)."""
+    """A linear scorer: ``sum(w_i * (x_i - mean_i) / scale_i)`` over the named features."""
 
     columns: tuple[int, ...]  # where each trained feature sits in a features row
     mean: tuple[float, ...]
     scale: tuple[float, ...]
     weights: tuple[float, ...]
-    relevance: RelevanceModel | None
     meta: dict[str, Any]
 
     def fits(self, embedder: str) -> bool:
@@ -57,6 +54,10 @@ class Ranker:
         return [float(v) for v in z @ np.asarray(self.weights)]
 
 
+#: a model of no feature: every line scores 0 (the pool is read for its measurements alone)
+BLANK = Ranker((), (), (), (), {})
+
+
 def load(path: Path = MODEL_FILE) -> Ranker:
     """The ranker in ``path``; a missing file or a feature this code does not compute is
     a :class:`ModelError` naming it."""
@@ -71,13 +72,9 @@ def load(path: Path = MODEL_FILE) -> Ranker:
     lengths = {len(names), len(data["mean"]), len(data["scale"]), len(data["weights"])}
     if len(lengths) != 1:
         raise ModelError(f"{path}: features, mean, scale and weights differ in length")
-    try:
-        relevance = RelevanceModel.from_dict(data["relevance"]) if "relevance" in data else None
-    except (KeyError, ValueError) as exc:
-        raise ModelError(f"{path}: relevance: {exc}") from exc
     return Ranker(tuple(INDEX[n] for n in names), tuple(map(float, data["mean"])),
                   tuple(float(s) or 1.0 for s in data["scale"]),
-                  tuple(map(float, data["weights"])), relevance, dict(data.get("meta", {})))
+                  tuple(map(float, data["weights"])), dict(data.get("meta", {})))
 
 
 @lru_cache(maxsize=1)
