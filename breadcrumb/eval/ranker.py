@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from breadcrumb.query_api.recall.extract.learned import RAW_LANE_CHUNKS, RAW_LANE_SHARE
 from breadcrumb.query_api.recall.extract.learned.features import NAMES
 
 #: question sets that are measured on, never trained on
@@ -74,6 +75,7 @@ def dump(data_dir: Path, question_files: Sequence[Path], out: Path, user: str,
                 value = row["value"]
                 row["lines"] = [{"text": c.text, "tokens": service.count_tokens(c.text),
                                  "memory": c.memory_id, "event": c.event_id,
+                                 "index": c.event_index, "start": c.start,
                                  "label": int(bool(value) and value in c.text), "f": f}
                                 for c, f in zip(scored.pool.lines, scored.rows, strict=True)]
             sink.write(json.dumps(row) + "\n")
@@ -173,7 +175,41 @@ def _scores(model: dict[str, Any], lines: Sequence[dict[str, Any]]) -> list[floa
             for ln in lines]
 
 
-def simulate(model: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _raw_rank(line: dict[str, Any]) -> int:
+    inverse = line["f"][NAMES.index("raw_rank_inv")]
+    return round(1.0 / inverse - 1.0) if inverse > 0 else 999
+
+
+def packed(q: dict[str, Any], scores: Sequence[float], lane_share: float = RAW_LANE_SHARE,
+           lane_chunks: int = RAW_LANE_CHUNKS) -> list[dict[str, Any]]:
+    """The dumped lines of ``q`` Extract's packing would choose by ``scores`` (best first,
+    each text once, within the budget; the raw-chunk lane as ``learned.pack``)."""
+    lines = q["lines"]
+    budget = q.get("budget", 0)
+    order = sorted(range(len(lines)), key=lambda i: -scores[i])
+    used, said, chosen = 0, set(), []
+
+    def fill(at: Sequence[int], cap: float) -> None:
+        nonlocal used
+        for i in at:
+            ln = lines[i]
+            if ln["text"] in said or used + ln["tokens"] + 1 > cap:
+                continue
+            said.add(ln["text"])
+            used += ln["tokens"] + 1
+            chosen.append(ln)
+
+    if lane_share > 0:
+        fill(order, budget * (1.0 - lane_share))
+        lane = [i for i in range(len(lines)) if _raw_rank(lines[i]) < lane_chunks]
+        fill(sorted(lane, key=lambda i: (_raw_rank(lines[i]), lines[i].get("index", 0),
+                                         lines[i].get("start", 0))), budget)
+    fill(order, budget)
+    return chosen
+
+
+def simulate(model: dict[str, Any], rows: Sequence[dict[str, Any]], **lane: Any
+             ) -> dict[str, Any]:
     """Pack each question's candidates by ``model`` into its budget: how often the value
     is in the evidence, and within its three best lines."""
     hits = top3 = asked = 0
@@ -181,31 +217,23 @@ def simulate(model: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str,
         if not q.get("value") or not q.get("held", True):
             continue
         asked += 1
-        lines = q["lines"]
-        scores = _scores(model, lines)
-        order = sorted(range(len(lines)), key=lambda i: -scores[i])
-        used, said, chosen = 0, set(), []
-        for i in order:
-            ln = lines[i]
-            if ln["text"] in said or used + ln["tokens"] + 1 > q.get("budget", 0):
-                continue
-            said.add(ln["text"])
-            used += ln["tokens"] + 1
-            chosen.append(ln)
+        chosen = packed(q, _scores(model, q["lines"]), **lane)
         hits += any(q["value"] in ln["text"] for ln in chosen)
         top3 += any(q["value"] in ln["text"] for ln in chosen[:3])
     return {"questions": asked, "hits": hits, "top3": top3}
 
 
-def cross_validate(rows: Sequence[dict[str, Any]], l2: float = 1e-3) -> dict[str, Any]:
-    """Leave one question set out: train on the others' rows, simulate on its own."""
+def cross_validate(rows: Sequence[dict[str, Any]], l2: float = 1e-3, **lane: Any
+                   ) -> dict[str, Any]:
+    """Leave one question set out: train on the others' rows, simulate on its own
+    (``lane``: the raw-chunk lane's ``lane_share`` / ``lane_chunks``, as :func:`packed`)."""
     sets = sorted({q["set"] for q in rows if q.get("value")})
     out: dict[str, Any] = {}
     total = {"questions": 0, "hits": 0, "top3": 0, "candidate": 0}
     for name in sets:
         model = fit([q for q in rows if q["set"] != name], l2)
         part = [q for q in rows if q["set"] == name]
-        got = simulate(model, part)
+        got = simulate(model, part, **lane)
         got["candidate"] = sum(1 for q in part if q.get("value")
                                and any(ln["label"] for ln in q["lines"]))
         out[name] = got
@@ -253,7 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     c = sub.add_parser("cv", help="leave one question set out")
     c.add_argument("--rows", type=Path, nargs="+", required=True)
     c.add_argument("--l2", type=float, default=1e-3)
-    s = sub.add_parser("simulate", help="pack dumped rows by a model")
+    for p in (c, s := sub.add_parser("simulate", help="pack dumped rows by a model")):
+        p.add_argument("--lane-share", type=float, default=RAW_LANE_SHARE,
+                       help="budget share of the raw-chunk lane (learned.pack)")
+        p.add_argument("--lane-chunks", type=int, default=RAW_LANE_CHUNKS)
     s.add_argument("--rows", type=Path, nargs="+", required=True)
     s.add_argument("--model", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -269,10 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text(json.dumps(model, indent=1) + "\n", "utf-8")
         result = model["meta"]
     elif args.cmd == "cv":
-        result = cross_validate(read_rows(args.rows), args.l2)
+        result = cross_validate(read_rows(args.rows), args.l2, lane_share=args.lane_share,
+                                lane_chunks=args.lane_chunks)
     else:
         model = json.loads(args.model.read_text("utf-8"))
-        result = simulate(model, read_rows(args.rows))
+        result = simulate(model, read_rows(args.rows), lane_share=args.lane_share,
+                          lane_chunks=args.lane_chunks)
     sys.stdout.write(json.dumps(result, indent=1) + "\n")
     return 0
 

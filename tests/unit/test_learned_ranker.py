@@ -130,3 +130,27 @@ def test_a_packed_line_of_an_edit_brings_the_header_naming_its_file() -> None:
              _line("unrelated prose line", 5), _line(header, 1, "file_edit")]
     chosen = pack(lines, [3.0, 2.0, 0.1], budget=200, count=lambda t: len(t.split()))
     assert [c.text for c, _s in chosen][:2] == [lines[0].text, header]
+
+
+def test_the_raw_chunk_lane_packs_the_first_raw_chunk_after_the_best_lines() -> None:
+    from dataclasses import replace
+
+    best = [_line(f"scored line {n}", n) for n in range(4)]
+    raw = [replace(_line(f"raw line {n}", 10 + n), raw_rank=0) for n in range(2)]
+    lines, scores = [*best, *raw], [5.0, 4.0, 3.0, 2.0, 0.2, 0.1]
+    count = lambda t: len(t.split())  # noqa: E731
+    plain = pack(lines, scores, budget=16, count=count)
+    assert [c.text for c, _s in plain] == [c.text for c in best]  # 4 tokens each
+    laned = pack(lines, scores, budget=16, count=count, lane_share=0.5, lane_chunks=1)
+    # half the budget to the best lines (2 of 4 tokens each), then the raw chunk's lines
+    assert [c.text for c, _s in laned] == [*(c.text for c in best[:2]), raw[0].text,
+                                           raw[1].text]
+    # the same simulated over dumped rows (eval.ranker.packed)
+    f = [0.0] * len(NAMES)
+    rows = [{"text": c.text, "tokens": count(c.text), "index": c.event_index,
+             "start": c.start, "f": [*f[:INDEX["raw_rank_inv"]], 1.0 / (1 + c.raw_rank),
+                                     *f[INDEX["raw_rank_inv"] + 1:]]} for c in lines]
+    q = {"lines": rows, "budget": 16}
+    assert [r["text"] for r in training.packed(q, scores)] == [c.text for c in best]
+    assert [r["text"] for r in training.packed(q, scores, lane_share=0.5)] == \
+        [c.text for c, _s in laned]

@@ -13,7 +13,7 @@ stored content.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -205,13 +205,27 @@ class LearnedLines:
         return out
 
 
+#: share of the evidence budget kept, after the model's best lines, for the lines of the
+#: chunks the raw-chunk search ranks first (:data:`RAW_LANE_CHUNKS` of them), in source
+#: order. Off: on development data (60 questions, leave one set out) no share from 15 to
+#: 50 % answered more (47-49 against 49; docs/evaluation.md, session 26)
+RAW_LANE_SHARE = 0.0
+RAW_LANE_CHUNKS = 1
+
+
 def pack(lines: Sequence[Candidate], scores: Sequence[float], budget: int,
-         count: Callable[[str], int]) -> list[tuple[Candidate, float]]:
+         count: Callable[[str], int], lane_share: float = RAW_LANE_SHARE,
+         lane_chunks: int = RAW_LANE_CHUNKS) -> list[tuple[Candidate, float]]:
     """The best lines (given best first) that fit ``budget`` tokens as joined text; a
     line said verbatim before, or a long line mostly repeating one packed, is skipped.
     A line of a file's edit brings the header naming the file once (``+++ b/path``,
     ``*** Update File: …``), when that header is a candidate and fits: the added
-    ``+ALTER TABLE …`` says what changed, its header where."""
+    ``+ALTER TABLE …`` says what changed, its header where.
+
+    The raw-chunk lane: with ``lane_share`` > 0 the best lines fill the budget less that
+    share, then the lines of the ``lane_chunks`` chunks the raw-chunk search ranks first
+    (:attr:`Candidate.raw_rank`, in source order) take what fits, then the best lines
+    the rest."""
     headers = {(c.event_id, c.text): (c, s) for c, s in zip(lines, scores, strict=True)
                if FILE_HEADER.match(c.text)}
     said: set[str] = set()
@@ -219,13 +233,13 @@ def pack(lines: Sequence[Candidate], scores: Sequence[float], budget: int,
     used = 0
     out: list[tuple[Candidate, float]] = []
 
-    def take(line: Candidate, score: float) -> None:
+    def take(line: Candidate, score: float, cap: float) -> None:
         nonlocal used
         if line.text in said:
             return
         tokens = count(line.text)
         cost = tokens + JOIN_TOKENS
-        if used + cost > budget:
+        if used + cost > cap:
             return
         grams = near.grams(line.text, tokens)
         if near.repeats(grams):
@@ -235,11 +249,19 @@ def pack(lines: Sequence[Candidate], scores: Sequence[float], budget: int,
         used += cost
         out.append((line, score))
 
-    for line, score in zip(lines, scores, strict=True):
-        if line.text in said:
-            continue
-        take(line, score)
-        named = headers.get((line.event_id, line.header))
-        if named is not None and out and out[-1][0] is line:
-            take(named[0], min(named[1], score))
+    def fill(pairs: Iterable[tuple[Candidate, float]], cap: float) -> None:
+        for line, score in pairs:
+            if line.text in said:
+                continue
+            take(line, score, cap)
+            named = headers.get((line.event_id, line.header))
+            if named is not None and out and out[-1][0] is line:
+                take(named[0], min(named[1], score), cap)
+
+    pairs = list(zip(lines, scores, strict=True))
+    if lane_share > 0:
+        fill(pairs, budget * (1.0 - lane_share))
+        fill(sorted((p for p in pairs if p[0].raw_rank < lane_chunks),
+                    key=lambda p: (p[0].raw_rank, p[0].event_index, p[0].start)), budget)
+    fill(pairs, budget)
     return out
