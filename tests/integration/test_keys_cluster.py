@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -15,6 +16,8 @@ from breadcrumb.settings import Settings
 from breadcrumb.stores.keys.store import mysql_key_store
 from tests.conftest import ROOT
 from tests.integration.conftest import cluster_settings, drop_database
+
+pytestmark = pytest.mark.integration
 
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
