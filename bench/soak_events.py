@@ -98,14 +98,21 @@ class SoakAgent(SimulatedAgent):
         self._grow(event)
         return event
 
-    def _grow(self, event: dict[str, Any]) -> None:
-        rng, kind, content = self.rng, event["kind"], str(event["content"])
-        found = _SET.search(content) if kind == "message" and event["role"] == "user" else None
+    def planted(self, event: dict[str, Any]) -> tuple[str, str, str]:
+        """The setting a user's message plants (remembered as the agent's current fact and
+        among its last 21), and the current (setting, value, file path) for ``event``."""
+        content = str(event["content"])
+        found = (_SET.search(content) if event["kind"] == "message" and event["role"] == "user"
+                 else None)
         if found:
             self._fact = (found.group(1), found.group(2).rstrip("."))
             self.facts = [*self.facts[-20:], self._fact]
         env, value = self._fact
-        path = str((event.get("attrs") or {}).get("path") or f"src/{env.lower()}.py")
+        return env, value, str((event.get("attrs") or {}).get("path") or f"src/{env.lower()}.py")
+
+    def _grow(self, event: dict[str, Any]) -> None:
+        rng, kind, content = self.rng, event["kind"], str(event["content"])
+        env, value, path = self.planted(event)
         if kind == "tool_result" and content.split(":", 1)[0].isdigit():  # the rg hit: read it
             path = f"src/{self.project}/{env.split('_')[0].lower()}.py"
             self._inserted = [

@@ -26,7 +26,6 @@ import ctypes
 import gc
 import json
 import os
-import re
 import shutil
 import sqlite3
 import statistics
@@ -41,7 +40,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.soak_events import SoakAgent, diff, pytest_log  # noqa: E402
 
-_SET = re.compile(r"Set (\S+)=(\S+) and make")
 _OUTPUT_WORDS = ("ok", "built", "copied", "skipped", "updated", "checked", "linked")
 
 
@@ -57,12 +55,7 @@ class CostAgent(SoakAgent):
 
     def _cost(self, event: dict[str, Any]) -> None:
         rng, kind, content = self.rng, event["kind"], str(event["content"])
-        found = _SET.search(content) if kind == "message" and event["role"] == "user" else None
-        if found:
-            self._fact = (found.group(1), found.group(2).rstrip("."))
-            self.facts = [*self.facts[-20:], self._fact]
-        env, value = self._fact
-        path = str((event.get("attrs") or {}).get("path") or f"src/{env.lower()}.py")
+        env, value, path = self.planted(event)
         if kind == "test_result":
             error = content.split(" - ", 1)[-1].split("\n", 1)[0]
             test = content.split(" ", 2)[1] if content.startswith("FAILED") else "tests"

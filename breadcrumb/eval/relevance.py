@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.eval.ranker import nonsense_questions
+from breadcrumb.eval.ranker import nonsense_questions, read_rows
 
 #: folders of questions that are measured on, never trained on
 HELD_OUT = ("longmemeval_s_dev",)
@@ -121,15 +121,6 @@ def dump(runtime: Any, out: Path, questions: Sequence[dict[str, Any]], mode: str
             row.update(q=scored.question, mode=mode, embedder=service.embedder.name)
             sink.write(json.dumps(row) + "\n")
     return {"questions": len(questions), "out": str(out)}
-
-
-def read_rows(paths: Sequence[Path]) -> list[dict[str, Any]]:
-    """Dumped rows (every file's, in order)."""
-    out = []
-    for path in paths:
-        with gzip.open(path, "rt", encoding="utf-8") as src:
-            out += [json.loads(line) for line in src if line.strip()]
-    return out
 
 
 def fit(rows: Sequence[dict[str, Any]], max_flagged: float = 0.05, l2: float = 1e-2,
