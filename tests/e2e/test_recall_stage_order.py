@@ -24,6 +24,7 @@ from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.stages import STAGES
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
+from tests.support.events import november_event as _ev
 
 RECALL = "breadcrumb.query_api.recall."
 #: stage -> its module (the extract stage: its package)
@@ -67,16 +68,6 @@ def traced(call: Callable[[], Any]) -> tuple[list[str], list[str]]:
     finally:
         sys.setprofile(None)
     return entries, modules
-
-
-def _ev(i: int, thread: str, day: int, kind: str, content: str, **attrs: Any) -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "event_id": f"{thread}-{i}", "user_id": "u1", "project_id": "shop", "thread_id": thread,
-        "ts": f"2026-11-{day:02d}T10:{i:02d}:00Z", "role": "assistant", "kind": kind,
-        "content": content}
-    if attrs:
-        event["attrs"] = attrs
-    return event
 
 
 def _history() -> list[dict[str, Any]]:

@@ -9,16 +9,7 @@ from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-
-
-def _ev(i: int, thread: str, day: int, kind: str, content: str, **attrs: Any) -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "event_id": f"{thread}-{i}", "user_id": "u1", "project_id": "shop", "thread_id": thread,
-        "ts": f"2026-11-{day:02d}T10:{i:02d}:00Z", "role": "assistant", "kind": kind,
-        "content": content}
-    if attrs:
-        event["attrs"] = attrs
-    return event
+from tests.support.events import november_event as _ev
 
 
 def _history() -> list[dict[str, Any]]:
