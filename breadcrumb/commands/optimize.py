@@ -58,7 +58,7 @@ def _over_http(url: str) -> dict[str, Any]:
 
 def _in_process(settings: Settings) -> dict[str, Any]:
     from breadcrumb.stores.generations.embedded import GenerationCatalog
-    from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+    from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 
     catalog = GenerationCatalog(settings.data_dir)
     vectors = catalog.paths(catalog.current()).vectors
