@@ -140,7 +140,7 @@ def _events(agents: list[CostAgent], n: int) -> list[dict[str, Any]]:
 
 def measure(size: int, embedder: str, recalls: int, chunk: int) -> dict[str, Any]:
     """One size on a fresh data dir, in this process (the child's work)."""
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     data = Path(tempfile.mkdtemp(prefix="bc-storecost-"))

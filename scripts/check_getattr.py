@@ -27,7 +27,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("stores/llm/chat.py", "status_code"): "an HTTP error's status, any client library",
     ("stores/sql/sqlite/database.py", "sqlite_errorcode"): "sqlite3 errors carry it from 3.11 only",
     ("breadcrumb/extras.py", "name"): "ModuleNotFoundError.name, may be None",
-    ("breadcrumb/publishers.py", "retriable"): "aiokafka errors: a class attribute on some",
+    ("breadcrumb/clients/publishers.py", "retriable"): "aiokafka errors: a class attribute on some",
     # records and rows read field by field (the name is data)
     ("topics/records.py", DYNAMIC): "a dataclass's fields by name (to_dict)",
     ("stores/vectors/qdrant_common.py", DYNAMIC): "an Observation's payload fields by name",
@@ -67,7 +67,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("breadcrumb/commands/import_.py", "isatty"): "a progress stream: any file-like object",
     ("breadcrumb/commands/eval.py", DYNAMIC): "argparse: one threshold flag per metric",
     ("breadcrumb/commands/__init__.py", "register"): "a command module's optional hook",
-    ("breadcrumb/client.py", "ssl_certfile"): "client settings without the server's fields",
+    ("breadcrumb/clients/service.py", "ssl_certfile"):
+        "client settings without the server's fields",
     ("topics/kafka_security.py", "kafka_security_protocol"): "settings-like objects of tools",
     ("query_api/routes/dashboard.py", "dashboard_interval_seconds"): "settings of old tests",
 }

@@ -176,7 +176,7 @@ def test_int8_quantization_is_an_option_of_new_shards(tmp_path: Path) -> None:
 
 
 def test_the_setting_reaches_the_embedded_runtimes_new_shards(tmp_path: Path) -> None:
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     backend = LocalBackend(Settings(data_dir=tmp_path / "d", embedder="hash",
