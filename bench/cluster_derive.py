@@ -83,7 +83,7 @@ class NullIndex:
 
 def _index(kind: str, settings: Settings, dim: int) -> Any:
     if kind == "edge":
-        from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+        from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 
         return QdrantEdgeIndex(settings.data_dir / "edge", dim)
     if kind == "null":

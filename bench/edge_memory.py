@@ -5,7 +5,7 @@
 The soak found the embedded server's RSS growing with what it stores (~20-30 KB per event,
 anonymous memory, back at the same level after a restart). This measures the vector
 store's share alone, in this process: a shard made with the project's own config
-(``stores.vectors.edge_format.edge_config``), filled with chunk-shaped points (a 384-d
+(``stores.vectors.edge.format.edge_config``), filled with chunk-shaped points (a 384-d
 dense vector, a 150-term sparse vector, a payload with 1.5 KB of text and the keyword
 fields), then optimized; printed: anonymous and file-backed resident KB per point after
 each batch (since the start, and the batch's own points: the second is what a point
@@ -45,7 +45,7 @@ def run_variant(variant: str, points: int, batch: int) -> None:
     """Fill one shard and print KB per point (runs in a child process)."""
     import qdrant_edge as qe
 
-    from breadcrumb.stores.vectors.edge_format import edge_config
+    from breadcrumb.stores.vectors.edge.format import edge_config
     from breadcrumb.stores.vectors.qdrant_common import DENSE, SPARSE
 
     config = edge_config(384)

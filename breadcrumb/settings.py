@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     # Issue 14, scale-out: "qdrant" = each worker writes Qdrant itself (a server at
     # qdrant_url is shared; local mode is one worker only and a second one refuses to
     # start); "topic" = workers send vectors to the compacted `vectors` topic, applied by
-    # one sink (stores.vectors.topic_sink) into the store the query API reads.
+    # one sink (stores.vectors.sink.topic) into the store the query API reads.
     # Unset: "qdrant" when qdrant_url names a server, else "topic" (the two-process quick
     # start: a worker and `serve` on one host cannot share a local-mode folder).
     vector_store: Literal["qdrant", "topic"] | None = None

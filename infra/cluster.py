@@ -84,7 +84,7 @@ def _vector_sink(settings: Settings, embedder: Embedder, index: Any) -> Any:
     of the ``vectors`` topic writes it (a Qdrant server at QDRANT_URL, else Qdrant Edge
     under the data dir)."""
     from breadcrumb.infra.cluster_stores import build_sink_index, sink_group
-    from breadcrumb.stores.vectors.topic_sink import SinkThread, TopicVectorIndex, VectorSink
+    from breadcrumb.stores.vectors.sink.topic import SinkThread, TopicVectorIndex, VectorSink
 
     if settings.vector_store != "topic" or not (index is None
                                                 or isinstance(index, TopicVectorIndex)):

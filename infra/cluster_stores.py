@@ -28,7 +28,7 @@ def build_vector_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``; with
     ``vector_store=topic`` a worker's write-only index on the ``vectors`` topic."""
     if settings.vector_store == "topic":
-        from breadcrumb.stores.vectors.topic_sink import KafkaRecordSender, TopicVectorIndex
+        from breadcrumb.stores.vectors.sink.topic import KafkaRecordSender, TopicVectorIndex
         from breadcrumb.topics.kafka_security import aiokafka_kwargs
         from breadcrumb.topics.names import VECTORS
 
@@ -43,7 +43,7 @@ def build_qdrant_index(settings: Settings, dim: int) -> Any:
     """qdrant-client against a server URL, or local mode under ``data_dir/qdrant``."""
     from qdrant_client import QdrantClient
 
-    from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
+    from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 
     def factory() -> QdrantClient:
         if settings.qdrant_url:
@@ -60,11 +60,11 @@ def build_qdrant_index(settings: Settings, dim: int) -> Any:
 def build_sink_index(settings: Settings, dim: int) -> Any:
     """The store ``serve``'s vector sink writes and its recall reads: the Qdrant server at
     ``QDRANT_URL``, else Qdrant Edge under ``data_dir/sink-vectors/<prefix>``
-    (:mod:`stores.vectors.edge_collections`; qdrant-client local mode before)."""
+    (:mod:`stores.vectors.edge.collections`; qdrant-client local mode before)."""
     if settings.qdrant_url:
         return build_qdrant_index(settings, dim)
     from breadcrumb.stores.data_dir import StartupError, try_acquire
-    from breadcrumb.stores.vectors.edge_collections import EdgeCollections
+    from breadcrumb.stores.vectors.edge.collections import EdgeCollections
 
     root = sink_root(settings)
     if try_acquire(root) is None:  # held for the process's life (the kernel drops it)
@@ -88,7 +88,7 @@ def sink_group(settings: Settings) -> str:
     group = f"{settings.worker_id}-vector-sink"
     if settings.qdrant_url:
         return group
-    from breadcrumb.stores.vectors.edge_collections import store_id
+    from breadcrumb.stores.vectors.edge.collections import store_id
 
     return f"{group}-{store_id(sink_root(settings))}"
 

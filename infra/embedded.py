@@ -59,7 +59,7 @@ class Generation:
     service: IngestService
     recall: RecallService
     sweeper: Any
-    optimizer: Any  # stores.vectors.index_maintenance.OptimizeJob (HNSW builds when idle)
+    optimizer: Any  # stores.vectors.edge.maintenance.OptimizeJob (HNSW builds when idle)
 
     def close(self, log_store: Store) -> None:
         self.sweeper.stop()
@@ -73,8 +73,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
                     log_store: SqliteStore) -> Generation:
     """Open (creating if needed) the derived stores of one generation and wire them."""
     from breadcrumb.stores.cold.storage import LocalColdStore
-    from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
-    from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+    from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+    from breadcrumb.stores.vectors.edge.maintenance import OptimizeJob
 
     if paths.name == MAIN:
         store = log_store

@@ -1,4 +1,4 @@
-"""The calls a client makes, over HTTP or in-process (``breadcrumb.client``): the MCP
+"""The calls a client makes, over HTTP or in-process (``breadcrumb.clients.service``): the MCP
 server and the CLI take any of them."""
 
 from __future__ import annotations

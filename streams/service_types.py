@@ -21,7 +21,7 @@ ObserveFn = Callable[[Sequence[Event], ClosedRange], Observation]
 @dataclass(slots=True)
 class HandleResult:
     """What one entry did: ``outcome`` is processed | duplicate | rejected | flushed |
-    erased (an event of a forgotten scope: dropped, see ``stores.sql.forget``)."""
+    erased (an event of a forgotten scope: dropped, see ``stores.sql.forget.erasure``)."""
 
     outcome: str
     observations: list[Observation] = field(default_factory=list)

@@ -33,7 +33,7 @@ USER_HELP = ("tenant (user_id) (default: the API key's tenant, else BREADCRUMB_U
 def resolve_user(settings: Settings, args: argparse.Namespace) -> str:
     """``--user``, or the tenant of the key sent to the service that owns the data dir
     (or ``--url``), or ``BREADCRUMB_USER_ID``: the one rule of every command (issue 24)."""
-    from breadcrumb.client import default_user, running_server
+    from breadcrumb.clients.service import default_user, running_server
 
     if not args.user:
         args.user = default_user(settings, None, args.url or running_server(settings))
@@ -43,7 +43,7 @@ def resolve_user(settings: Settings, args: argparse.Namespace) -> str:
 def call(settings: Settings, args: argparse.Namespace, method: str, path: str,
          params: dict[str, Any] | None, body: dict[str, Any] | None, local: Local) -> Any:
     """The answer of ``method path`` from the running service, or of ``local(runtime)``."""
-    from breadcrumb.client import locate
+    from breadcrumb.clients.service import locate
 
     url, lock = locate(settings, args.url)  # every caller's sub-command has common_options
     try:
@@ -57,7 +57,7 @@ def _http(url: str, method: str, path: str, params: dict[str, Any] | None,
           body: dict[str, Any] | None) -> Any:
     import httpx
 
-    from breadcrumb.client import api_key_headers
+    from breadcrumb.clients.service import api_key_headers
 
     query = {k: v for k, v in (params or {}).items() if v is not None}
     with httpx.Client(base_url=url, timeout=300, headers=api_key_headers()) as http:

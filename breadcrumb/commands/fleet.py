@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.sdk import HttpPublisher, Publisher, PublishError
+from breadcrumb.clients.sdk import HttpPublisher, Publisher, PublishError
 from breadcrumb.settings import Settings
 
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://breadcrumb/fleet/v1")

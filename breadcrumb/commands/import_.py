@@ -22,8 +22,8 @@ from typing import Any, TextIO
 
 import orjson
 
-from breadcrumb import client as local_client
 from breadcrumb import rejections
+from breadcrumb.clients import service as local_client
 from breadcrumb.importers import (
     FORMATS,
     ImportFormatError,

@@ -41,7 +41,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the backend (embedded runtime or HTTP proxy) and serve until stopped."""
-    from breadcrumb.client import Backend, HttpBackend, LocalBackend, api_key_headers, locate
+    from breadcrumb.clients.service import (
+        Backend,
+        HttpBackend,
+        LocalBackend,
+        api_key_headers,
+        locate,
+    )
     from breadcrumb.query_api.auth import open_bind_refusal
     from breadcrumb.query_api.mcp_server import run_mcp
 
@@ -71,7 +77,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _forwarding(url: str) -> Callable[[str | None], Any]:
     """One HttpBackend per caller key (bounded), each sending that key to ``url``."""
-    from breadcrumb.client import HttpBackend
+    from breadcrumb.clients.service import HttpBackend
 
     backends: dict[str | None, HttpBackend] = {}
 

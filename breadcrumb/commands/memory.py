@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_memory(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch ``memory set|audit|show``; prints JSON. Through the service that owns the
     data dir when one runs (its stores are never opened twice), else in-process."""
-    from breadcrumb.client import api_key_headers, locate
+    from breadcrumb.clients.service import api_key_headers, locate
 
     url, lock = locate(settings, args.url)
     if not (url and api_key_headers()):  # with a key, the service fills in the key's tenant
@@ -71,7 +71,7 @@ class _Refused(Exception):
 def _over_http(url: str, args: argparse.Namespace) -> Any:
     import httpx
 
-    from breadcrumb.client import api_key_headers, key_refusal, unreachable
+    from breadcrumb.clients.service import api_key_headers, key_refusal, unreachable
 
     path = f"/v1/memories/{args.memory_id}"
     headers = api_key_headers()

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from breadcrumb.client import api_key_headers
+from breadcrumb.clients.service import api_key_headers
 from breadcrumb.settings import Settings
 
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_optimize(args: argparse.Namespace, settings: Settings) -> int:
     """Optimize via the running service, or in-process; prints a JSON result."""
-    from breadcrumb.client import locate
+    from breadcrumb.clients.service import locate
 
     if settings.mode == "cluster":
         sys.stdout.write("cluster mode: the Qdrant server optimizes in the background\n")
@@ -58,7 +58,7 @@ def _over_http(url: str) -> dict[str, Any]:
 
 def _in_process(settings: Settings) -> dict[str, Any]:
     from breadcrumb.stores.generations.embedded import GenerationCatalog
-    from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+    from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 
     catalog = GenerationCatalog(settings.data_dir)
     vectors = catalog.paths(catalog.current()).vectors

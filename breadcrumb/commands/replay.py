@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from breadcrumb.client import api_key_headers
+from breadcrumb.clients.service import api_key_headers
 from breadcrumb.settings import Settings
 
 
@@ -41,7 +41,7 @@ def _bar(p: dict[str, Any]) -> None:
 
 
 def cmd_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from breadcrumb.client import locate
+    from breadcrumb.clients.service import locate
 
     url, lock = locate(settings, args.url)  # the owning service, or the data dir locked here
     try:

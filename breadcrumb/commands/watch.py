@@ -47,8 +47,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Watch until SIGINT / SIGTERM (or one pass with ``--once``)."""
     import httpx
 
-    from breadcrumb import client as local_client
-    from breadcrumb.sdk import Breadcrumb, BreadcrumbError, PublishError
+    from breadcrumb.clients import service as local_client
+    from breadcrumb.clients.sdk import Breadcrumb, BreadcrumbError, PublishError
     from breadcrumb.watch import DEFAULT_FOLDERS, SdkSink, Watcher
 
     folders = args.folders or [Path(f).expanduser() for f in DEFAULT_FOLDERS]

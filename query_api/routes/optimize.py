@@ -4,7 +4,7 @@
 segment merge, vacuum) and answers ``{"optimized": bool, "seconds": float,
 "pending_points": int}``; ``409 optimize_running`` while one runs. The request waits for
 the build; every other request is served meanwhile (Qdrant Edge builds a copy of the shard
-in a child process and swaps it in: ``stores/vectors/index_build.py``).
+in a child process and swaps it in: ``stores/vectors/edge/index_build.py``).
 """
 
 from __future__ import annotations

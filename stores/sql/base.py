@@ -11,7 +11,7 @@ port (:mod:`stores.ports`) and holding the store's one :class:`~stores.sql.core.
 * ``log`` -- the embedded event log (:mod:`stores.sql.event_log`);
 * ``counters`` -- named counters (:mod:`stores.sql.counters`);
 * ``erasure`` and ``tombstones`` -- forgetting a scope, and what keeps it forgotten
-  (:mod:`stores.sql.forget`, :mod:`stores.sql.tombstones`);
+  (:mod:`stores.sql.forget.erasure`, :mod:`stores.sql.forget.tombstones`);
 * ``browse`` -- pages of memories, versions, threads, dead letters (:mod:`stores.sql.browse`);
 * ``explore`` -- the dashboard explorer's tenants, threads and fact keys
   (:mod:`stores.sql.explore`);
@@ -39,11 +39,11 @@ from breadcrumb.stores.sql.dead_letters import SqlDeadLetters
 from breadcrumb.stores.sql.event_log import SqlEventLog
 from breadcrumb.stores.sql.events import SqlEvents
 from breadcrumb.stores.sql.explore import SqlExplore
-from breadcrumb.stores.sql.forget import SqlErasure
+from breadcrumb.stores.sql.forget.erasure import SqlErasure
+from breadcrumb.stores.sql.forget.tombstones import SqlTombstones
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.memories import SqlChunks, SqlMemories
 from breadcrumb.stores.sql.states import SqlThreadStates
-from breadcrumb.stores.sql.tombstones import SqlTombstones
 
 
 class SqlStore:

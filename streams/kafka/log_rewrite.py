@@ -105,7 +105,7 @@ class Kafka:
 
 
 def tombstone_predicate(store: Tombstones, kind: str = EVENTS) -> Predicate:
-    """The processors' own check (``stores.sql.tombstones``) over a partition's records."""
+    """The processors' own check (``stores.sql.forget.tombstones``) over a partition's records."""
 
     def erased(records: Sequence[LogRecord]) -> set[int]:
         scopes = [record_scopes(r, kind) for r in records]

@@ -27,8 +27,8 @@ import httpx
 from bench.recall import USER, populate
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.index_build import unindexed
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index_build import unindexed
 from tests.support.serve import serving
 
 N = 12_000  # memories (and as many chunks): 24,000 points

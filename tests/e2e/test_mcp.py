@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from breadcrumb.client import LocalBackend
+from breadcrumb.clients.service import LocalBackend
 from breadcrumb.processors.tokens import estimate_tokens
 from breadcrumb.query_api.mcp_server import server_version
 from breadcrumb.settings import Settings

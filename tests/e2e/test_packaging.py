@@ -86,7 +86,7 @@ def test_sdk_imports_beside_a_project_with_its_own_infra_and_streams(
     script = textwrap.dedent("""
         import sys
         from breadcrumb.sdk import HttpPublisher, InvalidEventError, checked
-        import breadcrumb.client
+        import breadcrumb.clients.service
         import infra, infra.settings, streams
         assert infra.WHO == "project infra" and infra.settings.OWN, infra.__file__
         assert streams.WHO == "project streams", streams.__file__

@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 from fastapi.testclient import TestClient
 
-from breadcrumb.client import HttpBackend
+from breadcrumb.clients.service import HttpBackend
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.query_api.app import create_app
 from breadcrumb.query_api.models import RecallRequest

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from breadcrumb.client import HttpBackend
+from breadcrumb.clients.service import HttpBackend
 from breadcrumb.query_api.mcp_server import build_mcp_server
 from breadcrumb.sdk import Breadcrumb, BreadcrumbError
 from tests.conftest import wait_until

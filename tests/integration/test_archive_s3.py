@@ -11,7 +11,7 @@ from breadcrumb.infra.bootstrap import build_lifecycle
 from breadcrumb.settings import Settings
 from breadcrumb.stores.cold.storage import S3ColdStore, archive_key, pack_events
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.topics.records import Event, Observation, SourceRange
 
 pytestmark = pytest.mark.integration

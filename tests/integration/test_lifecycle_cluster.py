@@ -16,7 +16,7 @@ from breadcrumb.infra.bootstrap import build_lifecycle
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.cold.storage import LocalColdStore
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.streams.lifecycle.runners import KafkaChangelog
 from breadcrumb.topics.names import MEMORY_STATUS
 from breadcrumb.topics.records import Observation, SourceRange

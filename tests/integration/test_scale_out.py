@@ -22,8 +22,8 @@ from qdrant_client import QdrantClient
 from breadcrumb.infra.cluster import build_sql_store, declare_topics
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
-from breadcrumb.stores.vectors.topic_sink import VectorSink
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex
+from breadcrumb.stores.vectors.sink.topic import VectorSink
 from breadcrumb.topics.names import VECTORS
 from tests.conftest import wait_until
 from tests.integration.conftest import (

@@ -15,8 +15,8 @@ import pytest
 from breadcrumb.infra.cluster_stores import build_sink_index, declare_topics, sink_group, sink_root
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.embedders.hashing import HashEmbedder
-from breadcrumb.stores.vectors.edge_collections import EdgeCollections
-from breadcrumb.stores.vectors.topic_sink import KafkaRecordSender, TopicVectorIndex, VectorSink
+from breadcrumb.stores.vectors.edge.collections import EdgeCollections
+from breadcrumb.stores.vectors.sink.topic import KafkaRecordSender, TopicVectorIndex, VectorSink
 from breadcrumb.topics.names import VECTORS
 from breadcrumb.topics.records import Observation, SourceRange
 from tests.integration.conftest import cluster_settings, drop_database

@@ -13,7 +13,7 @@ from breadcrumb.processors.lexical import sparse_vector, weighted_query
 from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of, payload, search
 from breadcrumb.stores.ports import SearchFilter
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.stores.vectors.search_batch import SearchRequest, search_many
 from breadcrumb.topics.records import Chunk
 

@@ -30,7 +30,7 @@ from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.stores.sql.core import Row, SqlDatabase
 from breadcrumb.stores.sql.counters import SqlCounters
 from breadcrumb.stores.sql.events import SqlEvents
-from breadcrumb.stores.sql.forget import control_home
+from breadcrumb.stores.sql.forget.erasure import control_home
 from breadcrumb.stores.sql.memories import SqlChunks, SqlMemories
 from breadcrumb.stores.sql.schema import MYSQL
 from breadcrumb.stores.sql.states import SqlThreadStates

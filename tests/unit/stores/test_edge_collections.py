@@ -1,4 +1,4 @@
-"""stores.vectors.edge_collections: the cluster sink's Qdrant Edge store, one directory per
+"""stores.vectors.edge.collections: the cluster sink's Qdrant Edge store, one directory per
 collection prefix (a generation), and the store id its consumer group names."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.embedders.hashing import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.vectors.edge_collections import EdgeCollections, store_id
+from breadcrumb.stores.vectors.edge.collections import EdgeCollections, store_id
 from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Observation, SourceRange
 

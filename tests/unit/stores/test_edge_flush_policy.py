@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from tests.unit.stores.test_qdrant_indexes import (
     CORPUS,
     EMB,
@@ -66,7 +66,7 @@ def test_interval_zero_flushes_every_write(tmp_path: Path) -> None:
 
 CRASH_SCRIPT = """
 import os, sys
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from tests.unit.stores.test_qdrant_indexes import CORPUS, add_memories, obs, uid
 index = QdrantEdgeIndex(sys.argv[1], 64)  # default policy: writes do not flush
 index.ensure()

@@ -1,4 +1,4 @@
-"""How Qdrant Edge shards store their data (issue 49, ``stores/vectors/edge_format.py``):
+"""How Qdrant Edge shards store their data (issue 49, ``stores/vectors/edge/format.py``):
 new shards hold float16 vectors and on-disk indexes with a bounded WAL; shards created
 float32 before it (the old config) still open, search and take writes."""
 
@@ -13,7 +13,7 @@ import pytest
 import qdrant_edge as qe
 
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.vectors.edge_format import (
+from breadcrumb.stores.vectors.edge.format import (
     WAL_OPTIONS,
     edge_config,
     load_config,
@@ -22,9 +22,9 @@ from breadcrumb.stores.vectors.edge_format import (
     stored_datatype,
     stored_quantization,
 )
-from breadcrumb.stores.vectors.index_build import current_dirs
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index_build import current_dirs
 from breadcrumb.stores.vectors.qdrant_common import DENSE, SPARSE
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from tests.unit.stores.test_qdrant_indexes import (
     CORPUS,
     EMB,
@@ -176,7 +176,7 @@ def test_int8_quantization_is_an_option_of_new_shards(tmp_path: Path) -> None:
 
 
 def test_the_setting_reaches_the_embedded_runtimes_new_shards(tmp_path: Path) -> None:
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
 
     backend = LocalBackend(Settings(data_dir=tmp_path / "d", embedder="hash",

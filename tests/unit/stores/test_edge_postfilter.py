@@ -1,4 +1,4 @@
-"""Lexical searches answered unfiltered then filtered (stores.vectors.edge_postfilter), on a real
+"""Lexical searches answered unfiltered then filtered (stores.vectors.edge.postfilter), on a real
 Qdrant Edge shard: the same hits as the filtered query, for every tenant and status."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from breadcrumb.stores.ports import Hit, SearchFilter
-from breadcrumb.stores.vectors import edge_postfilter
-from breadcrumb.stores.vectors.edge_postfilter import passes
+from breadcrumb.stores.vectors.edge import postfilter as edge_postfilter
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.postfilter import passes
 from breadcrumb.stores.vectors.qdrant_common import Condition
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.stores.vectors.search_batch import SearchRequest
 from tests.unit.stores.test_qdrant_indexes import (
     EMB,

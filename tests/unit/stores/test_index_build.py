@@ -13,8 +13,8 @@ from pathlib import Path
 
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.vectors.index_build import unindexed
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index_build import unindexed
 from tests.conftest import wait_until
 from tests.unit.stores.test_optimize_job import EMB, _fill, _uid
 

@@ -16,8 +16,8 @@ import pytest
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.vectors.index_maintenance import OptimizeJob
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.maintenance import OptimizeJob
 from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Chunk, Observation, SourceRange
 from tests.conftest import wait_until

@@ -9,8 +9,8 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.stores.vectors.qdrant_common import MEMORY_PAYLOAD_FIELDS, memory_payload
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
 from breadcrumb.topics.records import Fact, Observation, SourceRange
 from tests.unit.stores.test_qdrant_indexes import CORPUS, EMB, add_chunks, add_memories, chunk, uid
 

@@ -19,9 +19,9 @@ from qdrant_client import QdrantClient
 
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter, SparseVector, VectorIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 from breadcrumb.topics.records import Chunk, Observation, SourceRange
 
 EMB = HashEmbedder(dim=64)
@@ -262,7 +262,7 @@ def test_bad_calls_raise(index: Any) -> None:
 CRASH_SCRIPT = """
 import os, sys
 from breadcrumb.stores.vectors.qdrant_common import PointNotFoundError
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from tests.unit.stores.test_qdrant_indexes import CORPUS, add_memories, obs, uid
 index = QdrantEdgeIndex(sys.argv[1], 64, flush_interval_seconds=3600)
 index.ensure()

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from qdrant_client import QdrantClient
 
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex, wal_commits
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex, wal_commits
 
 CHILD = r"""
 import sys, time
 from qdrant_client import QdrantClient
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 from tests.unit.stores.test_qdrant_indexes import EMB, add_memories, obs, uid
 index = QdrantServerIndex(lambda: QdrantClient(path=sys.argv[1]), "p", EMB.dim)
 index.ensure()

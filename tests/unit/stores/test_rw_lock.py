@@ -1,6 +1,6 @@
-"""stores/vectors/rw_lock.py, and concurrent searches of the Qdrant Edge index that now share it:
-readers at once, a writer alone, a waiting writer not starved; four threads searching
-the same shards get exactly the hits one thread gets."""
+"""stores/vectors/edge/rw_lock.py, and concurrent searches of the Qdrant Edge index that
+now share it: readers at once, a writer alone, a waiting writer not starved; four threads
+searching the same shards get exactly the hits one thread gets."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
-from breadcrumb.stores.vectors.rw_lock import ReadWriteLock
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.rw_lock import ReadWriteLock
 from breadcrumb.stores.vectors.search_batch import SearchRequest
 from breadcrumb.topics.records import Chunk, Observation, SourceRange
 

@@ -1,4 +1,4 @@
-"""The vectors topic's records (``stores.vectors.topic_sink``) without a broker: what a worker's
+"""The vectors topic's records (``stores.vectors.sink.topic``) without a broker: what a worker's
 TopicVectorIndex sends, replayed by the sink's ``apply_records`` on a real index (qdrant-client
 local mode), gives the points a direct upsert gives; the split-store refusal reason."""
 
@@ -13,8 +13,8 @@ from breadcrumb.infra.cluster_stores import split_store_reason
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
-from breadcrumb.stores.vectors.topic_sink import TopicVectorIndex, apply_records
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex
+from breadcrumb.stores.vectors.sink.topic import TopicVectorIndex, apply_records
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
 from breadcrumb.topics.records import FlushMarker

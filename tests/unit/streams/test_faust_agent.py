@@ -17,7 +17,7 @@ from breadcrumb.infra.cluster import WorkerParts
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.stores.vectors.qdrant_server import QdrantServerIndex
+from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 from breadcrumb.streams.failure_policy import FailurePolicy
 from breadcrumb.streams.kafka import agent as fa
 from breadcrumb.streams.service import IngestService

@@ -18,10 +18,10 @@ after a crash under a never-idle load); always on :meth:`close`.
 the flush: an update is in the WAL before it returns and the WAL is replayed on load.
 
 HNSW builds never run on the live shard (the binding keeps the GIL while it
-optimizes): :meth:`QdrantEdgeIndex.optimize` (``stores/vectors/edge_rebuild.py``) builds
-a copy in a child process and swaps it in (``stores/vectors/index_build.py``). Writers
+optimizes): :meth:`QdrantEdgeIndex.optimize` (``stores/vectors/edge/rebuild.py``) builds
+a copy in a child process and swaps it in (``stores/vectors/edge/index_build.py``). Writers
 take ``_gate`` then ``_lock`` (alone); searches share ``_lock``
-(``stores/vectors/rw_lock.py``: several at once, also the two collections of one recall),
+(``stores/vectors/edge/rw_lock.py``: several at once, also the two collections of one recall),
 so they go on while a build copies or waits.
 """
 
@@ -39,10 +39,11 @@ from typing import Any
 import qdrant_edge as qe
 
 from breadcrumb.stores.ports import Hit, SearchFilter, SparseVector
-from breadcrumb.stores.vectors.edge_format import keyword_indexes, load_config, open_shard
-from breadcrumb.stores.vectors.edge_postfilter import Attempt, PostFilter
-from breadcrumb.stores.vectors.edge_rebuild import EdgeRebuilds
-from breadcrumb.stores.vectors.index_build import current_dirs, remove_strays
+from breadcrumb.stores.vectors.edge.format import keyword_indexes, load_config, open_shard
+from breadcrumb.stores.vectors.edge.index_build import current_dirs, remove_strays
+from breadcrumb.stores.vectors.edge.postfilter import Attempt, PostFilter
+from breadcrumb.stores.vectors.edge.rebuild import EdgeRebuilds
+from breadcrumb.stores.vectors.edge.rw_lock import ReadWriteLock
 from breadcrumb.stores.vectors.qdrant_common import (
     CHUNKS,
     COLLECTIONS,
@@ -59,7 +60,6 @@ from breadcrumb.stores.vectors.qdrant_common import (
     status_of,
     to_hits,
 )
-from breadcrumb.stores.vectors.rw_lock import ReadWriteLock
 from breadcrumb.stores.vectors.search_batch import SearchRequest, batched, grouped
 from breadcrumb.topics.records import Chunk
 
@@ -299,7 +299,7 @@ class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
         with_payload: bool = True,
     ) -> qe.QueryRequest | Attempt | None:
         """The shard request of one search (a lexical one on the tenant filter alone as an
-        unfiltered :class:`~breadcrumb.stores.vectors.edge_postfilter.Attempt`); ``None`` when it
+        unfiltered :class:`~breadcrumb.stores.vectors.edge.postfilter.Attempt`); ``None`` when it
         can match nothing."""
         conditions = search_conditions(name, flt, dense, sparse, self._dim)
         if conditions is None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from breadcrumb.publishers import (
+from breadcrumb.clients.publishers import (
     KEY_HINT,
     Backoff,
     IndexCounters,

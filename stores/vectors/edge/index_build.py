@@ -2,16 +2,16 @@
 
 qdrant-edge-py keeps the GIL while ``EdgeShard.optimize()`` runs (measured: the
 embedded service answered nothing for 6-23 s at 58k-210k points). So
-:meth:`stores.vectors.qdrant_edge.QdrantEdgeIndex.optimize` never optimizes the live
+:meth:`stores.vectors.edge.index.QdrantEdgeIndex.optimize` never optimizes the live
 shard: it copies the flushed shard directory to a new *generation*
-(``memories.g3``), runs this module as ``python -m breadcrumb.stores.vectors.index_build``
+(``memories.g3``), runs this module as ``python -m breadcrumb.stores.vectors.edge.index_build``
 on the copy (niced, its own interpreter and GIL), replays the writes that arrived
 meanwhile into the built copy, and swaps it in. ``shards.json`` in the vectors dir
 names each collection's current generation; it is replaced atomically after the
 built copy holds every write, so a crash at any moment leaves either the old or
 the new complete shard current, and :func:`remove_strays` deletes the other.
 
-    python -m breadcrumb.stores.vectors.index_build DIR --dim 384 [--threshold-kb N]
+    python -m breadcrumb.stores.vectors.edge.index_build DIR --dim 384 [--threshold-kb N]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from breadcrumb.stores.vectors.edge_format import load_config
+from breadcrumb.stores.vectors.edge.format import load_config
 
 POINTER = "shards.json"
 _GENERATION = re.compile(r"^(?P<name>[a-z]+)(\.g(?P<n>\d+))?$")
@@ -92,8 +92,8 @@ def run_child(directories: Sequence[Path], dim: int, threshold_kb: int | None,
     """Optimize the shards in ``directories`` in one child process; True if any changed.
 
     ``started`` receives the process (so a closing index can terminate it)."""
-    cmd = [sys.executable, "-m", "breadcrumb.stores.vectors.index_build", *map(str, directories),
-           "--dim", str(dim), "--parent", str(os.getpid())]
+    cmd = [sys.executable, "-m", "breadcrumb.stores.vectors.edge.index_build",
+           *map(str, directories), "--dim", str(dim), "--parent", str(os.getpid())]
     if threshold_kb is not None:
         cmd += ["--threshold-kb", str(threshold_kb)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -1,9 +1,9 @@
-"""The HNSW build of :class:`stores.vectors.qdrant_edge.QdrantEdgeIndex`, off the service.
+"""The HNSW build of :class:`stores.vectors.edge.index.QdrantEdgeIndex`, off the service.
 
 The binding keeps the GIL while a shard optimizes, so the live shard is never optimized:
 each collection with unindexed points is flushed and copied (writes wait, searches go
-on), built in a niced child process (``stores/vectors/index_build.py``), caught up with the writes
-recorded meanwhile, and swapped in; the old generation is deleted.
+on), built in a niced child process (``stores/vectors/edge/index_build.py``), caught up
+with the writes recorded meanwhile, and swapped in; the old generation is deleted.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from breadcrumb.stores.vectors.edge_format import load_config, sparse_copy
-from breadcrumb.stores.vectors.index_build import (
+from breadcrumb.stores.vectors.edge.format import load_config, sparse_copy
+from breadcrumb.stores.vectors.edge.index_build import (
     BuildError,
     current_dirs,
     next_generation,
@@ -26,8 +26,8 @@ from breadcrumb.stores.vectors.index_build import (
     unindexed,
     write_pointer,
 )
+from breadcrumb.stores.vectors.edge.rw_lock import ReadWriteLock
 from breadcrumb.stores.vectors.qdrant_common import COLLECTIONS
-from breadcrumb.stores.vectors.rw_lock import ReadWriteLock
 
 
 class EdgeRebuilds:

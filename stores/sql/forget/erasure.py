@@ -7,7 +7,7 @@ chunk rows, facts, lifecycle rows, memory audit and changelog rows, thread state
 open window holds event texts), archived-range records, the runner's per-thread marks,
 and the dead letters whose payload names the scope. What it writes:
 
-* a **tombstone** (``stores.sql.tombstones``: the tables are created here), checked by intake
+* a **tombstone** (``stores.sql.forget.tombstones``: the tables are created here), checked by intake
   and by the processors, so no re-import, redelivery or replay brings the data back;
 * one **erasure audit** row (``erasure_audit``): who, when, which scope kind, how many
   rows -- never content.

@@ -4,7 +4,7 @@ when no Qdrant server is configured (``VECTOR_STORE=topic`` without ``QDRANT_URL
 Before, that store was qdrant-client's local mode: pure Python, a scan of every point per
 query (the cluster soak: 57 % of ``serve``'s samples in its sparse dot products, recall p50
 5.8 s at 22k chunks) and its points held as Python objects. Qdrant Edge is the engine the
-embedded mode runs: the same :class:`~.qdrant_edge.QdrantEdgeIndex`, one directory per
+embedded mode runs: the same :class:`~.index.QdrantEdgeIndex`, one directory per
 collection prefix under ``root`` (a replay's generation ``breadcrumb__G1`` fills
 ``root/breadcrumb__G1``, never main's), so :meth:`sibling` and :meth:`drop` work as the
 cluster's generations expect of a store (``infra/cluster_generations.py``).
@@ -22,7 +22,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from breadcrumb.stores.vectors.qdrant_edge import QdrantEdgeIndex
+from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 STORE_ID = "store-id"

@@ -4,7 +4,7 @@ processors so no re-import, redelivery or replay brings an erased scope back.
 ``erasure_tombstones`` holds a forgotten tenant (with the time of the erasure) or thread;
 ``erased_events`` the event ids of a forgotten memory's source range. Thread and event ids
 are kept as SHA-256 hashes (with the tenant id), never in clear. In MySQL both tables live
-in the control database every generation's processors read (``stores.sql.forget.SHARED``).
+in the control database every generation's processors read (``stores.sql.forget.erasure.SHARED``).
 Reads are cached per store for :data:`TOMBSTONE_TTL_S`; a read never runs DDL.
 :class:`SqlTombstones` is the ``tombstones`` a SQL store hands out
 (``stores.ports.tables.Tombstones``).
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import id_text
-from breadcrumb.stores.sql.forget import Plan, SqlErasure
+from breadcrumb.stores.sql.forget.erasure import Plan, SqlErasure
 
 TOMBSTONE_TTL_S = 2.0  # other processes' tombstones are seen within this (cluster)
 

@@ -9,7 +9,7 @@ for ``idle_seconds`` (a build on a shard that an ingest burst keeps changing wou
 be stale at once; searches do not delay it).
 
 The build does not hold the service: ``QdrantEdgeIndex.optimize()`` builds a copy
-of the shard in a child process and swaps it in (``stores/vectors/index_build.py``), so
+of the shard in a child process and swaps it in (``stores/vectors/edge/index_build.py``), so
 searches keep answering during it and return the same points after it
 (``tests/unit/stores/test_optimize_job.py``, ``tests/e2e/test_index_build_live.py``).
 """

@@ -1,0 +1,1 @@
+"""The Qdrant server backend (qdrant-client): cluster mode's vector index (``index``)."""

@@ -1,0 +1,1 @@
+"""Vectors carried on the compacted ``vectors`` topic and written by one sink (``topic``)."""
