@@ -259,7 +259,8 @@ class UnitOfWork:
     def _erased(self, items: Sequence[Item]) -> set[int]:
         """Positions in ``items`` of the events an erasure covers (issue 26: a replay or a
         redelivery of a forgotten scope, or an erasure after intake), with one lookup."""
-        at = [n for n, i in enumerate(items) if isinstance(i.decoded, Event)]
+        at = [n for n, i in enumerate(items)
+              if i.poison is None and isinstance(i.decoded, Event)]  # poison: a letter
         keys = [(e.user_id, e.thread_id, e.event_id, e.ts)
                 for e in (items[n].decoded for n in at) if isinstance(e, Event)]
         if not keys:

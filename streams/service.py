@@ -223,7 +223,8 @@ class IngestService:
         if ctx.events is not None and isinstance(self.raw, RawEvents):
             batch_raw, batch_states = BatchedRawEvents(self.raw), WriteBackStates(self.states)
             batch_raw.prefetch(ctx.events)
-        block = IngestBlock(self, batch_raw or self.raw, batch_states or self.states, ctx)
+        block = IngestBlock(self, self.raw if batch_raw is None else batch_raw,
+                            self.states if batch_states is None else batch_states, ctx)
         started = time.perf_counter()
         yield block
         plan = self._plan(block.pending, ctx)
