@@ -156,3 +156,17 @@ def test_a_rehearsal_returns_its_texts_and_writes_nothing(tmp_path: Path) -> Non
     assert embedder.texts == embedded  # the real pass takes the rehearsal's vectors
     assert index.points > 0 and result.observations
     assert store.events.count_events() == len(example_events())
+
+
+def test_a_transaction_that_keeps_nothing_rolls_back_at_its_end_without_raising(
+        tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    with store.transaction(keep=False):
+        store.counters.incr("rehearsed", 1)
+        store.log.append_log([("demo", "e1", "demo/t", '{"event_id": "e1"}')])
+        assert store.counters.get_counters().get("rehearsed") == 1  # seen inside it
+    assert "rehearsed" not in store.counters.get_counters()
+    assert store.log.count_log_after(0) == 0
+    with store.transaction(), pytest.raises(RuntimeError, match="outermost"):
+        with store.transaction(keep=False):
+            pass
