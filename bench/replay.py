@@ -69,8 +69,9 @@ def bench_embedded(events: list[dict[str, Any]]) -> None:
 def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
     """Baseline: the worker's per-event work on the cluster stores, without Kafka."""
     from breadcrumb.infra.cluster import build_worker_parts
+    from breadcrumb.streams.ingest_core import decode_entry
     from breadcrumb.streams.state import CapturingDeadLetters
-    from breadcrumb.topics.records import FlushMarker
+    from breadcrumb.topics.records import Event, FlushMarker
 
     parts = build_worker_parts(settings, HashEmbedder())
     try:
@@ -79,8 +80,10 @@ def _direct(settings: Settings, events: list[dict[str, Any]]) -> float:
         started = time.perf_counter()
         for event in events:
             text = orjson.dumps(event).decode()
+            decoded = decode_entry(event)  # the worker's one contract check
+            assert isinstance(decoded, Event), decoded
             with parts.store.transaction():
-                service.handle(event, text)
+                service.handle(decoded, text)
         for thread in sorted({(e["user_id"], e["thread_id"]) for e in events}):
             marker = FlushMarker(thread[0], thread[1], "2026-11-30T00:00:00Z", "flush")
             with parts.store.transaction():

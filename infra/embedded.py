@@ -94,8 +94,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
         store.events, store.memories, store.dead_letters, store.states, index, embedder,
         utc_now_iso, pipeline_config(settings),
         observer=build_observer(settings),
-        hooks=lifecycle if settings.lifecycle_enabled else None, tombstones=store.tombstones,
-    )
+        hooks=lifecycle if settings.lifecycle_enabled else None,
+    )  # issue 26: erased scopes are dropped by the ingest core (the unit's store)
     recall = RecallService(index, store.memories, raw, embedder, score_weights(settings),
                            utc_now, **build_recall_llm(settings), states=store.states)
     optimizer = OptimizeJob(index, settings.index_optimize_min_points,

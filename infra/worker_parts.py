@@ -56,8 +56,7 @@ class WorkerParts:
             self.embedder, self.clock, pipeline_config(self.settings), source="kafka",
             observer=self.observer,
             hooks=self.lifecycle,  # issue 5: the lifecycle hears of each memory
-            tombstones=self.store.tombstones,  # issue 26: erased scopes are dropped
-        )
+        )  # issue 26: erased scopes are dropped by the ingest core (the unit's store)
 
     def close(self) -> None:
         self.index.close()

@@ -104,7 +104,7 @@ def _resubmit(runtime: Runtime, item: Any) -> str:
 
 def _reapply(runner: AppliesLog, seq: int, payload: str) -> str:
     """Apply a log entry the processors gave up on again (the runner held meanwhile)."""
-    from breadcrumb.streams.embedded.replay import log_items, log_unit
+    from breadcrumb.streams.embedded.log_unit import log_items, log_unit
 
     with runner.paused():
         entry = runner.store.log.read_log_entries([seq]).get(seq, payload)

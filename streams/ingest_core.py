@@ -4,15 +4,29 @@ Every driver — the embedded runner (``streams.embedded.runner``), the Faust ag
 path (``streams.kafka.agent``, ``streams.kafka.batch``) and both replayers — hands its
 entries to a :class:`UnitOfWork`, which applies them as ONE transaction:
 
+* each entry was decoded once, when the driver made it an :class:`Item`
+  (:func:`entry_item`): its value checked against the contract (:func:`decode_entry`:
+  the :class:`~breadcrumb.topics.records.Event`, or the
+  :class:`~breadcrumb.processors.validate.Rejection` saying why not) — a log holds only
+  what intake accepted, but an old log or a producer writing straight to Kafka may hold
+  more, and a refusal is data (a dead letter), never a crash;
+* the unit checks its events against the erasures once, with one lookup
+  (``Tombstones.erased_positions``): an erasure may come after intake, and a replay or a
+  redelivery must not bring an erased scope back;
 * the driver's ``scope`` opens the transaction and binds the ingest service to it (the
   embedded log's generation store; a Kafka batch's SQL store, thread states and raw
   events read at once);
-* each entry is handled by :class:`~breadcrumb.streams.service.IngestService` inside one
-  :meth:`~breadcrumb.streams.service.IngestService.batched` block (one embedding call,
-  one vector upsert), or rejected as poison; its dead letter is keyed by its position;
+* each entry is handled by one block of work of
+  :class:`~breadcrumb.streams.service.IngestService`
+  (:meth:`~breadcrumb.streams.service.IngestService.batched`: one embedding call, one
+  vector upsert), or rejected; its dead letter is keyed by its position;
 * the :class:`Cursor` counts each entry (once per position) and moves past the applied
   ones — the embedded log's marks, or the Kafka partitions' consumed-through marks — and
   the counters are written once, at the end, inside the transaction.
+
+A rehearsal (:meth:`UnitOfWork.rehearse`, ``streams.rehearsal``) runs the same loop in a
+transaction the scope rolls back (``keep=False``): the block writes nothing and returns
+the texts it would embed.
 
 When a unit fails, nothing of it is committed. The driver then applies its entries one
 at a time under :class:`Retrying`, the one retry-then-dead-letter step: a transient error
@@ -33,10 +47,17 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
+from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.stores.ports.tables import Counters, KeyedDeadLetters, Store
 from breadcrumb.streams.failure_policy import Attempts, FailurePolicy
-from breadcrumb.streams.service import BatchContext, HandleResult, IngestService, PassageSink
-from breadcrumb.topics.records import DeadLetter, Observation
+from breadcrumb.streams.service import (
+    BatchContext,
+    HandleResult,
+    IngestBlock,
+    IngestService,
+    PassageSink,
+)
+from breadcrumb.topics.records import DeadLetter, Event, FlushMarker, Observation
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -54,6 +75,9 @@ class Item:
     accepted: float | None = None  # epoch s it was accepted (Kafka timestamp): freshness
     seq: int | None = None  # its embedded log position
     key: str = ""  # the thread key it was published under (Kafka)
+    #: the value checked once (:func:`decode_entry`): the event, why it is refused, or
+    #: None (a flush marker, or poison)
+    decoded: Event | Rejection | None = None
 
     @property
     def event_ids(self) -> tuple[str, str] | None:
@@ -62,6 +86,24 @@ class Item:
                 entry.get("user_id"), str) and isinstance(entry.get("event_id"), str):
             return entry["user_id"], entry["event_id"]
         return None
+
+
+def decode_entry(entry: Any) -> Event | Rejection | None:
+    """A log entry's value checked against the contract, once: the event, the rejection
+    naming its field, or None for a flush marker. No size limits: those are intake's
+    (``EventLimits``), so what was once accepted is never refused on replay."""
+    if isinstance(entry, dict) and FlushMarker.is_flush(entry):
+        return None
+    return validate_event(entry)
+
+
+def entry_item(position: str, entry: Any, text: str, poison: str | None = None,
+               decoded: Event | Rejection | None = None, **where: Any) -> Item:
+    """An :class:`Item` with its value decoded (:func:`decode_entry`), unless the driver
+    did it already (``decoded``) or the entry is poison; ``where``: the other fields."""
+    if poison is None and decoded is None:
+        decoded = decode_entry(entry)
+    return Item(position, entry, text, poison, decoded=decoded, **where)
 
 
 class Counts(Protocol):
@@ -140,52 +182,90 @@ class UnitResult:
         return [o for r in self.results for o in r.observations]
 
 
-#: A driver's transaction: given the unit's items and its letters, yields the ingest
-#: service bound to the open transaction (and writes what it batched on the way out).
-Scope = Callable[[Sequence[Item], PositionedLetters], AbstractContextManager[IngestService]]
+#: A driver's transaction: given the unit's items, its letters and whether to keep what it
+#: writes (False: a rehearsal, rolled back at the end), yields the ingest service bound to
+#: the open transaction (and writes what it batched on the way out).
+Scope = Callable[[Sequence[Item], PositionedLetters, bool],
+                 AbstractContextManager[IngestService]]
 
 
 @dataclass
 class UnitOfWork:
     """One transaction of entries: applied, counted, the cursor moved — or nothing."""
 
-    store: Store  # the SQL store the unit's counters and letters go to
+    store: Store  # the SQL store the unit's counters, letters and tombstones are in
     scope: Scope
     cursor: Callable[[], Cursor]  # a fresh cursor for each transaction
     lane: PassageSink | None = None  # two speeds (embedded): chunks' vectors later
     read_ahead: bool = True  # the service reads the unit's events at once (else the scope)
 
     def apply(self, items: Sequence[Item], retries: int = 0,
-              enough: Callable[[], bool] | None = None, rehearse: bool = False,
+              enough: Callable[[], bool] | None = None,
               prepared: Mapping[str, Sequence[float]] | None = None,
               out: UnitResult | None = None) -> UnitResult:
         """Apply ``items`` in order as one transaction (``enough``, asked after each
-        entry, ends the unit early; at least one is applied). ``rehearse``: end in
-        :class:`~breadcrumb.streams.service.Rehearsal` (rolled back); ``prepared``: vectors
-        embedded ahead; ``out`` collects the results as they come (kept when the unit
-        raises). An exception rolls everything back."""
+        entry, ends the unit early; at least one is applied). ``prepared``: vectors
+        embedded ahead (a rehearsal's); ``out`` collects the results as they come (kept
+        when the unit raises). An exception rolls everything back."""
         out = UnitResult() if out is None else out
         letters = PositionedLetters(self.store.dead_letters)
         tally, cursor = Tally(), self.cursor()
-        applied: list[Item] = []
-        with self.scope(items, letters) as service:
-            events = [ids for i in items if (ids := i.event_ids)] if self.read_ahead else None
-            ctx = BatchContext(events=events, letters=letters, rehearse=rehearse,
-                               prepared=dict(prepared or {}), lane=self.lane)
-            with service.batched(ctx):
-                for item in items:
-                    letters.position = item.position
-                    result = _handle(service, item)
-                    cursor.count(tally, item, result.outcome, retries,
-                                 bool(result.observations))
-                    out.results.append(result)
-                    applied.append(item)
-                    if enough is not None and enough():
-                        break
+        with self.scope(items, letters, True) as service:
+            ctx = self._context(items, letters, prepared=dict(prepared or {}))
+            with service.batched(ctx) as block:
+                applied = self._loop(block, items, letters, out, enough, lambda item, outcome,
+                                     closed: cursor.count(tally, item, outcome, retries, closed))
             cursor.advance(tally, applied)
             tally.flush(self.store.counters)
         out.letters = letters.captured
         return out
+
+    def rehearse(self, items: Sequence[Item], enough: Callable[[], bool] | None = None
+                 ) -> tuple[int, list[str]]:
+        """:meth:`apply` in a transaction the scope rolls back, writing nothing: how many
+        entries it took (apply exactly those next) and the texts their block would embed.
+        Counters and the cursor are left alone; an exception is the caller's."""
+        out = UnitResult()
+        letters = PositionedLetters(self.store.dead_letters)
+        with self.scope(items, letters, False) as service:
+            ctx = self._context(items, letters, rehearse=True)
+            with service.batched(ctx) as block:
+                self._loop(block, items, letters, out, enough, None)
+        return len(out.results), list(block.texts or ())
+
+    def _context(self, items: Sequence[Item], letters: PositionedLetters,
+                 **more: Any) -> BatchContext:
+        events = [ids for i in items if (ids := i.event_ids)] if self.read_ahead else None
+        return BatchContext(events=events, letters=letters, lane=self.lane, **more)
+
+    def _loop(self, block: IngestBlock, items: Sequence[Item], letters: PositionedLetters,
+              out: UnitResult, enough: Callable[[], bool] | None,
+              count: Callable[[Item, str, bool], None] | None) -> list[Item]:
+        """The unit's entries through one block: each checked erasure (one lookup for the
+        unit), handled and counted, until ``enough``; returns the applied ones."""
+        gone = self._erased(items)
+        applied: list[Item] = []
+        for at, item in enumerate(items):
+            letters.position = item.position
+            result = HandleResult("erased") if at in gone else _handle(block, item)
+            if count is not None:
+                count(item, result.outcome, bool(result.observations))
+            out.results.append(result)
+            applied.append(item)
+            if enough is not None and enough():
+                break
+        return applied
+
+    def _erased(self, items: Sequence[Item]) -> set[int]:
+        """Positions in ``items`` of the events an erasure covers (issue 26: a replay or a
+        redelivery of a forgotten scope, or an erasure after intake), with one lookup."""
+        at = [n for n, i in enumerate(items)
+              if i.poison is None and isinstance(i.decoded, Event)]  # poison: a letter
+        keys = [(e.user_id, e.thread_id, e.event_id, e.ts)
+                for e in (items[n].decoded for n in at) if isinstance(e, Event)]
+        if not keys:
+            return set()
+        return {at[n] for n in self.store.tombstones.erased_positions(keys)}
 
     def apply_one(self, item: Item, retries: int) -> UnitResult:
         """One entry as its own unit (the failure policy's attempts)."""
@@ -199,10 +279,11 @@ class UnitOfWork:
         letters.position = item.position
         tally, cursor = Tally(), self.cursor()
         log.error("giving up on %s after %s attempts: %s", item.position, attempts, reason)
-        with self.scope([], letters) as service, service.batched(BatchContext(letters=letters)):
-            service.reject(f"{reason} (at {item.position})", None, item.text,
-                           item.entry if isinstance(item.entry, dict) else None,
-                           source="processor")  # a processing failure, not bad input
+        with self.scope([], letters, True) as service, service.batched(
+                BatchContext(letters=letters)) as block:
+            block.reject(f"{reason} (at {item.position})", None, item.text,
+                         item.entry if isinstance(item.entry, dict) else None,
+                         source="processor")  # a processing failure, not bad input
             cursor.count(tally, item, "dead_lettered", attempts - 1, False)
             cursor.advance(tally, [item])
             tally.flush(self.store.counters)
@@ -211,11 +292,15 @@ class UnitOfWork:
         return out
 
 
-def _handle(service: IngestService, item: Item) -> HandleResult:
+def _handle(block: IngestBlock, item: Item) -> HandleResult:
+    """One decoded entry: poison and invalid values become dead letters (failures as
+    data), an event or a flush marker goes to the block."""
+    entry = item.entry if isinstance(item.entry, dict) else None
     if item.poison is not None:
-        return service.reject(f"{item.poison} (at {item.position})", None, item.text,
-                              item.entry if isinstance(item.entry, dict) else None)
-    return service.handle(item.entry, item.text)
+        return block.reject(f"{item.poison} (at {item.position})", None, item.text, entry)
+    if isinstance(item.decoded, Rejection):
+        return block.reject(item.decoded.message(), item.decoded.field, item.text, item.entry)
+    return block.handle(item.decoded if item.decoded is not None else item.entry, item.text)
 
 
 class Retrying:

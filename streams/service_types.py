@@ -59,18 +59,9 @@ class BatchContext:
 
     events: Iterable[tuple[str, str]] | None = None  # (user_id, event_id) to read at once
     letters: DeadLetterStore | None = None  # None: the service's own dead-letter store
-    rehearse: bool = False  # end in Rehearsal(texts) instead of writing
+    rehearse: bool = False  # write nothing at the end: keep the texts (IngestBlock.texts)
     prepared: dict[str, Sequence[float]] = field(default_factory=dict)  # text -> vector
     lane: PassageSink | None = None  # chunks' vectors later (two speeds)
-
-
-class Rehearsal(Exception):  # noqa: N818 - a signal, not an error
-    """Raised at the end of a rehearsed batch (its transaction then rolls back): the texts
-    the batch would embed, so they are embedded before the store lock is taken again."""
-
-    def __init__(self, texts: list[str]) -> None:
-        super().__init__(f"rehearsal: {len(texts)} texts to embed")
-        self.texts = texts
 
 
 #: The embedded runner embeds a batch's texts outside the store lock when embedding takes

@@ -117,7 +117,7 @@ class Readiness:
             return None  # cluster: the workers run elsewhere (their lag is in /v1/stats)
         if not gateway.running():
             return "the processor thread is not running"
-        from breadcrumb.streams.embedded.replay import applied_seq
+        from breadcrumb.streams.embedded.log_unit import applied_seq
 
         cursor, backlog = applied_seq(gateway.derived), int(gateway.unprocessed())
         now = self.clock()

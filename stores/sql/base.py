@@ -101,9 +101,10 @@ class SqlStore:
             for name in (DEAD_LETTER_KEYS.name, *reversed(s.TABLE_NAMES)):
                 self.db.execute(f"DROP TABLE IF EXISTS {name}")
 
-    def transaction(self) -> AbstractContextManager[None]:
-        """One atomic unit over every table object of the store (``Transactional``)."""
-        return self.db.transaction()
+    def transaction(self, keep: bool = True) -> AbstractContextManager[None]:
+        """One atomic unit over every table object of the store (``Transactional``);
+        ``keep=False``: rolled back at the end (a rehearsal)."""
+        return self.db.transaction(keep)
 
     def serialized(self, users: Iterable[str]) -> AbstractContextManager[None]:
         """:meth:`SqlDatabase.serialized`: hold ``users`` against the other writers of

@@ -140,10 +140,14 @@ class SqlDatabase(ABC):
                 conn.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One atomic unit: commit when the outermost block exits, roll back on exception."""
+    def transaction(self, keep: bool = True) -> Iterator[None]:
+        """One atomic unit: commit when the outermost block exits, roll back on exception.
+        ``keep=False``: roll back at the end too (a rehearsal: ``streams.rehearsal``); it
+        must be the outermost block."""
         with self.lock:
             self._require_open()
+            if self._depth and not keep:
+                raise RuntimeError("a transaction that is rolled back must be the outermost")
             if self._depth:
                 self._depth += 1
                 try:
@@ -160,6 +164,9 @@ class SqlDatabase(ABC):
                 self._rollback()
                 raise
             self._depth = 0
+            if not keep:
+                self._rollback()
+                return
             try:
                 self._commit()
             except BaseException:

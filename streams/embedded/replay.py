@@ -1,83 +1,31 @@
-"""Applying the embedded event log to a generation, and rebuilding a new generation by replay.
+"""Rebuilding a new generation of the embedded stores by replaying the event log.
 
 Each generation keeps its own cursor into the log (the ``applied_seq`` counter in its
-derived store, :class:`LogCursor`), written in the same transaction as the derived rows
-by the ingest core's unit of work (``streams.ingest_core``), so a crash resumes at the
-right entry and a replayed generation can catch up with the live log before the alias is
-switched to it.
+derived store, ``streams.embedded.log_unit.LogCursor``), written in the same transaction
+as the derived rows by the ingest core's unit of work (``streams.ingest_core``), so a crash
+resumes at the right entry and a replayed generation can catch up with the live log before
+the alias is switched to it. The replay shares the core and the log unit with the live loop
+(``streams.embedded.runner``); every entry is checked against the erasures again when it is
+applied (an erasure after intake must not come back).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-import orjson
-
 from breadcrumb.stores.ports.tables import EventLog, Store
-from breadcrumb.streams.failure_policy import FailurePolicy, describe, log_position
-from breadcrumb.streams.ingest_core import Item, Retrying, UnitOfWork
-from breadcrumb.streams.service import IngestService, PassageSink
-from breadcrumb.streams.tracking import count_dead_letter, count_outcome
+from breadcrumb.streams.embedded.log_unit import applied_seq, log_items, log_unit
+from breadcrumb.streams.failure_policy import FailurePolicy, describe
+from breadcrumb.streams.ingest_core import Retrying
+from breadcrumb.streams.service import IngestService
 
 log = logging.getLogger(__name__)
-CURSOR = "applied_seq"
-
-
-def applied_seq(derived: Store) -> int:
-    """The last log position this generation has applied."""
-    return int(derived.counters.get_counters().get(CURSOR, 0))
-
-
-def log_items(entries: Sequence[tuple[int, str]]) -> list[Item]:
-    """Embedded log entries ``(seq, payload)`` as ingest items (the log holds JSON only:
-    the gateway wrote it)."""
-    return [Item(log_position(seq), orjson.loads(payload), payload, seq=seq)
-            for seq, payload in entries]
-
-
-class LogCursor:
-    """The ingest core's cursor over the embedded log: a generation's ``applied_seq`` (or
-    the fair runner's marks, ``mark(applied items)``), moved in the unit's transaction;
-    each entry is counted once since the cursor moves with its counters."""
-
-    def __init__(self, derived: Store, mark: Callable[[Sequence[Item]], None] | None = None
-                 ) -> None:
-        self.derived = derived
-        self.mark = mark
-
-    def count(self, tally: Any, item: Item, outcome: str, retries: int, closed: bool) -> None:
-        if outcome == "dead_lettered":
-            count_dead_letter(tally, retries)
-        else:
-            count_outcome(tally, outcome, retries)
-
-    def advance(self, tally: Any, items: Sequence[Item]) -> None:
-        if not items:
-            return
-        if self.mark is not None:
-            self.mark(items)
-        elif (seq := items[-1].seq) is not None:  # a log entry's position (always set)
-            self.derived.counters.set_counter(CURSOR, seq)
-
-
-def log_unit(derived: Store, service: IngestService,
-             mark: Callable[[Sequence[Item]], None] | None = None,
-             lane: PassageSink | None = None) -> UnitOfWork:
-    """A unit of work on a generation's store: its transaction, the log cursor."""
-
-    @contextmanager
-    def scope(_items: Sequence[Item], _letters: Any) -> Iterator[IngestService]:
-        with derived.transaction():
-            yield service
-
-    return UnitOfWork(derived, scope, partial(LogCursor, derived, mark), lane=lane)
 
 
 def abandoned_builds(generations: dict[str, dict[str, Any]], now: datetime,

@@ -10,9 +10,12 @@ fairly (``streams.embedded.fair_schedule``): round-robin by tenant, a bounded sh
 thread, each thread's entries in log order — one tenant's huge batch no longer holds
 another tenant's event behind it. The marks (a low-water mark plus a position per thread
 ahead of it) move with the writes, so a crash or restart resumes exactly at the unapplied
-entries, and a replayed generation can take over at a precise log position. If a batch
-fails it is rolled back and its entries are applied one at a time under the failure
-policy, so a bad entry is retried or dead-lettered without losing the others.
+entries, and a replayed generation can take over at a precise log position. The loop
+itself (read a batch, apply, commit, acknowledge) is
+:class:`~breadcrumb.streams.embedded.live.LiveLoop`: if a batch fails it is rolled back
+and its entries are applied one at a time under the failure policy, so a bad entry is
+retried or dead-lettered without losing the others. Intake (:meth:`EmbeddedRunner.submit`)
+validates each event with the intake limits and refuses erased scopes before the log.
 Idle threads get a flush marker appended to the same log, so a replay reproduces every cut.
 """
 
@@ -22,7 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import orjson
@@ -30,21 +32,19 @@ import orjson
 from breadcrumb.processors.validate import NO_LIMITS, EventLimits
 from breadcrumb.stores.ports import DeferredFlush
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
-from breadcrumb.streams.embedded.fair_schedule import CURSOR, FairSchedule, Marks, thread_marks
-from breadcrumb.streams.embedded.replay import log_items, log_unit
+from breadcrumb.streams.embedded.fair_schedule import CURSOR, FairSchedule, thread_marks
+from breadcrumb.streams.embedded.live import Gauge, LiveLoop
 from breadcrumb.streams.erased import drop_erased
-from breadcrumb.streams.failure_policy import FailurePolicy, describe
+from breadcrumb.streams.failure_policy import FailurePolicy
 from breadcrumb.streams.freshness import Freshness
 from breadcrumb.streams.gateway import SubmitResult, check_batch
-from breadcrumb.streams.ingest_core import Item, Retrying, UnitOfWork
+from breadcrumb.streams.ingest_core import Retrying
 from breadcrumb.streams.passage_lane import PassageLane
-from breadcrumb.streams.rehearsal import rehearse
-from breadcrumb.streams.service import HandleResult, IngestService
+from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.tracking import RELIABILITY_COUNTERS, IdleTracker
 from breadcrumb.topics.records import FlushMarker, split_thread_key, thread_key
 
 log = logging.getLogger(__name__)
-Entry = tuple[int, str, str]  # (log position, thread key, payload)
 
 
 class EmbeddedRunner:
@@ -53,8 +53,8 @@ class EmbeddedRunner:
     Why so many methods: it is the Gateway port (submit, request_flush, pending,
     unprocessed, wait_processed, counters, freshness) and the processor loop in one
     object, because both share the log store, its lock and the fair schedule (intake
-    wakes the loop, the loop's marks say what is pending); the loop's steps (batches,
-    single entries, passage lane, idle flush, generation switch) are small methods.
+    wakes the loop, the loop's marks say what is pending); the loop's turn itself is
+    :class:`~breadcrumb.streams.embedded.live.LiveLoop`, one per generation.
     """
 
     def __init__(
@@ -76,7 +76,6 @@ class EmbeddedRunner:
         self.service = service
         self.derived: Any = derived if derived is not None else store  # current generation
         self.read_ahead = read_ahead  # log entries the fair scheduler looks ahead at most
-        self._sched = self._schedule()
         self._lock = threading.RLock()  # held while applying a batch or switching generation
         self.clock = clock
         self.idle_flush_seconds = idle_flush_seconds
@@ -91,12 +90,10 @@ class EmbeddedRunner:
         self.limits = limits  # intake limits (settings limit_*), checked before the log
         self.batch_entries = max(1, batch_entries)  # settings derive_batch_entries
         self.batch_max_ms = batch_max_ms  # settings derive_batch_max_ms
-        self._single: list[Entry] = []  # a failed batch's entries, now one at a time
-        self._intake = _Gauge()  # submits waiting for the store: a batch then ends early
+        self._intake = Gauge()  # submits waiting for the store: a batch then ends early
         self._freshness = Freshness()
         self.two_speeds = two_speeds  # settings derive_two_speeds: passage vectors after
-        self._lane = self._attach_lane()
-        self._lane_at = monotonic()  # when the passage lane last had a slice
+        self._live = self._live_loop()
 
     @property
     def max_attempts(self) -> int:
@@ -138,7 +135,7 @@ class EmbeddedRunner:
     def unprocessed(self) -> int:
         """Log entries the current generation has not applied yet (read ahead + beyond),
         plus memories whose passage vectors are still due (two speeds)."""
-        sched = self._sched
+        sched = self._live.sched
         scanned = sched.scanned  # read before ``pending``: a concurrent scan only adds
         return (sched.pending + int(self.store.log.count_log_after(scanned))
                 + self.passages_pending())
@@ -148,7 +145,7 @@ class EmbeddedRunner:
         applied yet, and ``pending`` = those plus its events waiting in an open window
         (``GET /v1/threads/{id}/pending``: what ``breadcrumb import`` waits for)."""
         key = thread_key(user_id, thread_id)
-        sched = self._sched
+        sched = self._live.sched
         scanned = sched.scanned  # read before the queue: a concurrent scan only adds
         queue = sched.queues.get(key)
         queued = len(queue) if queue is not None else 0
@@ -159,29 +156,20 @@ class EmbeddedRunner:
 
     def passages_pending(self) -> int:
         """Memories written whose chunks' vectors are not yet (``/v1/stats``)."""
-        lane = self._lane
+        lane = self._live.lane
         return lane.pending if lane is not None else 0
 
-    def _attach_lane(self) -> PassageLane | None:
-        """A passage lane for the current generation (resuming a crashed one's); each unit
-        of work hands it its chunks (``UnitOfWork.lane``)."""
-        if not self.two_speeds:
-            return None
-        lane = PassageLane(self.derived.counters, self.service)
-        lane.recover()
-        return lane
-
-    def _passages(self, log_busy: bool) -> int:
-        """A slice of the passage lane when the log is idle, or once a second under load
-        (memories first, the passages still follow)."""
-        lane = self._lane
-        if lane is None or not lane.pending:
-            return 0
-        now = self.monotonic()
-        if log_busy and now - self._lane_at < 1.0:
-            return 0
-        self._lane_at = now
-        return lane.work()
+    def _live_loop(self) -> LiveLoop:
+        """The live loop over the current generation: its schedule from its marks
+        (crash-exact resume) and, with two speeds, a passage lane (resuming a crashed
+        one's) that each unit of work hands its chunks (``UnitOfWork.lane``)."""
+        lane = None
+        if self.two_speeds:
+            lane = PassageLane(self.derived.counters, self.service)
+            lane.recover()
+        return LiveLoop(self.store, self.derived, self.service, self._schedule(), lane,
+                        self.retrying, self._intake, self._freshness, self.idle,
+                        self.monotonic, self.batch_max_ms)
 
     def _schedule(self) -> FairSchedule:
         """The schedule of the current generation, from its marks (crash-exact resume)."""
@@ -196,14 +184,12 @@ class EmbeddedRunner:
     def use_generation(self, derived: Any, service: IngestService) -> None:
         """Switch to another generation between two entries (the replay's last step)."""
         with self._lock:
-            self.derived = derived
-            if self._lane is not None:  # the old generation's passages first
-                while self._lane.work():
+            lane = self._live.lane
+            if lane is not None:  # the old generation's passages first
+                while lane.work():
                     pass
-            self.service = service
-            self._sched = self._schedule()
-            self._single = []
-            self._lane = self._attach_lane()
+            self.derived, self.service = derived, service
+            self._live = self._live_loop()
         self._wake.set()
 
     def paused(self) -> threading.RLock:
@@ -239,110 +225,16 @@ class EmbeddedRunner:
 
     # ------------------------------------------------------------------ processing
     def process_available(self, limit: int | None = None) -> int:
-        """Apply up to ``limit`` (default ``batch_entries``) log entries picked fairly
-        (:class:`~breadcrumb.streams.embedded.fair_schedule.FairSchedule`: round-robin by tenant,
-        each thread's entries in log order); returns how many were handled.
-
-        They go as one unit of work (``streams.ingest_core``). A unit that fails is rolled
-        back and its entries are then taken one at a time under the failure policy
-        (:class:`~breadcrumb.streams.ingest_core.Retrying`): a transient error (or a
-        permanent one before ``max_attempts``) raises, leaving the entry unapplied for the
-        next call (after ``retry_delay``); a permanent one then becomes a dead letter keyed
-        by its log position and the log moves on."""
+        """One turn of the live loop (:meth:`LiveLoop.step
+        <breadcrumb.streams.embedded.live.LiveLoop.step>`: read up to ``limit``, default
+        ``batch_entries``, log entries picked fairly; apply them as one unit of the ingest
+        core; commit; acknowledge); returns how many were handled. A failed batch's
+        entries are then applied one at a time under the failure policy: a transient error
+        (or a permanent one before ``max_attempts``) raises, leaving the entry unapplied for
+        the next call (after ``retry_delay``); a permanent one then becomes a dead letter
+        keyed by its log position and the log moves on."""
         with self._lock:
-            if self._single:
-                return self._apply_singly()
-            self._sched.scan(self.store.log)
-            picked = self._sched.pick(limit or self.batch_entries)
-            if not picked:
-                return self._passages(log_busy=False)
-            payloads = self.store.log.read_log_entries([seq for seq, _key in picked])
-            entries = [(seq, key, payloads[seq]) for seq, key in picked]
-            if len(entries) > 1:
-                handled = self._apply_batch(entries)
-                if handled:
-                    return handled + self._passages(log_busy=True)
-            self._single = entries
-            return self._apply_singly()
-
-    def _unit(self, picked: Sequence[tuple[int, str]], written: list[Marks]) -> UnitOfWork:
-        """A unit of work on the current generation whose cursor writes the fair
-        schedule's marks for the applied entries of ``picked`` (kept in ``written``)."""
-
-        def mark(items: Sequence[Item]) -> None:  # inside the unit's transaction
-            marks = self._sched.marks_for(picked[:len(items)])
-            marks.write(self.derived.counters)
-            written.append(marks)
-            if self.derived is self.store:  # the log's flags commit with the batch
-                self.store.log.mark_processed_many([seq for seq, _key in picked[:len(items)]])
-
-        return log_unit(self.derived, self.service, mark, self._lane)
-
-    def _apply_batch(self, entries: list[Entry]) -> int:
-        deadline = self.monotonic() + self.batch_max_ms / 1000.0
-
-        def enough() -> bool:  # intake first: an accepted event's 202 never waits a batch
-            return self._intake.count > 0 or self.monotonic() >= deadline
-
-        items = log_items([(seq, payload) for seq, _key, payload in entries])
-        picked = [(seq, key) for seq, key, _payload in entries]
-        written: list[Marks] = []
-        unit = self._unit(picked, written)
-        rehearsed, prepared = rehearse(unit, self.service, items, enough)
-        try:  # a rehearsal's vectors ready: the same entries, the store lock for the writes
-            result = unit.apply(items[:rehearsed] if rehearsed else items,
-                                enough=None if rehearsed else enough, prepared=prepared)
-        except Exception as exc:  # redo these entries one by one under the failure policy
-            self._discard()
-            log.warning("batch of %s log entries after %s failed (%s); one at a time",
-                        len(entries), self._sched.low, describe(exc))
-            return 0
-        handled = len(result.results)
-        self._done(entries[:handled], written[-1], result.results,
-                   flagged=self.derived is self.store)
-        return handled
-
-    def _apply_singly(self) -> int:
-        handled = 0
-        while self._single:
-            seq, key, payload = self._single[0]
-            item, = log_items([(seq, payload)])
-            written: list[Marks] = []
-            unit = self._unit([(seq, key)], written)
-            try:
-                result = self.retrying.attempt(item.position, partial(unit.apply_one, item),
-                                               partial(unit.give_up, item))
-            except Exception:  # retried on a later call, after retry_delay
-                self._discard()
-                raise
-            self._single.pop(0)
-            outcome = result.results[0]
-            self._done([(seq, key, payload)], written[-1],
-                       [None if outcome.outcome == "dead_lettered" else outcome])
-            handled += 1
-        return handled
-
-    def _done(self, done: Sequence[Entry], marks: Marks,
-              results: Sequence[HandleResult | None], flagged: bool = False) -> None:
-        """The entries' transaction committed: out of the schedule, flagged in the log
-        (unless ``flagged`` in that transaction), their freshness (accepted → recallable;
-        → memory for those closing a range)."""
-        accepted = self._sched.commit([(seq, key) for seq, key, _payload in done], marks)
-        if self._lane is not None:
-            self._lane.committed()
-        now = time.time()
-        self._freshness.record(
-            (now - at for at in accepted if at is not None),
-            (now - at for at, result in zip(accepted, results, strict=False)
-             if at is not None and result is not None and result.observations))
-        if not flagged:
-            self.store.log.mark_processed_many([seq for seq, _key, _payload in done])
-        for _seq, _key, payload in done:
-            self._touch(orjson.loads(payload))
-
-    def _discard(self) -> None:
-        if self._lane is not None:
-            self._lane.discard()
+            return self._live.step(limit or self.batch_entries)
 
     @property
     def retry_delay(self) -> float:
@@ -407,24 +299,3 @@ class EmbeddedRunner:
                 index.flush_due()
         except Exception:  # the next idle tick tries again; the WAL keeps the writes
             log.exception("vector index flush failed")
-
-    def _touch(self, entry: dict[str, Any]) -> None:
-        if not isinstance(entry.get("user_id"), str):
-            return  # rejected: no thread to flush
-        self.idle.touch(thread_key(str(entry.get("user_id")), str(entry.get("thread_id"))), entry)
-
-
-class _Gauge:
-    """How many threads are inside ``with gauge:`` right now."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self.count += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self.count -= 1

@@ -117,17 +117,19 @@ class IngestAgent:
         return UnitOfWork(store, self._scope, partial(KafkaOffsets, store), read_ahead=False)
 
     @contextmanager
-    def _scope(self, items: Sequence[Item], letters: PositionedLetters
+    def _scope(self, items: Sequence[Item], letters: PositionedLetters, keep: bool
                ) -> Iterator[IngestService]:
         """The unit's transaction: each thread's state read from SQL inside it (the last
         committed one, whatever crashed since) and written back once; the raw events
-        looked up with one statement and inserted with one."""
+        looked up with one statement and inserted with one. The service is built for the
+        unit over those batching wrappers (nothing is swapped in later); ``keep`` False
+        rolls the transaction back (a rehearsal)."""
         store = self.parts.store
         keys = sorted({i.key for i in items if i.key})
         local, mirror, raw = DictStateStore(), DictStateStore(), BatchedRawEvents(store.events)
         service: IngestService = self.parts.service_for(local, letters, mirror=mirror, raw=raw)
         users = {split_thread_key(k)[0] for k in keys}
-        with store.serialized(users), store.transaction():  # users: see SqlStore.serialized
+        with store.serialized(users), store.transaction(keep):  # users: SqlStore.serialized
             raw.prefetch(ids for i in items if (ids := i.event_ids))
             for key, committed in store.states.get_states(keys).items():
                 local.put_state(key, committed)

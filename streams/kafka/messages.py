@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from breadcrumb.processors.validate import Rejection, validate_event
-from breadcrumb.streams.ingest_core import Item
-from breadcrumb.topics.records import FlushMarker, letter_payload, thread_key
+from breadcrumb.processors.validate import Rejection
+from breadcrumb.streams.ingest_core import Item, decode_entry, entry_item
+from breadcrumb.topics.records import Event, FlushMarker, letter_payload, thread_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,16 +44,20 @@ def decode(message: Message) -> Item:
         entry = orjson.loads(value)
     except orjson.JSONDecodeError:
         return _item(message, key, None, text, "value is not JSON")
-    return _item(message, key, entry, text, poison_reason(key, entry))
+    decoded = decode_entry(entry)  # the one contract check of this message
+    return _item(message, key, entry, text, poison_reason(key, entry, decoded), decoded)
 
 
-def _item(message: Message, key: str, entry: Any, text: str, poison: str | None) -> Item:
-    return Item(message.position, entry, text, poison, message.direct, message.accepted,
-                key=key)
+def _item(message: Message, key: str, entry: Any, text: str, poison: str | None,
+          decoded: Event | Rejection | None = None) -> Item:
+    return entry_item(message.position, entry, text, poison, decoded,
+                      direct=message.direct, accepted=message.accepted, key=key)
 
 
-def poison_reason(key: str, entry: Any) -> str | None:
-    """Why a decoded message cannot be handled under its key (None: it can)."""
+def poison_reason(key: str, entry: Any, decoded: Event | Rejection | None
+                  ) -> str | None:
+    """Why a decoded message cannot be handled under its key (None: it can); ``decoded``:
+    the message's :func:`~breadcrumb.streams.ingest_core.decode_entry`."""
     if not isinstance(entry, dict):
         return None  # the schema validation rejects it with its own reason
     user_id, thread_id = entry.get("user_id"), entry.get("thread_id")
@@ -63,6 +67,6 @@ def poison_reason(key: str, entry: Any) -> str | None:
     own = thread_key(str(user_id), str(thread_id))
     if own == key:
         return None
-    if not flush and isinstance(validate_event(entry), Rejection):
-        return None  # an invalid event: the service rejects it naming the field
+    if isinstance(decoded, Rejection):
+        return None  # an invalid event: it is rejected naming the field
     return f"message of thread {own!r} under key {key!r} (state is kept per key)"

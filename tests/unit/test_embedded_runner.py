@@ -12,7 +12,7 @@ import pytest
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded.runner import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
-from breadcrumb.topics.records import DeadLetter
+from breadcrumb.topics.records import DeadLetter, Event
 from tests.conftest import example_events
 
 NOW = "2026-11-30T00:00:00+00:00"
@@ -27,7 +27,7 @@ class _RecordingService:
 
     def batched(self, context: Any = None) -> contextlib.AbstractContextManager[None]:
         self.letters = context.letters  # where the unit of work keeps its dead letters
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(self)  # the block of work: this recorder
 
     def embeds_slowly(self) -> bool:
         return False
@@ -38,11 +38,17 @@ class _RecordingService:
                                                 source or "log"))
         return HandleResult("rejected", reason=reason)
 
-    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
-        if entry.get("event_id") == self.poison:
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
+        if _id(entry) == self.poison:
             raise RuntimeError("boom")
-        self.seen.append(str(entry.get("event_id") or entry.get("_control")))
+        self.seen.append(_id(entry))
         return HandleResult("processed")
+
+
+def _id(entry: Event | dict[str, Any]) -> str:
+    """A decoded entry's event id (``_control`` for a flush marker)."""
+    return entry.event_id if isinstance(entry, Event) else str(entry.get("_control"))
 
 
 def _runner(tmp_path: Path, service: _RecordingService) -> EmbeddedRunner:
@@ -96,8 +102,9 @@ class _FlakyService(_RecordingService):
         super().__init__()
         self.event_id, self.times = event_id, times
 
-    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
-        if entry.get("event_id") == self.event_id and self.times:
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
+        if _id(entry) == self.event_id and self.times:
             self.times -= 1
             raise sqlite3.OperationalError("database is locked")
         return super().handle(entry, raw_text)
@@ -131,7 +138,8 @@ class _BatchingService(_RecordingService):
         self.on_entry: Any = None
 
 
-    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
         result = super().handle(entry, raw_text)
         if self.on_entry is not None:
             self.on_entry(len(self.seen))

@@ -11,7 +11,7 @@ from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded.fair_schedule import CURSOR, THREAD_MARK, FairSchedule
 from breadcrumb.streams.embedded.runner import EmbeddedRunner
 from breadcrumb.streams.service import HandleResult
-from breadcrumb.topics.records import thread_key
+from breadcrumb.topics.records import Event, thread_key
 
 
 class _Log:
@@ -67,13 +67,14 @@ class _Batching:
         self.seen: list[str] = []
 
     def batched(self, context: object = None) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(self)  # the block of work: this recorder
 
     def embeds_slowly(self) -> bool:  # no rehearsal (streams.rehearsal)
         return False
 
-    def handle(self, entry: dict[str, Any], raw_text: str | None = None) -> HandleResult:
-        self.seen.append(str(entry.get("event_id") or "flush"))
+    def handle(self, entry: Event | dict[str, Any], raw_text: str | None = None
+               ) -> HandleResult:
+        self.seen.append(entry.event_id if isinstance(entry, Event) else "flush")
         return HandleResult("processed")
 
 

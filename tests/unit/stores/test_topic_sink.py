@@ -17,7 +17,7 @@ from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 from breadcrumb.stores.vectors.sink.topic import TopicVectorIndex, apply_records
 from breadcrumb.streams.service import IngestService
 from breadcrumb.streams.state import CapturingDeadLetters, DictStateStore
-from breadcrumb.topics.records import FlushMarker
+from breadcrumb.topics.records import Event, FlushMarker
 from tests.conftest import example_events
 
 
@@ -40,11 +40,11 @@ def _derive(tmp_path: Path, index: Any) -> None:
                             CapturingDeadLetters(store.dead_letters), DictStateStore(), index,
                             HashEmbedder(dim=32), lambda: "2026-11-30T00:00:00+00:00")
     events = example_events()
-    with store.transaction(), service.batched():
+    with store.transaction(), service.batched() as block:
         for e in events:
-            service.handle(e)
+            block.handle(Event.from_dict(e))  # entries reach a block decoded
         for thread in sorted({e["thread_id"] for e in events}):
-            service.handle(FlushMarker("demo", thread, "2026-11-30T00:00:00Z", "flush").to_dict())
+            block.handle(FlushMarker("demo", thread, "2026-11-30T00:00:00Z", "flush").to_dict())
     store.close()
 
 

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.stores.vectors.server.index import QdrantServerIndex
 from breadcrumb.streams.failure_policy import FailurePolicy
 from breadcrumb.streams.kafka import agent as fa
-from breadcrumb.streams.service import IngestService
+from breadcrumb.streams.service import IngestBlock, IngestService
 from breadcrumb.streams.tracking import IdleTracker
 from breadcrumb.topics.records import DeadLetter
 from tests.conftest import example_events
@@ -136,20 +137,34 @@ async def test_poison_goes_to_the_dead_letter_table_and_topic_with_its_position(
     assert h.store.states.list_states(False) == []
 
 
-def _failing_service(h: Harness, errors: list[BaseException]) -> None:
+def failing_blocks(h: Harness, error: Callable[[Any], BaseException | None]) -> None:
+    """Each block of work of the worker's services raises ``error(entry)`` (when not None)
+    where it would handle ``entry`` (a decoded event or flush marker)."""
     real = h.parts.service_for
 
     def service_for(states: Any, letters: Any, **batch: Any) -> IngestService:
         service = real(states, letters, **batch)
-        handle = service.handle
+        opened = service.batched
 
-        def flaky(entry: Any, raw_text: str | None = None) -> Any:
-            if errors:
-                raise errors.pop(0)
-            return handle(entry, raw_text)
-        service.handle = flaky  # type: ignore[method-assign]
+        @contextmanager
+        def batched(context: Any = None) -> Iterator[IngestBlock]:
+            with opened(context) as block:
+                handle = block.handle
+
+                def flaky(entry: Any, raw_text: str | None = None) -> Any:
+                    failure = error(entry)
+                    if failure is not None:
+                        raise failure
+                    return handle(entry, raw_text)
+                block.handle = flaky  # type: ignore[method-assign]
+                yield block
+        service.batched = batched  # type: ignore[method-assign]
         return service
     h.parts.service_for = service_for  # type: ignore[method-assign]
+
+
+def _failing_service(h: Harness, errors: list[BaseException]) -> None:
+    failing_blocks(h, lambda _entry: errors.pop(0) if errors else None)
 
 
 async def test_a_store_outage_is_retried_until_it_is_back(h: Harness) -> None:

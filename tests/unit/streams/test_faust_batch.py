@@ -15,9 +15,8 @@ import pytest
 from breadcrumb.eval.corpus import golden_events
 from breadcrumb.streams.kafka import agent as fa
 from breadcrumb.streams.kafka.batch import BatchIngest, Message
-from breadcrumb.streams.service import IngestService
-from breadcrumb.topics.records import FlushMarker
-from tests.unit.streams.test_faust_agent import NOW, Harness, _key
+from breadcrumb.topics.records import Event, FlushMarker
+from tests.unit.streams.test_faust_agent import NOW, Harness, _key, failing_blocks
 
 
 def _stream(copies: int = 2) -> list[tuple[str, bytes]]:
@@ -112,19 +111,8 @@ async def test_batches_give_what_one_message_at_a_time_gives(
 
 def _failing_on(h: Harness, event_id: str) -> None:
     """The processor raises on one event, every time (a poison the decoder cannot see)."""
-    real = h.parts.service_for
-
-    def service_for(states: Any, letters: Any, **batch: Any) -> IngestService:
-        service = real(states, letters, **batch)
-        handle = service.handle
-
-        def flaky(entry: Any, raw_text: str | None = None) -> Any:
-            if isinstance(entry, dict) and entry.get("event_id") == event_id:
-                raise RuntimeError("segmenter exploded")
-            return handle(entry, raw_text)
-        service.handle = flaky  # type: ignore[method-assign]
-        return service
-    h.parts.service_for = service_for  # type: ignore[method-assign]
+    failing_blocks(h, lambda entry: RuntimeError("segmenter exploded")
+                   if isinstance(entry, Event) and entry.event_id == event_id else None)
 
 
 async def test_a_failing_batch_is_redone_one_message_at_a_time(
