@@ -80,8 +80,9 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
         store = log_store
     else:
         store = open_sqlite(paths.sqlite)
+    # issue 49: the SQLite store keeps its chunk rows, recall reads their texts from it
     index = QdrantEdgeIndex(paths.vectors, embedder.dim,
-                            quantization=settings.vector_quantization)
+                            quantization=settings.vector_quantization, chunk_texts=False)
     try:
         index.ensure()
     except Exception as exc:  # a shard that does not load: say which and what to do

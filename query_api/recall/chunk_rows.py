@@ -7,7 +7,9 @@ rows it read (the embedded SQLite store, ``stores.sql.sqlite.memories``), the se
 ids and scores only and the texts come from the store: the same rows the index's payloads
 were written from. A search with a hit whose chunk the store does not hold (an archived
 memory's chunks leave the hot table, their points stay) is run again with payloads, so
-the answer is what the payloads give.
+the answer is what the payloads give for those chunks (the embedded index writes its
+points without their text, issue 49: an archive first puts its chunks' texts into their
+points, ``ChunkTextPayloads``), and the store's rows for the others.
 """
 
 from __future__ import annotations
@@ -54,8 +56,11 @@ def search(index: VectorIndex, rows: ChunkRows | None, user_id: str,
         results[pos] = [Hit(h.id, h.score, payload(found[h.id])) for h in results[pos]
                         if h.id in found]
     if short:  # a chunk the store no longer holds (archived: its hot rows moved to cold
-        # storage, its points stay): those searches again, with the index's payloads
+        # storage, its points stay): those searches again, with the index's payloads; a
+        # chunk the store holds still reads its text from it (issue 49: the embedded
+        # index's points carry no text but an archived memory's)
         for pos, hits in zip(short, search_many(index, [requests[p] for p in short]),
                              strict=True):
-            results[pos] = hits
+            results[pos] = [Hit(h.id, h.score, payload(found[h.id])) if h.id in found else h
+                            for h in hits]
     return results

@@ -284,6 +284,16 @@ class ReportsStats(Protocol):
 
 
 @runtime_checkable
+class ChunkTextPayloads(Protocol):
+    """A vector index whose chunk points may be written without their text (issue 49: the
+    embedded store's recall reads chunk texts from SQL): before a memory's chunks leave the
+    hot store (an archive), their texts go into their points' payloads, which recall then
+    reads (``query_api.recall.chunk_rows``)."""
+
+    def keep_chunk_texts(self, chunks: Sequence[Chunk]) -> None: ...
+
+
+@runtime_checkable
 class KeptChunkRows(Protocol):
     """A memory store that keeps the chunk rows it read (the embedded SQLite store): recall
     reads chunk texts from it instead of the index's payloads when ``KEEPS_ROWS``."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase, id_text
+from breadcrumb.stores.sql.log_text import content_sql
 from breadcrumb.topics.records import Chunk
 
 #: the ``text`` of a chunk row that is a view into its event (a real chunk is never empty)
@@ -46,12 +47,13 @@ def event_contents(db: SqlDatabase, keys: Iterable[tuple[str, str]]) -> dict[tup
     for user_id, event_id in dict.fromkeys(keys):
         by_user.setdefault(user_id, []).append(event_id)
     out: dict[tuple[str, str], str] = {}
+    content = content_sql(db.dialect)  # issue 49: a raw event's content may be in the log
     for user_id, event_ids in by_user.items():
         for start in range(0, len(event_ids), _PART):
             part = event_ids[start:start + _PART]
-            rows = db.read(f"SELECT event_id, content FROM raw_events WHERE user_id = ? AND "
-                           f"event_id IN ({s.marks(len(part))})", (user_id, *part))
-            out.update(((user_id, id_text(e)), str(c)) for e, c in rows)
+            rows = db.read(f"SELECT event_id, {content} FROM raw_events WHERE user_id = ? "
+                           f"AND event_id IN ({s.marks(len(part))})", (user_id, *part))
+            out.update(((user_id, id_text(e)), str(c)) for e, c in rows if c is not None)
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.browse import SqlBrowse, like_pattern, texts
 from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.log_text import content_sql
 
 #: A thread's title: its first request, at most this many characters.
 TITLE_CHARS = 160
@@ -44,10 +45,12 @@ class SqlExplore:
 
     def _title(self, user_id: str, thread_id: str, first: int) -> str | None:
         """The first request of the thread (a user's message, else any message)."""
-        rows = self.db.read("SELECT role, content FROM raw_events WHERE user_id = ? AND "
-                            "thread_id = ? AND idx >= ? AND kind = 'message' ORDER BY idx "
-                            "LIMIT ?", (user_id, thread_id, first, TITLE_SCAN))
-        said = [(str(role), str(content)) for role, content in (texts(r) for r in rows)]
+        rows = self.db.read(f"SELECT role, {content_sql(self.db.dialect)} FROM raw_events "
+                            "WHERE user_id = ? AND thread_id = ? AND idx >= ? AND "
+                            "kind = 'message' ORDER BY idx LIMIT ?",
+                            (user_id, thread_id, first, TITLE_SCAN))
+        said = [(str(role), str(content)) for role, content in (texts(r) for r in rows)
+                if content is not None]
         pick = next((c for r, c in said if r == "user"), said[0][1] if said else None)
         if pick is None:
             return None

@@ -14,6 +14,12 @@ transaction, after the tables exist, and applies every step above the stored ver
   them back to the file system). A MySQL/TiDB database keeps its old rows whole (still read
   the same: one transaction over every chunk of a cluster is too big for TiDB); its new
   chunks are views.
+* **4** (issue 49) -- an event's text is stored once, in the embedded log: ``raw_events``
+  gets a ``log_seq`` column, and each row whose log entry (same user, same event id, same
+  file) holds its content becomes a view into it (``stores.sql.log_text``), read back the
+  same. SQLite only, in slices of :data:`CHUNK_SLICE` rows (freed pages as in step 3); a
+  MySQL/TiDB database is left as it is (cluster mode's log is Kafka: its ``raw_events``
+  rows are the one SQL copy).
 """
 
 from __future__ import annotations
@@ -22,14 +28,15 @@ import json
 import logging
 from typing import Any, Protocol
 
+from breadcrumb.stores.sql import log_text
 from breadcrumb.stores.sql.chunk_text import VIEW, is_slice
 from breadcrumb.stores.sql.schema import Dialect
 from breadcrumb.topics.records import thread_key
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
-#: chunk rows read per statement by step 3 (each with its event's content)
+SCHEMA_VERSION = 4
+#: chunk rows (step 3) / event rows (step 4) read per statement, each with its text
 CHUNK_SLICE = 2000
 #: Keys an escaped user id can change: a ``%`` anywhere, or at least two ``/``
 #: (patterns are parameters: pymysql would read a literal ``%`` as a placeholder).
@@ -71,6 +78,10 @@ def upgrade(store: _Sql) -> int:
         views = _chunks_as_views(store)
         log.log(logging.INFO if views else logging.DEBUG,
                 "schema %s -> 3: %s chunk texts now read from their events", found, views)
+    if found < 4 and not store.dialect.mysql:
+        moved = log_text.events_as_views(store, CHUNK_SLICE)
+        log.log(logging.INFO if moved else logging.DEBUG,
+                "schema %s -> 4: %s event texts now read from the log", found, moved)
     if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.

@@ -79,10 +79,13 @@ def memory_payload(observation: Observation) -> dict[str, Any]:
     return payload
 
 
-def chunk_payload(chunk: Chunk, status: str) -> dict[str, Any]:
-    """Payload of a chunk point: every chunk field plus its memory's ``status``."""
+def chunk_payload(chunk: Chunk, status: str, text: bool = True) -> dict[str, Any]:
+    """Payload of a chunk point: every chunk field plus its memory's ``status``; without
+    ``text``, the chunk's text left out (read from the SQL store instead, issue 49)."""
     payload = chunk.to_dict()
     del payload["id"]  # the point id
+    if not text:
+        del payload["text"]
     payload["status"] = status
     return payload
 

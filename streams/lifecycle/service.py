@@ -20,7 +20,7 @@ from typing import Any
 from breadcrumb.processors import lifecycle as lc
 from breadcrumb.processors import supersession as sp
 from breadcrumb.stores.cold.archive import Archiver
-from breadcrumb.stores.ports import RawEventStore, VectorIndex
+from breadcrumb.stores.ports import ChunkTextPayloads, RawEventStore, VectorIndex
 from breadcrumb.stores.ports.tables import Store
 from breadcrumb.stores.sql.facts_batch import STATUS_COLUMNS
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
@@ -277,6 +277,9 @@ class LifecycleService(BatchScope):
         if memory is None:
             return
         if change.status == "archived":
+            if isinstance(self.index, ChunkTextPayloads):  # issue 49: the points keep the text
+                self.index.keep_chunk_texts(
+                    self.store.chunks.get_chunks(memory.user_id, memory.id))
             self.archiver.archive(memory)
         else:
             self.archiver.restore(memory)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,42 @@ def test_rows_are_kept_and_served_to_their_user_only(
 
 def test_a_store_that_keeps_no_rows_searches_with_payloads() -> None:
     assert chunk_rows_of(object()) is None
+
+
+def test_points_written_without_texts_answer_the_same_archived_ones_from_kept_texts(
+        parts: tuple[SqliteStore, QdrantEdgeIndex], tmp_path: Path) -> None:
+    """Issue 49: the embedded index writes chunk points without their text (recall reads it
+    from SQL); an archive first puts the memory's texts into its points' payloads. (Tied
+    scores come in an order of the index's own: compared within one index.)"""
+    store, _ = parts
+    chunks = [chunk(i) for i in range(12)] + [chunk(i, user="bob") for i in range(12, 15)]
+    bare = QdrantEdgeIndex(tmp_path / "bare", DIM, flush_interval_seconds=3600,
+                           chunk_texts=False)
+    bare.ensure()
+
+    def seen(results: list[list[Any]]) -> list[list[tuple[str, float]]]:
+        for hits in results[1:]:  # every chunk hit has its own text
+            for h in hits:
+                want = payload(chunk(int(h.id[-12:])))
+                assert {k: h.payload.get(k) for k in want} == want
+        return [[(h.id, h.score) for h in hits] for hits in results]
+
+    try:
+        bare.upsert_chunks(chunks, [vector(i) for i in range(15)],
+                           [sparse_vector(c.text) for c in chunks])
+        plain = search_many(bare, requests())
+        assert all(hits for hits in plain[1:])
+        assert not any("text" in h.payload for hits in plain for h in hits)
+        rows = chunk_rows_of(store.memories)
+        bare_ids = [[(h.id, h.score) for h in hits] for hits in plain]
+        assert seen(search(bare, rows, "alice", requests())) == bare_ids
+        bare.keep_chunk_texts([c for c in chunks if c.memory_id == mid(0)]
+                              + [chunk(99)])  # not a point of the index: skipped
+        with store.db.lock:  # what archiving does to the hot rows of a memory
+            store.db._conn.execute("DELETE FROM source_chunks WHERE memory_id = ?", (mid(0),))
+        store.forget_cached()
+        filled = search(bare, rows, "alice", requests())
+        assert any(h.payload["memory_id"] == mid(0) for hits in filled[1:] for h in hits)
+        assert seen(filled) == bare_ids
+    finally:
+        bare.close()

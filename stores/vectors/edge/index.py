@@ -93,14 +93,17 @@ class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
 
     def __init__(self, path: Path, dim: int, flush_interval_seconds: float = 5.0,
                  indexing_threshold_kb: int | None = None,
-                 max_unflushed_seconds: float = 60.0, quantization: str = "none") -> None:
+                 max_unflushed_seconds: float = 60.0, quantization: str = "none",
+                 chunk_texts: bool = True) -> None:
         """Nothing is opened here; :meth:`ensure` (or first use) opens the shards.
 
         ``indexing_threshold_kb``: segment size above which :meth:`optimize` builds
         HNSW (Qdrant's default when None); small values are for tests. ``quantization``
         (``none`` / ``int8``): of shards created from now on (``edge_format``).
+        ``chunk_texts=False``: chunk points without their text (recall reads it from SQL).
         """
         self.quantization = quantization
+        self.chunk_texts = chunk_texts
         self._path = Path(path)
         self._dim = dim
         self._threshold = indexing_threshold_kb
@@ -230,11 +233,20 @@ class QdrantEdgeIndex(EdgeRebuilds, QdrantIndexBase):
         with self._gate, self._lock:
             statuses = self._memory_payloads({c.memory_id for c in chunks})
             points = [
-                self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id)))
+                self._point(c.id, d, s, chunk_payload(c, status_of(statuses, c.memory_id),
+                                                      self.chunk_texts))
                 for c, d, s in zip(chunks, dense, sparse, strict=True)
             ]
             self._upsert(CHUNKS, points)
             self._wrote(len(points))
+
+    def keep_chunk_texts(self, chunks: Sequence[Chunk]) -> None:
+        """Issue 49: the chunks' texts into their points' payloads (before an archive)."""
+        with self._gate, self._lock:
+            held = {str(r.id) for r in self._shard(CHUNKS).retrieve(
+                [c.id for c in chunks], False, False)} if chunks and not self.chunk_texts else ()
+            for c in (c for c in chunks if c.id in held):
+                self._write(CHUNKS, qe.UpdateOperation.set_payload([c.id], {"text": c.text}))
 
     def _memory_payloads(self, memory_ids: set[str]) -> dict[str, dict[str, Any]]:
         records = self._shard(MEMORIES).retrieve(list(memory_ids), True, False)
