@@ -21,6 +21,7 @@ from breadcrumb.eval.metrics import Item, Span
 from breadcrumb.processors.lexical import sparse_query
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.query_api.recall.as_of import said_by
+from breadcrumb.query_api.recall.chunk_rows import chunk_rows_of
 from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.stores.ports import Hit, SearchFilter
 
@@ -111,6 +112,7 @@ class RawSearch:
                                     dense=self.runtime.embedder.embed_query(q.text))
         sparse = index.search_chunks(flt, self.pool, sparse=sparse_query(q.text)) \
             if self.lexical else []
+        dense, sparse = (with_texts(self.runtime, q.user_id, hits) for hits in (dense, sparse))
         ranked = fuse(dense, sparse, self.runtime.settings.weight_vector,
                       self.runtime.settings.weight_keyword)
         if q.as_of is not None:  # the same history Breadcrumb is allowed to see
@@ -121,6 +123,18 @@ class RawSearch:
         items, tokens = pack(ranked, q.max_tokens, self.runtime.embedder.count_tokens)
         latency = (time.perf_counter() - started) * 1000
         return Answer(RAW, items, items, "\n".join(i.text for i in items), tokens, latency)
+
+
+def with_texts(runtime: Any, user_id: str, hits: list[Hit]) -> list[Hit]:
+    """The hits with their texts: the embedded index's chunk points carry none (issue 49),
+    the store's chunk rows give it, as they do to recall; a hit with neither is left out
+    (as recall leaves it out)."""
+    missing = [h.id for h in hits if "text" not in h.payload]
+    rows = chunk_rows_of(runtime.memories) if missing else None
+    found = rows(user_id, missing) if rows is not None else {}
+    return [h if "text" in h.payload else Hit(h.id, h.score, {**h.payload,
+                                                            "text": found[h.id].text})
+            for h in hits if "text" in h.payload or h.id in found]
 
 
 def fuse(dense: list[Hit], sparse: list[Hit], w_vector: float, w_keyword: float) -> list[Item]:
