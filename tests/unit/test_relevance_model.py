@@ -91,3 +91,65 @@ def test_the_dev_subset_is_never_dumped_for_training(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="never trained on"):
         training.main(["dump", "--data-dir", str(tmp_path / "d"), "--longmemeval", str(dev),
                        "--out", str(tmp_path / "rows.jsonl.gz")])
+
+
+def _near_miss(question: str, lines: list[str]) -> dict[str, float]:
+    from breadcrumb.processors.lexical import query_terms, with_verb_forms
+    from breadcrumb.query_api.recall.extract.learned.relevance_terms import (
+        NEAR_MISS,
+        near_miss,
+    )
+    from breadcrumb.query_api.recall.lines.scoring.weights import line_terms, pool_weights
+
+    each = [line_terms(t) for t in lines]
+    weights = pool_weights(with_verb_forms(query_terms(question)), each)
+    got = near_miss(question, weights, lines, each, list(range(len(lines))))
+    return dict(zip(NEAR_MISS, got, strict=True))
+
+
+def test_a_near_miss_lacks_one_question_word_that_a_line_replaces() -> None:
+    lines = ["I baked a lemon cake for my niece's birthday party last weekend",
+             "We went hiking on Sunday"]
+    miss = _near_miss("What did I bake for my uncle's birthday party?", lines)
+    twin = _near_miss("What did I bake for my niece's birthday party?", lines)
+    assert miss["miss_pool_n"] == 1 and twin["miss_pool_n"] == 0  # "baked" holds "bake"
+    assert miss["miss_slot"] == 1.0 and twin["miss_slot"] == 0.0  # niece's where uncle's
+    assert miss["top_union_words"] == pytest.approx(0.75) and twin["top_union_words"] == 1.0
+    assert miss["top_miss_max"] == 1.0 and twin["top_miss_max"] == 0.0
+    place = _near_miss("When did I book the Airbnb in Sacramento?",
+                       ["I booked an Airbnb in San Francisco for May"])
+    assert place["miss_cap"] == 1.0 and place["miss_pool_share"] == pytest.approx(1 / 3)
+
+
+def test_only_a_model_that_reads_near_miss_measurements_computes_them() -> None:
+    data = {"features": ["max_dense"], "mean": [0.0], "scale": [1.0], "weights": [1.0],
+            "bias": 0.0, "threshold": 0.2}
+    assert not RelevanceModel.from_dict(data).near_miss
+    data["features"] = ["max_dense", "miss_slot"]
+    data.update(mean=[0.0, 0.0], scale=[1.0, 1.0], weights=[1.0, -1.0])
+    model = RelevanceModel.from_dict(data)
+    assert model.near_miss
+    assert model.probability(question_row([], 0.0, 0.0, 0.7, [0.0] * 5 + [1.0])) \
+        < model.probability(question_row([], 0.0, 0.0, 0.7))
+
+
+def test_framing_words_are_the_common_words_of_questions() -> None:
+    from breadcrumb.query_api.recall.extract.learned.relevance_terms import framing_words
+
+    asked = [f"How many {thing} did I buy?" for thing in ("apples", "pears", "plums")]
+    assert framing_words([*asked, "Where is my hamster?"]) == ["buy", "many"]
+    miss = _near_miss("How many plums did I buy at the market?", ["I got some plums"])
+    assert miss["miss_pool_n"] == 3  # many, buy, market
+    row = question_row([], 0.0, 0.0, 0.7)  # near-miss measurements default to zeros
+    assert len(row) == len(QUESTION_FEATURES) and row[-6:] == [0.0] * 6
+
+
+def test_cross_validation_rates_each_record_with_a_model_fitted_without_it() -> None:
+    def row(held: bool, dense: float, group: str, user: str) -> dict[str, object]:
+        return {"q": [dense] * 10, "held": held, "set": group, "user": user, "id": user}
+
+    rows = [row(True, 0.85 + i / 1000, "lme:single-session-user", f"u{i}") for i in range(20)]
+    rows += [row(False, 0.6, "nonsense-lme", f"u{i}") for i in range(20)]
+    got = training.cross_validate(rows, steps=300, features=["max_dense"])
+    assert got["flagged"]["made-up"] == "20/20"
+    assert got["flagged"]["held"] in ("0/20", "1/20")

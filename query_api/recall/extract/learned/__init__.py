@@ -26,9 +26,10 @@ from breadcrumb.query_api.recall.extract.learned.candidates import (
     candidate_pool,
 )
 from breadcrumb.query_api.recall.extract.learned.current import replaced
-from breadcrumb.query_api.recall.extract.learned.features import Candidate, feature_rows
+from breadcrumb.query_api.recall.extract.learned.features import INDEX, Candidate, feature_rows
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
 from breadcrumb.query_api.recall.extract.learned.relevance import RelevanceModel, question_row
+from breadcrumb.query_api.recall.extract.learned.relevance_terms import near_miss
 from breadcrumb.query_api.recall.extract.superseded import drop_superseded
 from breadcrumb.query_api.recall.lines.scoring.weights import line_terms, pool_weights
 from breadcrumb.query_api.recall.lines.term_groups import TermGroups
@@ -49,6 +50,7 @@ class Scored:
     question: list[float]  # the pool's question-level measurements (:mod:`.relevance`)
     relevance: float | None  # the probability that what is asked is held
     union: tuple[float, float, float] = (0.0, 0.0, 0.0)  # words, weight held; terms (log)
+    near: tuple[float, ...] = ()  # the question's near-miss measurements (.relevance_terms)
 
 
 class LearnedLines:
@@ -56,9 +58,15 @@ class LearnedLines:
 
     def __init__(self, memories: MemoryStore, raw: RawEventStore,
                  count: Callable[[str], int], ranker: Ranker,
-                 relevance: RelevanceModel | None = None) -> None:
+                 relevance: RelevanceModel | None = None,
+                 framing: frozenset[str] | None = None) -> None:
         self.memories, self.raw, self.count, self.ranker = memories, raw, count, ranker
         self.calibrated = relevance
+        # the near-miss measurements: where the model reads them (with its framing words)
+        # or a dump asks for them (``framing`` given)
+        self.near_miss = framing is not None or (relevance is not None and relevance.near_miss)
+        self.framing = framing if framing is not None \
+            else relevance.framing if relevance is not None else frozenset()
 
     def score(self, recalled: Recalled) -> Scored:
         """Every candidate line of ``recalled`` with its features and score."""
@@ -74,16 +82,23 @@ class LearnedLines:
         rows = feature_rows(query, lines, weights, dated)
         scores = self.ranker.scores(rows)
         groups = TermGroups(query.text, weights)
-        held = frozenset().union(*(line_terms(c.text) for c in lines)) if lines else frozenset()
+        each = [line_terms(c.text) for c in lines]
+        held = frozenset().union(*each) if lines else frozenset()
         found = [t for t in groups.terms if t in held]
         total = sum(weights.values())
         union = (len(found) / max(1, len(groups.terms)),
                  groups.weight(found) / total if found and total else 0.0,
                  math.log1p(len(groups.terms)))
-        question = question_row(rows, *union)
         model = self.calibrated
+        near: tuple[float, ...] = ()
+        if self.near_miss:
+            cov, dense = INDEX["lex_cov"], INDEX["dense"]
+            order = sorted(range(len(rows)), key=lambda i: (-rows[i][cov], -rows[i][dense], i))
+            near = tuple(near_miss(query.text, weights, [c.text for c in lines], each, order,
+                                   self.framing))
+        question = question_row(rows, *union, near)
         return Scored(pool, rows, scores, question,
-                      None if model is None else model.probability(question), union)
+                      None if model is None else model.probability(question), union, near)
 
     def relevance(self, scored: Scored) -> Relevance | None:
         """How strongly what is held answers the question: the whole pool's probability
@@ -95,7 +110,7 @@ class LearnedLines:
         for i, c in enumerate(scored.pool.lines):
             by_memory.setdefault(c.memory_id, []).append(i)
         memories = {mid: model.probability(question_row([scored.rows[i] for i in at],
-                                                        *scored.union))
+                                                        *scored.union, scored.near))
                     for mid, at in by_memory.items()}
         return Relevance(scored.relevance, model.threshold, memories)
 

@@ -26,23 +26,26 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.query_api.recall.extract.learned.features import INDEX, KINDS
+from breadcrumb.query_api.recall.extract.learned.relevance_terms import NEAR_MISS
 
 #: the model shipped with the package
 MODEL_FILE = Path(__file__).with_name("relevance.json")
 #: the question-level measurements a row holds, in order (a model reads those it names)
 QUESTION_FEATURES = ("max_dense", "top3_dense", "max_lex_cov", "max_lex_words",
                      "best_dense_cov", "union_words", "union_cov", "q_terms_log", "talk",
-                     "pool_log")
+                     "pool_log", *NEAR_MISS)  # NEAR_MISS: added for near-miss abstentions
 _MESSAGE = INDEX[f"kind_{KINDS[0]}"]
 
 
 def question_row(rows: Sequence[Sequence[float]], union_words: float, union_cov: float,
-                 q_terms_log: float) -> list[float]:
+                 q_terms_log: float, near: Sequence[float] = ()) -> list[float]:
     """The question-level measurements of candidate feature rows (:mod:`.features`):
     ``union_words`` / ``union_cov`` are the share of the question's words, and of their
-    rarity weight, held anywhere in the pool."""
+    rarity weight, held anywhere in the pool; ``near``: the question's
+    :data:`.relevance_terms.NEAR_MISS` measurements (zeros when not given)."""
+    tail = list(near) or [0.0] * len(NEAR_MISS)
     if not rows:
-        return [0.0, 0.0, 0.0, 0.0, 0.0, union_words, union_cov, q_terms_log, 0.0, 0.0]
+        return [0.0, 0.0, 0.0, 0.0, 0.0, union_words, union_cov, q_terms_log, 0.0, 0.0, *tail]
     dense = sorted({r[INDEX["dense"]] for r in rows if r[INDEX["dense_has"]]}, reverse=True)
     near = [r[INDEX["lex_cov"]] for r in rows
             if r[INDEX["dense_has"]] and dense and r[INDEX["dense"]] >= dense[0] - 0.02]
@@ -53,7 +56,7 @@ def question_row(rows: Sequence[Sequence[float]], union_words: float, union_cov:
             max(near, default=0.0),
             union_words, union_cov, q_terms_log,
             sum(r[_MESSAGE] for r in rows) / len(rows),
-            math.log1p(len(rows))]
+            math.log1p(len(rows)), *tail]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,8 @@ class RelevanceModel:
     bias: float
     threshold: float
     meta: dict[str, Any] = field(default_factory=dict)
+    #: words that frame questions, not counted by the near-miss measurements (added)
+    framing: frozenset[str] = frozenset()
 
     def fits(self, embedder: str) -> bool:
         """Whether this model may rate answers under ``embedder`` (the raw cosines it
@@ -75,6 +80,11 @@ class RelevanceModel:
         embedder's in 0–0.5)."""
         trained = str(self.meta.get("embedder") or "")
         return not trained or trained == embedder
+
+    @property
+    def near_miss(self) -> bool:
+        """Whether the model reads a near-miss measurement (:mod:`.relevance_terms`)."""
+        return any(QUESTION_FEATURES[c] in NEAR_MISS for c in self.columns)
 
     def probability(self, row: Sequence[float]) -> float:
         """The probability that what is asked is held (0..1)."""
@@ -96,7 +106,8 @@ class RelevanceModel:
                    tuple(map(float, data["mean"])),
                    tuple(float(s) or 1.0 for s in data["scale"]),
                    tuple(map(float, data["weights"])), float(data["bias"]),
-                   float(data["threshold"]), dict(data.get("meta", {})))
+                   float(data["threshold"]), dict(data.get("meta", {})),
+                   frozenset(map(str, data.get("framing") or ())))
 
 
 def load(path: Path = MODEL_FILE) -> RelevanceModel:
