@@ -148,7 +148,7 @@ def time_replay(data: Path, embedder: str, asked: list[tuple[str, str]]
     """Open ``data`` afresh, replay its whole log into a new generation (timed), then ask
     ``asked`` (user, question) of the new generation: the answers' evidence is compared by
     the caller with the first generation's."""
-    from breadcrumb.client import LocalBackend
+    from breadcrumb.clients.service import LocalBackend
     from breadcrumb.infra.embedded import replay
     from breadcrumb.settings import Settings
 
