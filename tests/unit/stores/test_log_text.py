@@ -22,7 +22,7 @@ from breadcrumb.processors.chunker import ChunkerConfig, chunk_events
 from breadcrumb.stores.cold.archive import Archiver
 from breadcrumb.stores.cold.storage import LocalColdStore
 from breadcrumb.stores.sql.core import id_text
-from breadcrumb.stores.sql.forget import Scope
+from breadcrumb.stores.sql.forget.erasure import Scope
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
 from breadcrumb.stores.sql.log_text import VIEW
 from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
