@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.recall_snapshot import MODES, _clean, golden_questions
+from bench.recall_snapshot import MODES, _clean, golden_questions, record, recorded
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.settings import Settings
@@ -69,11 +69,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bc-ingest-snap-") as tmp:
         rows = list(responses(Path(tmp) / "data"))
     if args.record:
-        args.record.write_text("".join(json.dumps([k, v], ensure_ascii=False) + "\n"
-                                       for k, v in rows))
-        print(f"recorded {len(rows)} responses to {args.record}")
+        record(args.record, rows)
         return
-    base = [tuple(json.loads(line)) for line in args.compare.read_text().splitlines()]
+    base = recorded(args.compare)
     if [k for k, _ in base] != [k for k, _ in rows]:
         sys.exit(f"DIFFERENT: {len(rows)} responses against {len(base)} recorded")
     changed = [(k, was, now) for (k, was), (_, now) in zip(base, rows, strict=True)

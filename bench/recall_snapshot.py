@@ -164,6 +164,17 @@ def golden(cache: Path, locomo: bool = True) -> Iterator[tuple[str, str]]:
             rt.stop()
 
 
+def record(path: Path, rows: list[tuple[str, str]]) -> None:
+    """Write ``(key, response)`` rows, one JSON pair a line (what ``recorded`` reads back)."""
+    path.write_text("".join(json.dumps([k, v], ensure_ascii=False) + "\n" for k, v in rows))
+    print(f"recorded {len(rows)} responses to {path}")
+
+
+def recorded(path: Path) -> list[tuple[str, str]]:
+    """The rows :func:`record` wrote."""
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     env_cache = os.environ.get("BREADCRUMB_BENCH_CACHE")
@@ -181,11 +192,9 @@ def main() -> None:
             *(golden(args.cache, not args.without_locomo) if args.corpus != "synthetic"
               else ())]
     if args.record:
-        args.record.write_text("".join(json.dumps([k, v], ensure_ascii=False) + "\n"
-                                       for k, v in rows))
-        print(f"recorded {len(rows)} responses to {args.record}")
+        record(args.record, rows)
         return
-    base = [tuple(json.loads(line)) for line in args.compare.read_text().splitlines()]
+    base = recorded(args.compare)
     diffs = [(k, v, b) for (k, v), b in zip(rows, base, strict=False)
              if [k, v] != list(b)]
     if len(base) != len(rows):
