@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-import orjson
-
 from breadcrumb.stores.sql.sqlite.store import SqliteStore
 from breadcrumb.streams.embedded.fair_schedule import FairSchedule, Marks
 from breadcrumb.streams.embedded.log_unit import log_items, log_unit
@@ -138,7 +136,7 @@ class LiveLoop:
                         len(entries), self.sched.low, describe(exc))
             return 0
         handled = len(result.results)
-        self._done(entries[:handled], written[-1], result.results,
+        self._done(entries[:handled], items[:handled], written[-1], result.results,
                    flagged=self.derived is self.store)
         return handled
 
@@ -157,16 +155,17 @@ class LiveLoop:
                 raise
             self.single.pop(0)
             outcome = result.results[0]
-            self._done([(seq, key, payload)], written[-1],
+            self._done([(seq, key, payload)], [item], written[-1],
                        [None if outcome.outcome == "dead_lettered" else outcome])
             handled += 1
         return handled
 
-    def _done(self, done: Sequence[Entry], marks: Marks,
+    def _done(self, done: Sequence[Entry], items: Sequence[Item], marks: Marks,
               results: Sequence[HandleResult | None], flagged: bool = False) -> None:
-        """Acknowledge committed entries: out of the schedule, flagged in the log (unless
-        ``flagged`` in their transaction), their freshness (accepted → recallable; → memory
-        for those closing a range), their threads' idle clocks."""
+        """Acknowledge committed entries (``items``: the same entries as decoded for the
+        unit): out of the schedule, flagged in the log (unless ``flagged`` in their
+        transaction), their freshness (accepted → recallable; → memory for those closing a
+        range), their threads' idle clocks."""
         accepted = self.sched.commit([(seq, key) for seq, key, _payload in done], marks)
         if self.lane is not None:
             self.lane.committed()
@@ -177,8 +176,8 @@ class LiveLoop:
              if at is not None and result is not None and result.observations))
         if not flagged:
             self.store.log.mark_processed_many([seq for seq, _key, _payload in done])
-        for _seq, _key, payload in done:
-            entry = orjson.loads(payload)
+        for item in items:
+            entry = item.entry
             if isinstance(entry, dict) and isinstance(entry.get("user_id"), str):
                 self.idle.touch(thread_key(str(entry["user_id"]), str(entry.get("thread_id"))),
                                 entry)  # (else rejected: no thread to flush)
