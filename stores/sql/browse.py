@@ -24,6 +24,7 @@ from breadcrumb.stores.ports.tables import MemoryFilter
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
 from breadcrumb.stores.sql.memories import SqlMemories
+from breadcrumb.stores.sql.packed import unpack
 
 __all__ = ["BROWSE_INDEXES", "DEAD_LETTER_SELECT", "LIST_COLUMNS", "SORTS", "TEXT_WINDOW",
            "CursorError", "MemoryFilter", "SqlBrowse", "decode_cursor", "encode_cursor",
@@ -300,8 +301,9 @@ def _where(flt: MemoryFilter, mysql: bool = False) -> tuple[list[str], list[Any]
 
 
 def texts(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row with its bytes decoded (MySQL returns VARBINARY columns as bytes)."""
-    return tuple(v.decode() if isinstance(v, bytes | bytearray) else v for v in row)
+    """A row with its bytes decoded (MySQL returns VARBINARY columns as bytes; SQLite a
+    compressed text, :mod:`stores.sql.packed`)."""
+    return tuple(unpack(v) if isinstance(v, bytes | bytearray) else v for v in row)
 
 
 def _version(row: dict[str, Any]) -> dict[str, Any]:

@@ -8,16 +8,20 @@ from datetime import UTC, datetime
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.packed import pack, unpack
 
 #: One item for ``append_log``: (user_id, event_id, thread_key, payload_json).
 LogItem = tuple[str | None, str | None, str, str]  # as stores.ports.tables.LogItem
 
 
 class SqlEventLog:
-    """The ``event_log`` table (``EventLog``, :mod:`stores.ports`)."""
+    """The ``event_log`` table (``EventLog``, :mod:`stores.ports`). On SQLite a payload is
+    stored compressed where that is shorter (:mod:`stores.sql.packed`, issue 49); every
+    read hands back its text."""
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
+        self._pack = (lambda p: p) if db.dialect.mysql else pack
 
     def append_log(self, payloads: Sequence[LogItem]) -> list[bool]:
         """Append (user_id, event_id, thread_key, payload_json) items in ONE transaction.
@@ -27,14 +31,14 @@ class SqlEventLog:
         """
         now = datetime.now(UTC).isoformat()
         with self.db.transaction():
-            return [self.db.insert_unique(s.INSERT_LOG, (u, e, k, p, now))
+            return [self.db.insert_unique(s.INSERT_LOG, (u, e, k, self._pack(p), now))
                     for u, e, k, p in payloads]
 
     def read_log_all(self, after_seq: int, limit: int) -> list[tuple[int, str]]:
         """Every (seq, payload) with seq > after_seq, processed or not (replay reads this)."""
         rows = self.db.read("SELECT seq, payload FROM event_log WHERE seq > ? ORDER BY seq LIMIT ?",
                           (after_seq, limit))
-        return [(int(q), str(p)) for q, p in rows]
+        return [(int(q), unpack(p)) for q, p in rows]
 
     def read_log_keys(self, after_seq: int, limit: int) -> list[tuple[int, str, str]]:
         """(seq, thread_key, accepted_at) of entries with seq > after_seq, in seq order,
@@ -50,7 +54,7 @@ class SqlEventLog:
             part = list(seqs[start:start + 500])
             marks = ",".join("?" * len(part))
             rows = self.db.read(f"SELECT seq, payload FROM event_log WHERE seq IN ({marks})", part)
-            out.update((int(q), str(p)) for q, p in rows)
+            out.update((int(q), unpack(p)) for q, p in rows)
         return out
 
     def max_log_seq(self) -> int:
@@ -61,7 +65,7 @@ class SqlEventLog:
         """Unprocessed (seq, payload) with seq > after_seq, in seq order."""
         rows = self.db.read("SELECT seq, payload FROM event_log WHERE processed = 0 AND seq > ? "
                           "ORDER BY seq LIMIT ?", (after_seq, limit))
-        return [(int(q), str(p)) for q, p in rows]
+        return [(int(q), unpack(p)) for q, p in rows]
 
     def mark_processed(self, seq: int) -> None:
         """Flag one log entry as processed."""

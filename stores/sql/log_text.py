@@ -39,13 +39,16 @@ from typing import Any
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase, id_text
+from breadcrumb.stores.sql.packed import SQL_FUNCTION
 from breadcrumb.stores.sql.schema import Dialect
 from breadcrumb.topics.records import Event
 
 #: the ``content`` of a raw event row that is a view into its log entry
 VIEW = ""
 _PART = 400  # ids per IN list
-_LOG_CONTENT = "json_extract(payload, '$.content')"
+#: a log payload may be stored compressed: read through bc_text() (stores.sql.packed)
+_LOG_PAYLOAD = f"{SQL_FUNCTION}(payload)"
+_LOG_CONTENT = f"json_extract({_LOG_PAYLOAD}, '$.content')"
 #: ``raw_events.content`` as stored or, for a view, read from its log entry (NULL when gone)
 _SQLITE_CONTENT = (f"CASE WHEN raw_events.log_seq IS NULL THEN raw_events.content ELSE "
                    f"(SELECT {_LOG_CONTENT} FROM event_log WHERE event_log.seq = "
@@ -87,7 +90,7 @@ def log_contents(db: SqlDatabase, keys: Iterable[tuple[str, str]]
             part = event_ids[start:start + _PART]
             rows = db.read(f"SELECT seq, event_id, {_LOG_CONTENT} FROM event_log WHERE "
                            f"user_id = ? AND event_id IN ({s.marks(len(part))}) AND "
-                           "json_valid(payload)", (user_id, *part))
+                           f"json_valid({_LOG_PAYLOAD})", (user_id, *part))
             out.update(((user_id, id_text(e)), (int(q), c)) for q, e, c in rows)
     return out
 
@@ -121,9 +124,9 @@ def events_as_views(db: Any, slice_rows: int) -> int:
     done, after = 0, 0
     while True:
         rows = db.fetch(
-            "SELECT e.rowid, l.seq, e.content, json_extract(l.payload, '$.content') "
-            "FROM raw_events e JOIN event_log l ON l.user_id = e.user_id AND "
-            "l.event_id = e.event_id AND json_valid(l.payload) "
+            f"SELECT e.rowid, l.seq, e.content, json_extract({SQL_FUNCTION}(l.payload), "
+            "'$.content') FROM raw_events e JOIN event_log l ON l.user_id = e.user_id AND "
+            f"l.event_id = e.event_id AND json_valid({SQL_FUNCTION}(l.payload)) "
             "WHERE e.rowid > ? AND e.log_seq IS NULL ORDER BY e.rowid LIMIT ?",
             (after, slice_rows))
         if not rows:

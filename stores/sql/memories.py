@@ -3,11 +3,11 @@ status, tier and usage, and the ``source_chunks`` rows recall quotes from."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from breadcrumb.stores.sql import chunk_text
+from breadcrumb.stores.sql import chunk_text, packed
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import Row, SqlDatabase, TenantMismatchError, id_text
 from breadcrumb.topics.records import Chunk, MemoryStatusChange, Observation
@@ -33,6 +33,9 @@ class SqlMemories:
     def __init__(self, db: SqlDatabase, chunks: SqlChunks) -> None:
         self.db = db
         self.chunks = chunks
+        # the query hints (a JSON list of every exact value of the range, the row's longest
+        # column) stored compressed on SQLite (issue 49); MySQL's JSON column keeps text
+        self._hints: Callable[[str], Any] = str if db.dialect.mysql else packed.pack
 
     def transaction(self) -> AbstractContextManager[None]:
         """The store's transaction: memory writes grouped in one (``Transactional``)."""
@@ -47,7 +50,7 @@ class SqlMemories:
         ``updated_at`` is ``at`` or, for replay determinism, the observation's ``created_at``.
         Raises :class:`TenantMismatchError` if the id belongs to another user.
         """
-        row = s.observation_to_row(observation, at or observation.created_at)
+        row = s.observation_to_row(observation, at or observation.created_at, self._hints)
         sql = self.db.dialect.upsert("agent_memories", s.MEMORY_COLUMNS, ("id",), s.MEMORY_DERIVED)
         with self.db.transaction():
             owner = self.db.fetch("SELECT user_id FROM agent_memories WHERE id = ?",
@@ -73,7 +76,8 @@ class SqlMemories:
             for o in observations:
                 if owners.setdefault(o.id, o.user_id) != o.user_id:
                     raise TenantMismatchError(f"memory {o.id!r} belongs to another user")
-            self.db.execute_many(sql, [s.observation_to_row(o, o.created_at) for o in observations])
+            self.db.execute_many(sql, [s.observation_to_row(o, o.created_at, self._hints)
+                                       for o in observations])
 
     def get_memory(self, user_id: str, memory_id: str) -> Observation | None:
         """The memory if it belongs to ``user_id``."""

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from breadcrumb.stores.sql import log_text
 from breadcrumb.stores.sql.chunk_text import VIEW, is_slice
+from breadcrumb.stores.sql.packed import unpack
 from breadcrumb.stores.sql.schema import Dialect
 from breadcrumb.topics.records import thread_key
 
@@ -114,7 +115,7 @@ def _escape_thread_keys(store: _Sql) -> int:
     rows = store.fetch("SELECT seq, thread_key, payload FROM event_log WHERE "
                         + _MAYBE_OLD.format(col="thread_key"), _PATTERNS)
     for seq, old, payload in rows:
-        entry = json.loads(_text(payload))
+        entry = json.loads(unpack(payload))
         if not _ids(entry):
             continue
         new_key = thread_key(entry["user_id"], entry["thread_id"])

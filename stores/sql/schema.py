@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from breadcrumb.stores.sql.packed import unpack
 from breadcrumb.topics.records import Chunk, DeadLetter, Event, Fact, Observation, SourceRange
 
 
@@ -227,11 +228,13 @@ MEMORY_DERIVED: tuple[str, ...] = tuple(
 MEMORY_EXTRA: tuple[str, ...] = ("superseded_by", "hit_count", "last_used_at")
 
 
-def observation_to_row(o: Observation, updated_at: str) -> tuple[Any, ...]:
-    """Values in :data:`MEMORY_COLUMNS` order."""
+def observation_to_row(o: Observation, updated_at: str,
+                       hints: Callable[[str], Any] = str) -> tuple[Any, ...]:
+    """Values in :data:`MEMORY_COLUMNS` order; ``hints`` turns the query hints' JSON into
+    what is stored (``stores.sql.packed.pack`` on SQLite: compressed, issue 49)."""
     r = o.source_range
     return (o.id, o.user_id, o.project_id, o.kind, o.summary, r.thread_id, r.start_index,
-            r.end_index, dumps(list(o.tags)), dumps(list(o.query_hints)), o.retrieve_when,
+            r.end_index, dumps(list(o.tags)), hints(dumps(list(o.query_hints))), o.retrieve_when,
             o.importance, o.status, o.tier, o.supersedes_memory_id,
             dumps([f.to_dict() for f in o.facts]), dumps(o.metadata), o.created_at, updated_at)
 
@@ -241,7 +244,7 @@ def observation_from_row(r: Sequence[Any]) -> Observation:
     return Observation(
         id=r[0], user_id=r[1], project_id=r[2], kind=r[3], summary=r[4],
         source_range=SourceRange(r[5], int(r[6]), int(r[7])),
-        tags=tuple(json.loads(r[8])), query_hints=tuple(json.loads(r[9])),
+        tags=tuple(json.loads(r[8])), query_hints=tuple(json.loads(unpack(r[9]))),
         retrieve_when=r[10], importance=float(r[11]), status=r[12], tier=r[13],
         supersedes_memory_id=r[14], facts=tuple(Fact.from_dict(f) for f in json.loads(r[15])),
         metadata=json.loads(r[16]), created_at=r[17],
@@ -310,6 +313,7 @@ _decoded = DecodedRows(DECODED_ROWS)
 def memory_row_dict(r: Sequence[Any]) -> dict[str, Any]:
     """A full ``agent_memories`` row (MEMORY_COLUMNS + MEMORY_EXTRA), JSON decoded."""
     out = dict(zip(MEMORY_COLUMNS + MEMORY_EXTRA, r, strict=True))
+    out["query_hints"] = unpack(out["query_hints"])
     for name in ("tags", "query_hints", "facts", "metadata"):
         out[name] = json.loads(out[name])
     return out

@@ -245,7 +245,10 @@ class LifecycleService(BatchScope):
         else:
             self.store.memories.apply_status_change(change)
         self._changed(change.user_id, memory_id, values)
-        self._payload(memory_id, {"status": change.status, "tier": change.tier})
+        if fields:  # only what changed: a status goes to every chunk point of the memory
+            # (``set_memory_payload``), so a tier-only change must not carry it (issue 49:
+            # each rewrite left the chunk payloads' old blocks behind on disk)
+            self._payload(memory_id, {name: new for name, _, new in fields})
         for name, old, new in fields:
             self._audit(memory_id, change.user_id, change.at, change.actor, name, old, new,
                         change.reason)

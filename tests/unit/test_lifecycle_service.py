@@ -235,3 +235,39 @@ def test_replicated_threads_end_the_same_whatever_order_they_came_in(tmp_path: P
     assert sum(1 for m in memories if m[1] == "superseded") >= 2  # a duplicate of each
     assert any(f[3] == "superseded" for f in facts)
     assert states[1] == states[0]
+
+
+def test_a_tier_change_leaves_the_chunk_payloads_alone(tmp_path: Path) -> None:
+    """Issue 49: a status goes to every chunk point of its memory, so a change of the tier
+    alone writes only the tier (each needless chunk rewrite left blocks behind on disk)."""
+    rt = _runtime(tmp_path)
+    rt.gateway.submit([e for e in golden_events() if e["thread_id"] == "inventory-cron"], "cli")
+    rt.gateway.wait_processed(60)
+    [mem] = rt.memories.list_memories("u1", 10)
+    written: list[dict[str, Any]] = []
+    single, many = rt.index.set_memory_payload, rt.index.set_memory_payloads
+
+    def one(memory_id: str, values: dict[str, Any]) -> None:
+        written.append(dict(values))
+        single(memory_id, values)
+
+    def batch(updates: Any) -> list[str]:
+        written.extend(dict(values) for _, values in updates)
+        return many(updates)
+
+    rt.index.set_memory_payload = one  # type: ignore[method-assign]
+    rt.index.set_memory_payloads = batch  # type: ignore[method-assign]
+    t0 = datetime.fromisoformat(mem.created_at.replace("Z", "+00:00"))
+    for i in range(3):
+        rt.memories.record_usage("u1", [mem.id], (t0 + timedelta(hours=i + 1)).isoformat())
+    rt.lifecycle.sweep(t0 + timedelta(hours=4))
+    row = rt.memories.get_memory_row("u1", mem.id)
+    assert (row["status"], row["tier"]) == ("active", "confirmed")
+    assert written == [{"tier": "confirmed"}]
+    payload = rt.index._memory_payloads({mem.id})[mem.id]
+    assert (payload["status"], payload["tier"]) == ("active", "confirmed")
+    rt.lifecycle.set_manual("u1", mem.id, "alice", "wrong value", status="conflicted")
+    assert written[-1] == {"status": "conflicted"}
+    hits = rt.index.search_chunks(_flt("u1", ("conflicted",)), 10, dense=[0.1] * rt.embedder.dim)
+    assert hits and {h.payload["memory_id"] for h in hits} == {mem.id}
+    rt.stop()

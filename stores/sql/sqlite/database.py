@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from breadcrumb.stores.sql import packed
 from breadcrumb.stores.sql.core import Row, SqlDatabase
 from breadcrumb.stores.sql.schema import SQLITE
 from breadcrumb.stores.sql.sqlite.readers import ReaderPool
@@ -102,6 +103,7 @@ class SqliteDatabase(SqlDatabase):
         # isolation_level=None: the driver never opens transactions behind our back.
         conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s,
                                isolation_level=None, check_same_thread=False)
+        packed.register(conn)  # bc_text(): compressed texts read in SQL (issue 49)
         # a recall reads ~100 memory rows by id, spread over the file: mapped, those pages
         # are read in place (with the default 2 MB cache and no map, each was copied from
         # the OS again on every recall)
