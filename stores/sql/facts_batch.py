@@ -36,6 +36,7 @@ from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
 from breadcrumb.stores.sql.facts_model import BatchFacts
 from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.packed import packer
 from breadcrumb.topics.records import MemoryStatusChange
 
 _LIFE_COLUMNS = ("memory_id", "user_id", "tier_since", "hits_base", "window_start")
@@ -311,7 +312,8 @@ def _set_metadata_many(db: SqlDatabase, user_id: str,
                        group: list[tuple[str, dict[str, Any]]]) -> None:
     """``set_metadata`` of several memories of one user in one statement."""
     cases = " ".join("WHEN ? THEN ?" for _ in group)
-    params: list[Any] = [v for mid, meta in group for v in (mid, s.dumps(meta))]
+    pack = packer(db.dialect.mysql)  # compressed on SQLite (issue 49)
+    params: list[Any] = [v for mid, meta in group for v in (mid, pack(s.dumps(meta)))]
     db.execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
                    f"user_id = ? AND id IN ({s.marks(len(group))})",
                    (*params, user_id, *(mid for mid, _ in group)))

@@ -16,6 +16,7 @@ from typing import Any
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
+from breadcrumb.stores.sql.packed import packer
 
 _LIFE_SQL = (
     "SELECT m.id, m.user_id, m.project_id, m.status, m.tier, m.hit_count, m.last_used_at, "
@@ -86,7 +87,8 @@ class SqlLives:
         """Overwrite a memory's metadata JSON."""
         with self.db.transaction():
             self.db.execute("UPDATE agent_memories SET metadata = ? WHERE id = ? "
-                                "AND user_id = ?", (s.dumps(metadata), memory_id, user_id))
+                            "AND user_id = ?", (packer(self.db.dialect.mysql)(s.dumps(metadata)),
+                                                memory_id, user_id))
 
     def owner_of(self, memory_id: str) -> str | None:
         """The user a memory id belongs to (a tombstone carries only the id)."""

@@ -3,7 +3,7 @@ status, tier and usage, and the ``source_chunks`` rows recall quotes from."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -34,8 +34,8 @@ class SqlMemories:
         self.db = db
         self.chunks = chunks
         # the query hints (a JSON list of every exact value of the range, the row's longest
-        # column) stored compressed on SQLite (issue 49); MySQL's JSON column keeps text
-        self._hints: Callable[[str], Any] = str if db.dialect.mysql else packed.pack
+        # column) and the metadata stored compressed on SQLite (issue 49); MySQL keeps text
+        self._hints = packed.packer(db.dialect.mysql)
 
     def transaction(self) -> AbstractContextManager[None]:
         """The store's transaction: memory writes grouped in one (``Transactional``)."""

@@ -1,12 +1,13 @@
 """Issue 49: long texts of the embedded store kept compressed.
 
-The embedded store writes two kinds of long text that are read whole, never searched by
-SQL for their words: an event log entry's payload (``event_log.payload``, JSON: the event
-as accepted, its content most of it) and a memory's query hints (``agent_memories.
-query_hints``, a JSON list of every exact value of its range, 5.5 KB a memory on the
-store-cost bench's mix). :func:`pack` keeps such a text as a zlib stream in a BLOB when that
-is shorter (level 6; 2.5x on the bench's events); :func:`unpack` reads either kind back, so
-a data dir written before (TEXT values) reads as it did and nothing needs converting.
+The embedded store writes long texts that are read whole, never searched by SQL for their
+words: an event log entry's payload (``event_log.payload``, JSON: the event as accepted,
+its content most of it), a memory's query hints (``agent_memories.query_hints``, a JSON
+list of every exact value of its range, 5.5 KB a memory on the store-cost bench's mix) and
+its metadata (``agent_memories.metadata``, 1.3 KB: files, symbols, facts it supersedes).
+:func:`pack` keeps such a text as a zlib stream in a BLOB when that is shorter (level 6;
+2.5x on the bench's events); :func:`unpack` reads either kind back, so a data dir written
+before (TEXT values) reads as it did and nothing needs converting.
 
 SQL reads the texts through the function :data:`SQL_FUNCTION` (``bc_text(value)``: the text
 of a value as :func:`unpack` reads it), which every connection of the embedded store
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import sqlite3
 import zlib
+from collections.abc import Callable
 
 #: the SQL function that reads a packed or plain text (registered on each connection)
 SQL_FUNCTION = "bc_text"
@@ -54,6 +56,11 @@ def unpack(value: str | bytes | bytearray | memoryview) -> str:
         except zlib.error:
             pass  # bytes of a text that happens to start with "x"
     return data.decode("utf-8")
+
+
+def packer(mysql: bool) -> Callable[[str], str | bytes]:
+    """What a dialect stores a long text as: :func:`pack` on SQLite, the text on MySQL."""
+    return str if mysql else pack
 
 
 def _sql_text(value: str | bytes | None) -> str | None:

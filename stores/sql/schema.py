@@ -229,14 +229,16 @@ MEMORY_EXTRA: tuple[str, ...] = ("superseded_by", "hit_count", "last_used_at")
 
 
 def observation_to_row(o: Observation, updated_at: str,
-                       hints: Callable[[str], Any] = str) -> tuple[Any, ...]:
-    """Values in :data:`MEMORY_COLUMNS` order; ``hints`` turns the query hints' JSON into
-    what is stored (``stores.sql.packed.pack`` on SQLite: compressed, issue 49)."""
+                       store: Callable[[str], Any] = str) -> tuple[Any, ...]:
+    """Values in :data:`MEMORY_COLUMNS` order; ``store`` turns the query hints' and the
+    metadata's JSON into what is stored (``stores.sql.packed.pack`` on SQLite: compressed,
+    issue 49)."""
     r = o.source_range
     return (o.id, o.user_id, o.project_id, o.kind, o.summary, r.thread_id, r.start_index,
-            r.end_index, dumps(list(o.tags)), hints(dumps(list(o.query_hints))), o.retrieve_when,
+            r.end_index, dumps(list(o.tags)), store(dumps(list(o.query_hints))), o.retrieve_when,
             o.importance, o.status, o.tier, o.supersedes_memory_id,
-            dumps([f.to_dict() for f in o.facts]), dumps(o.metadata), o.created_at, updated_at)
+            dumps([f.to_dict() for f in o.facts]), store(dumps(o.metadata)), o.created_at,
+            updated_at)
 
 
 def observation_from_row(r: Sequence[Any]) -> Observation:
@@ -247,7 +249,7 @@ def observation_from_row(r: Sequence[Any]) -> Observation:
         tags=tuple(json.loads(r[8])), query_hints=tuple(json.loads(unpack(r[9]))),
         retrieve_when=r[10], importance=float(r[11]), status=r[12], tier=r[13],
         supersedes_memory_id=r[14], facts=tuple(Fact.from_dict(f) for f in json.loads(r[15])),
-        metadata=json.loads(r[16]), created_at=r[17],
+        metadata=json.loads(unpack(r[16])), created_at=r[17],
     )
 
 
@@ -313,7 +315,7 @@ _decoded = DecodedRows(DECODED_ROWS)
 def memory_row_dict(r: Sequence[Any]) -> dict[str, Any]:
     """A full ``agent_memories`` row (MEMORY_COLUMNS + MEMORY_EXTRA), JSON decoded."""
     out = dict(zip(MEMORY_COLUMNS + MEMORY_EXTRA, r, strict=True))
-    out["query_hints"] = unpack(out["query_hints"])
+    out["query_hints"], out["metadata"] = unpack(out["query_hints"]), unpack(out["metadata"])
     for name in ("tags", "query_hints", "facts", "metadata"):
         out[name] = json.loads(out[name])
     return out

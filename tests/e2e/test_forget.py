@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from breadcrumb.stores.ports import SearchFilter
+from breadcrumb.stores.sql.packed import unpack
 from tests.conftest import wait_until
 from tests.support.clients import hash_client
 from tests.support.memview import (
@@ -43,7 +44,8 @@ def _h(http: TestClient, tenant: str, role: str) -> dict[str, str]:
 
 
 def _sql_hits(data: Path, needle: str) -> list[str]:
-    """Where ``needle`` is in any SQLite row, or in the bytes of any SQLite file."""
+    """Where ``needle`` is in any SQLite row (compressed texts read as text), or in the
+    bytes of any SQLite file."""
     found = []
     for path in sorted(data.rglob("*.sqlite3*")):
         if needle.encode() in path.read_bytes():
@@ -56,7 +58,9 @@ def _sql_hits(data: Path, needle: str) -> list[str]:
                                                  "type = 'table'")]
             for table in tables:
                 for row in conn.execute(f'SELECT * FROM "{table}"'):
-                    if needle in repr(row):
+                    # a long text may be stored compressed (issue 49): read it as text too
+                    texts = [unpack(v) for v in row if isinstance(v, bytes)]
+                    if needle in repr(row) or any(needle in t for t in texts):
                         found.append(f"{path.name}:{table}")
         finally:
             conn.close()

@@ -31,6 +31,7 @@ from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.browse import json_field_like, like_pattern
 from breadcrumb.stores.sql.core import SqlDatabase, id_text
 from breadcrumb.stores.sql.memories import SqlMemories
+from breadcrumb.stores.sql.packed import SQL_FUNCTION, packer, unpack
 from breadcrumb.topics.records import thread_key
 
 __all__ = ["LINK_FIELDS", "PASSAGES_PENDING", "SCOPES", "SHARED", "TABLES", "THREAD_MARK", "Plan",
@@ -228,14 +229,17 @@ class SqlErasure:
                 self.db.execute(f"UPDATE agent_memories SET {col} = NULL WHERE user_id = ? AND "
                                 f"{_in(col, ids)}", (u, *ids))
         changed = 0
+        mysql = self.db.dialect.mysql
+        text_of = "metadata" if mysql else f"{SQL_FUNCTION}(metadata)"  # maybe compressed
+        pack = packer(mysql)
         for mid in p.memory_ids:
-            rows = self.db.read("SELECT id, metadata FROM agent_memories WHERE user_id = ? AND "
-                                "metadata LIKE ? ESCAPE '!'", (u, like_pattern(mid)))
+            rows = self.db.read(f"SELECT id, metadata FROM agent_memories WHERE user_id = ? AND "
+                                f"{text_of} LIKE ? ESCAPE '!'", (u, like_pattern(mid)))
             for other, text in rows:
-                meta = json.loads(text)
+                meta = json.loads(unpack(text))
                 if _drop_links(meta, gone):
                     self.db.execute("UPDATE agent_memories SET metadata = ? WHERE id = ?",
-                                    (s.dumps(meta), other))
+                                    (pack(s.dumps(meta)), other))
                     changed += 1
         return changed
 

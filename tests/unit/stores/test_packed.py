@@ -77,3 +77,33 @@ def test_log_payloads_are_compressed_and_every_reader_gets_the_json(tmp_path: Pa
     assert [r[0] for r in views] == [VIEW] * 4  # each a view into its (packed) log entry
     assert store.events.get_range("alice", "t1", 0, 3) == [*events, old]
     store.close()
+
+
+def test_memories_keep_hints_and_metadata_compressed_and_a_forget_reads_them(
+        tmp_path: Path) -> None:
+    from breadcrumb.stores.sql.forget.erasure import Scope
+    from tests.unit.stores.test_sqlite_store import obs
+
+    store = SqliteStore(tmp_path / "store.sqlite3")
+    store.open()
+    hints = tuple(f"tests/test_{n}.py::test_case_{n}" for n in range(60))
+    gone = obs("m-gone", source_range=obs("x").source_range.__class__("t2", 0, 1))
+    kept = obs("m-kept", query_hints=hints, metadata={
+        "files": [f"src/f{n}.py" for n in range(40)],
+        "superseded_facts": {"env:A": {"value": "1", "new_value": "2",
+                                       "superseded_by": "m-gone"}}})
+    store.memories.upsert_memories([gone, kept])
+    kinds = dict(store.db.read("SELECT id, typeof(query_hints) || '/' || typeof(metadata) "
+                               "FROM agent_memories"))
+    assert kinds == {"m-kept": "blob/blob", "m-gone": "text/text"}  # short ones stay text
+    assert store.memories.get_memories("alice", ["m-kept"]) == [kept]
+    row = store.memories.get_memory_row("alice", "m-kept")
+    assert row is not None and row["query_hints"] == list(hints)
+    assert row["metadata"] == kept.metadata
+    plan = store.erasure.plan(Scope("thread", "alice", thread_id="t2"))
+    assert plan is not None and plan.memory_ids == ["m-gone"]
+    store.erasure.erase(plan)
+    after = store.memories.get_memory_row("alice", "m-kept")
+    assert after is not None and "superseded_facts" not in after["metadata"]
+    assert after["metadata"]["files"] == kept.metadata["files"]
+    store.close()
