@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.models import RecallRequest, RecallSourceRequest
 from breadcrumb.query_api.recall.as_of import effective_as_of
 from breadcrumb.query_api.recall.budget import fitted
@@ -85,7 +85,7 @@ class RecallService:
         self.classifier = classifier
         self.quoter = quoter
         # token counts of lines and summaries, cached: pure, and a pool's lines recur
-        self.count_tokens = lru_cache(maxsize=8192)(embedder.count_tokens)
+        self.count_tokens = text_cache(8192, max_chars=4096)(embedder.count_tokens)
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
         # open windows (not yet memories) are searched too, where the store keeps them
         # (``states``); chunk texts come from the store where it keeps its rows (not payloads)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from breadcrumb.processors.lexical import lexical_terms
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.recall.as_of import parse_ts
 from breadcrumb.query_api.recall.question import Query
 from breadcrumb.query_api.recall.stages import Candidate
@@ -85,13 +86,13 @@ def _tag_terms(tags: tuple[str, ...]) -> frozenset[str]:
     return term_set(" ".join(tags))
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=8192)  # a memory's hints: 5.5 KB on the store-cost mix
 def _exact_hint_terms(hints: tuple[str, ...]) -> tuple[frozenset[str], ...]:
     """The terms of each exact-looking hint (pure, so cached across recalls)."""
     return tuple(term_set(h) for h in hints if len(h) < 200 and _EXACT_LOOKING.search(h))
 
 
-@lru_cache(maxsize=32768)
+@text_cache(32768)
 def term_set(text: str) -> frozenset[str]:
     """Distinct lexical terms of a tag line or hint; pure, so cached across recalls."""
     return frozenset(lexical_terms(text))

@@ -29,6 +29,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
+from breadcrumb.processors.text_cache import TextCache
 from breadcrumb.query_api.auth import principal_of
 from breadcrumb.query_api.errors import ApiError
 from breadcrumb.query_api.runtime import Runtime
@@ -189,7 +190,8 @@ def _erase_cold(runtime: Runtime, p: Plan) -> int:
 def _empty_caches(runtime: Runtime, stores: list[Store]) -> None:
     """Kept rows and decoded texts in this process: the SQLite store's memories, chunks,
     events and thread states, the archive reader's objects, and every ``lru_cache`` of
-    Breadcrumb's modules and of the recall service (they are keyed by texts)."""
+    Breadcrumb's modules and of the recall service (they are keyed by texts), the
+    ``text_cache`` ones too."""
     for keeper in dict.fromkeys([*stores, runtime.raw]):
         if isinstance(keeper, ForgetsCached):
             keeper.forget_cached()
@@ -197,7 +199,7 @@ def _empty_caches(runtime: Runtime, stores: list[Store]) -> None:
     holders = [m for n, m in list(sys.modules.items()) if n.startswith("breadcrumb.")]
     for holder in [*holders, runtime.recall]:
         for value in list(vars(holder).values()):
-            if isinstance(value, functools._lru_cache_wrapper):
+            if isinstance(value, functools._lru_cache_wrapper | TextCache):
                 value.cache_clear()
 
 

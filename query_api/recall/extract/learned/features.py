@@ -19,11 +19,11 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from breadcrumb.processors.failures import DIAGNOSTIC, failure_line
 from breadcrumb.processors.shell import MAX_LINE_CHARS, SHELL_COMMAND
 from breadcrumb.processors.test_runs import counts
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.recall.lines.scoring.exact import typed_kinds
 from breadcrumb.query_api.recall.lines.scoring.weights import line_shape, line_terms
 from breadcrumb.query_api.recall.lines.shapes import DECISION, DIFF_HEADER, LOOKUP_ARGS
@@ -173,7 +173,7 @@ _SHAPE_FROM = NAMES.index(_SHAPE_NAMES[0])
 assert NAMES[_SHAPE_FROM:_SHAPE_FROM + len(_SHAPE_NAMES)] == _SHAPE_NAMES
 
 
-@lru_cache(maxsize=32768)
+@text_cache(32768)
 def _text_part(full: str) -> tuple[frozenset[str], list[float], bool, bool]:
     """A line's typed value kinds, its shape features (:data:`_SHAPE_NAMES`), whether it
     is a shell command and whether a failure line."""

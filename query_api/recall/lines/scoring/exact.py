@@ -7,7 +7,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 
 from breadcrumb.processors.hints import value_kinds
 from breadcrumb.processors.lexical import (
@@ -17,6 +16,7 @@ from breadcrumb.processors.lexical import (
     with_verb_forms,
 )
 from breadcrumb.processors.test_runs import counts
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.recall.lines.edits import EditLines, is_edit
 from breadcrumb.query_api.recall.lines.scoring.weights import (
     EXACT,
@@ -55,7 +55,7 @@ NAMED_BY_KIND = 2.0
 _KEYED_VERSION = re.compile(r"(?i)[\w-]*version[\"']?\s*[:=]\s*[\"']?[\w.@/*^~<>=-]+")
 
 
-@lru_cache(maxsize=32768)
+@text_cache(32768)
 def typed_kinds(text: str) -> frozenset[str]:
     """The kinds of typed value a line holds (cached: the same lines are cut again)."""
     kinds = value_kinds(text[:MAX_LINE_CHARS])

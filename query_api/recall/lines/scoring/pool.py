@@ -7,9 +7,9 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
 from breadcrumb.processors.test_runs import counts
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.recall.lines.edits import DIFF, EDIT_MARKERS, is_edit
 from breadcrumb.query_api.recall.lines.scoring.weights import (
     SEMANTIC,
@@ -176,7 +176,7 @@ def score_semantic(found: Iterable[Found], terms: dict[str, float], intent: Quer
     pool = line_pool(found, terms, intent, range_score, roles, dated, question)
     return [(pool.final[i], pool.scored(i)) for i in pool.order]
 
-@lru_cache(maxsize=16384)
+@text_cache(16384, max_chars=4096)
 def _lines(text: str, offset: int, keep_removed: bool) -> tuple[_Line, ...]:
     """(start, end, text, terms, shape) of a passage's lines, a diff's removed lines left
     out unless kept; pure, so cached (the lead and the packing score the same passages)."""

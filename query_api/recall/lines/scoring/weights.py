@@ -8,13 +8,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 
 from breadcrumb.processors.hints import holds_kind as text_holds_kind
 from breadcrumb.processors.lexical import (
     EN_STOPWORDS,
     lexical_terms,
 )
+from breadcrumb.processors.text_cache import text_cache
 from breadcrumb.query_api.recall.lines.shapes import (
     MAX_LINE_CHARS,
 )
@@ -55,11 +56,12 @@ POOL_IDF = True
 
 _SHAPE_NOISE = re.compile(r"[\d\s]+")
 # pure per-line work, cached: the lead and the packing both score a pool, lines recur
-line_shape = lru_cache(maxsize=32768)(partial(_SHAPE_NOISE.sub, ""))
-holds_kind_cached = lru_cache(maxsize=32768)(text_holds_kind)
+# (text_cache: lines up to 1,024 characters, so the caches' size does not follow the data)
+line_shape = text_cache(32768)(partial(_SHAPE_NOISE.sub, ""))
+holds_kind_cached = text_cache(32768)(text_holds_kind)
 
 
-@lru_cache(maxsize=32768)
+@text_cache(32768)
 def line_terms(text: str) -> frozenset[str]:
     """A line's question-comparable terms (cached: the lead and the packing both score a
     pool, and the same lines recur across questions)."""
