@@ -133,9 +133,12 @@ class Settings(BaseSettings):
 
     # --- recall perf -------------------------------------------------------------------
     # Qdrant Edge builds HNSW only in optimize(): run it when this many points were
-    # written since the last one and nothing was written for idle_seconds (0 = never).
+    # written since the last one and nothing was written for idle_seconds (0 = never),
+    # or once busy_points are unindexed whatever the writes (issue 49: the unindexed
+    # points' indexes are on the heap; 0 = only when idle)
     index_optimize_min_points: int = Field(5000, ge=0)
     index_optimize_idle_seconds: float = Field(60.0, ge=0)
+    index_optimize_busy_points: int = Field(250_000, ge=0)
     index_optimize_check_seconds: float = Field(30.0, gt=0)
     # new Qdrant Edge shards: int8 scalar quantization of the dense vectors (issue 49; off:
     # its copy sits in RAM beside the on-disk originals, the opposite of the memory target)

@@ -101,7 +101,8 @@ def open_generation(settings: Settings, embedder: Embedder, paths: GenerationPat
                            utc_now, **build_recall_llm(settings), states=store.states)
     optimizer = OptimizeJob(index, settings.index_optimize_min_points,
                             settings.index_optimize_idle_seconds,
-                            settings.index_optimize_check_seconds)
+                            settings.index_optimize_check_seconds,
+                            busy_points=settings.index_optimize_busy_points)
     return Generation(paths.name, store, index, raw, lifecycle, service, recall,
                       sweeper_for(settings, lifecycle), optimizer)
 

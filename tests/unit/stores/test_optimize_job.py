@@ -128,6 +128,21 @@ def test_job_waits_for_enough_points_and_an_idle_moment(tmp_path: Path) -> None:
     idx.close()
 
 
+def test_job_builds_while_writes_go_on_once_enough_points_wait(tmp_path: Path) -> None:
+    """Issue 49: an ingest that never pauses still gets its points indexed (their mutable
+    segment's indexes are on the heap) once ``busy_points`` are unindexed."""
+    idx = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600)
+    idx.ensure()
+    _fill(idx, 0, 10)  # 20 points, written just now
+    assert not OptimizeJob(idx, min_points=20, idle_seconds=3600.0).due()
+    assert not OptimizeJob(idx, min_points=20, idle_seconds=3600.0, busy_points=21).due()
+    busy = OptimizeJob(idx, min_points=20, idle_seconds=3600.0, busy_points=20)
+    assert busy.due()
+    assert busy.run_once() and idx.pending_writes()[0] == 0
+    assert not busy.due()
+    idx.close()
+
+
 def test_background_job_optimizes_after_writes(tmp_path: Path) -> None:
     idx = QdrantEdgeIndex(tmp_path / "v", EMB.dim, flush_interval_seconds=3600)
     idx.ensure()
