@@ -118,10 +118,11 @@ def sqlite_parts(db: Path) -> dict[str, int]:
         conn.close()
 
 
-def smaps_rollup() -> dict[str, int]:
-    """Rss and Anonymous of this process (bytes); file-backed = the rest."""
+def smaps_rollup(pid: int | str = "self") -> dict[str, int]:
+    """Rss and Anonymous of this process, or of process ``pid`` (bytes); file-backed = the
+    rest."""
     fields: dict[str, int] = {}
-    for line in Path("/proc/self/smaps_rollup").read_text().splitlines()[1:]:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
         name, _, rest = line.partition(":")
         fields[name] = int(rest.split()[0]) * 1024
     return {"rss": fields["Rss"], "anon": fields["Anonymous"],
@@ -241,14 +242,18 @@ def _kb(n: float) -> str:
     return f"{n / 1024:.2f}"
 
 
+def ratio_row(label: str, values: list[float], fmt: Any = _kb) -> str:
+    """One report line: each size's figure and its ratio to the first (smallest) size."""
+    cells = "".join(f"{fmt(v):>8} x{v / values[0] if values[0] else 0:4.2f}" for v in values)
+    return f"{label:<44}{cells}"
+
+
 def report(results: list[dict[str, Any]]) -> None:
     head = "".join(f"{r['size']:>14}" for r in results)
     print(f"{'per stored event':<44}{head}")
 
     def row(label: str, values: list[float], fmt: Any = _kb) -> None:
-        cells = "".join(f"{fmt(v):>8} x{v / values[0] if values[0] else 0:4.2f}"
-                        for v in values)
-        print(f"{label:<44}{cells}")
+        print(ratio_row(label, values, fmt))
 
     row("sent KB", [r["sent_bytes_per_event"] for r in results])
     row("disk KB (allocated)", [r["disk_bytes"] / r["size"] for r in results])
