@@ -12,7 +12,10 @@ is derived, builds the vector index (``optimize``, as the idle service would), a
 * ingest events/s (submit to derived) over the whole size and over its last ``--chunk``
   events (the rate once the store holds that many: the issue's "no slowdown as the store
   grows"), recall p50/p95 ms and how many answers held the value;
-* anonymous and file-backed RSS of the process (``/proc/self/smaps_rollup``) and per stored event;
+* anonymous and file-backed RSS of the process (``/proc/self/smaps_rollup``) and per stored event
+  after the build and the recalls, and the highest anonymous RSS read after an ingest chunk
+  (no trim: what the process held while it ingested, the vector index's unindexed points
+  included: ``INDEX_OPTIMIZE_BUSY_POINTS``, at its default here);
 * disk per stored event after the runtime closed, allocated blocks (not apparent sizes: Qdrant
   preallocates sparse files), by part: each SQLite table with its indexes (``dbstat``), each
   vector collection's segments by component, and the vector write-ahead logs;
@@ -187,6 +190,7 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
     agents = [CostAgent(n, "storecost", 4, "cost") for n in range(20)]
     sent = 0
     ingest_s = last_rate = 0.0
+    peak_anon = 0
     for start in range(0, size, chunk):
         events = _events(agents, min(chunk, size - start))
         sent += sum(len(json.dumps(e)) for e in events)
@@ -195,6 +199,7 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
         took = time.perf_counter() - began
         ingest_s += took
         last_rate = len(events) / took
+        peak_anon = max(peak_anon, smaps_rollup()["anon"])  # the ingest's own high-water mark
     began = time.perf_counter()
     backend.runtime.index.optimize()
     optimize_s = time.perf_counter() - began
@@ -235,7 +240,8 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
             "optimize_s": optimize_s, **replayed,
             "recall_p50_ms": statistics.median(latencies) if latencies else 0.0,
             "recall_p95_ms": q[18], "recall_found": found, "recall_asked": len(latencies),
-            "disk_bytes": total, "parts": parts, "rss": rss, "live_footprint": live}
+            "disk_bytes": total, "parts": parts, "rss": rss, "live_footprint": live,
+            "peak_anon_ingest": peak_anon}
 
 
 def _kb(n: float) -> str:
@@ -266,6 +272,9 @@ def report(results: list[dict[str, Any]]) -> None:
     row("RSS anonymous KB", [r["rss"]["anon"] / r["size"] for r in results])
     row("RSS file-backed KB", [r["rss"]["file"] / r["size"] for r in results])
     print(f"{'process':<44}{head}")
+    row("RSS anonymous MB, highest after a chunk", [r.get("peak_anon_ingest", 0) / 1024
+                                                  for r in results],
+        lambda v: f"{v / 1024:.0f}")
     row("RSS anonymous MB", [r["rss"]["anon"] / 1024 for r in results],
         lambda v: f"{v / 1024:.0f}")
     row("RSS file-backed MB", [r["rss"]["file"] / 1024 for r in results],
