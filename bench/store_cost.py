@@ -178,7 +178,7 @@ def _evidence(answer: dict[str, Any]) -> list[str]:
 
 
 def measure(size: int, embedder: str, recalls: int, chunk: int,
-            with_replay: bool = False) -> dict[str, Any]:
+            with_replay: bool = False, keep: bool = False) -> dict[str, Any]:
     """One size on a fresh data dir, in this process (the child's work)."""
     from breadcrumb.clients.service import LocalBackend
     from breadcrumb.settings import Settings
@@ -233,7 +233,8 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
         same = sum(a == b for a, b in zip(first_answers, replayed.pop("answers"), strict=True))
         replayed["replay_same_answers"] = same
         replayed["replay_asked"] = len(questions)
-    shutil.rmtree(data, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(data, ignore_errors=True)
     q = statistics.quantiles(latencies, n=20) if len(latencies) >= 2 else [0.0] * 19
     return {"size": size, "sent_bytes_per_event": sent / size,
             "ingest_events_per_s": size / ingest_s, "ingest_last_events_per_s": last_rate,
@@ -241,7 +242,8 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
             "recall_p50_ms": statistics.median(latencies) if latencies else 0.0,
             "recall_p95_ms": q[18], "recall_found": found, "recall_asked": len(latencies),
             "disk_bytes": total, "parts": parts, "rss": rss, "live_footprint": live,
-            "peak_anon_ingest": peak_anon}
+            "peak_anon_ingest": peak_anon,
+            "kept_dir": str(data) if keep else None}
 
 
 def _kb(n: float) -> str:
@@ -312,26 +314,29 @@ def main() -> None:
     p.add_argument("--chunk", type=int, default=5000, help="events per ingest call")
     p.add_argument("--replay", action="store_true",
                    help="also time a replay of each size's whole log")
-    p.add_argument("--json", type=Path, help="write the figures here too")
+    p.add_argument("--json", type=Path, help="write the figures here too (after each size)")
+    p.add_argument("--keep", action="store_true", help="keep each size's data dir (path "
+                   "in the JSON as kept_dir)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         print(json.dumps(measure(args.child, args.embedder, args.recalls, args.chunk,
-                                 args.replay)))
+                                 args.replay, args.keep)))
         return
     results = []
     for size in sorted(int(s) for s in args.sizes.split(",")):
         cmd = [sys.executable, "-m", "bench.store_cost", "--child", str(size),
                "--embedder", args.embedder, "--recalls", str(args.recalls),
-               "--chunk", str(args.chunk)] + (["--replay"] if args.replay else [])
+               "--chunk", str(args.chunk)] + (["--replay"] if args.replay else []) \
+            + (["--keep"] if args.keep else [])
         began = time.perf_counter()
         out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                              cwd=Path(__file__).resolve().parent.parent).stdout
         results.append(json.loads(out.strip().splitlines()[-1]))
         print(f"{size} events measured in {time.perf_counter() - began:.0f} s", flush=True)
+        if args.json:  # a long run's sizes are not lost with a later one
+            args.json.write_text(json.dumps(results, indent=1))
     report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
