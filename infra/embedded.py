@@ -145,6 +145,7 @@ def build_embedded_runtime(settings: Settings, embedder: Embedder) -> Runtime:
     probe = FootprintProbe(settings.data_dir, lambda: runtime.raw.count_events())
     runtime.generation = gen.name
     runtime.starters = [runner.start, gen.sweeper.start, gen.optimizer.start]
+    runtime.index_builds = gen.optimizer.start
     runtime.stoppers = [lock.release, log_store.close,
                         lambda: _close_current(runtime, log_store), runner.stop]
     runtime.generations = {gen.name: gen}
@@ -316,6 +317,7 @@ def _adopt(runtime: Runtime, gen: Generation) -> None:
         old.optimizer.stop()
     gen.sweeper.start()
     gen.optimizer.start()
+    runtime.index_builds = gen.optimizer.start
 
 
 def _carry_over_changes(old: Any, new: Any) -> None:

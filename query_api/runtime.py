@@ -81,6 +81,9 @@ class Runtime:
     extra_stats: Callable[[], dict[str, Any]] = field(default=lambda: {})
     starters: list[Callable[[], None]] = field(default_factory=list)
     stoppers: list[Callable[[], None]] = field(default_factory=list)
+    # embedded: starts the vector index's background builds (one of ``starters``; the CLI's
+    # in-process ingest starts only this: a long import keeps its unindexed points bounded)
+    index_builds: Callable[[], None] | None = None
 
     def runner(self) -> AppliesLog | None:
         """The gateway when it applies the event log in this process (embedded), else None."""

@@ -370,6 +370,8 @@ class LocalBackend:
                bad_lines: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         gateway = self.runtime.gateway
+        if self.runtime.index_builds is not None:  # issue 49: a long import builds too
+            self.runtime.index_builds()
         totals = _submit_batches(lambda part: gateway.submit(part, "cli").to_dict(), items, batch)
         if flush:
             for user_id, thread_id in _thread_keys(items):

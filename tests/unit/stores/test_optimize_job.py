@@ -205,3 +205,24 @@ def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> No
     assert before["memories"] and before["evidence"]
     assert [m["id"] for m in after["memories"]] == [m["id"] for m in before["memories"]]
     assert after["evidence"] == before["evidence"]
+
+
+def test_an_in_process_import_builds_the_index_while_it_ingests(tmp_path: Path) -> None:
+    """Issue 49: ``breadcrumb ingest`` (the CLI's in-process runtime) starts the index's
+    background builds, so a long import never pausing still gets its points indexed."""
+    from breadcrumb.clients.service import LocalBackend
+    from breadcrumb.eval.corpus import golden_events
+    from breadcrumb.settings import Settings
+
+    backend = LocalBackend(Settings(data_dir=tmp_path / "d", embedder="hash",
+                                    lifecycle_sweep_seconds=3600,
+                                    index_optimize_idle_seconds=3600,
+                                    index_optimize_check_seconds=0.05,
+                                    index_optimize_busy_points=20))
+    try:
+        index = backend.runtime.index
+        backend.ingest(golden_events(), flush=True, batch=200, timeout=120)
+        wait_until(lambda: index.pending_writes()[0] < 20, timeout=30)
+        assert index.pending_writes()[0] < 20  # built: an hour of idle never came
+    finally:
+        backend.close()
