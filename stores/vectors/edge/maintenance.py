@@ -20,6 +20,7 @@ searches keep answering during it and return the same points after it
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import threading
 import time
@@ -90,6 +91,7 @@ class OptimizeJob:
             return False
         self.last_seconds = time.perf_counter() - started
         self.runs += 1
+        release_freed_heap()
         log.info("vector index optimized in %.1f s", self.last_seconds)
         return True
 
@@ -111,3 +113,15 @@ class OptimizeJob:
     def _loop(self) -> None:
         while not self._stop.wait(self.check_seconds):
             self.run_once()
+
+
+def release_freed_heap() -> None:
+    """Give the heap memory freed so far back to the system (glibc ``malloc_trim``; a no-op
+    elsewhere). A build's swap holds the old and the new shards and the writes replayed
+    between them at once; freed, that memory stayed in the allocator's free lists and
+    counted in the process's anonymous RSS (issue 49: 351 MB anonymous after 40,000 events of
+    the store-cost mix with a build every 30,000 points, 274 MB once trimmed)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass

@@ -226,3 +226,23 @@ def test_an_in_process_import_builds_the_index_while_it_ingests(tmp_path: Path) 
         assert index.pending_writes()[0] < 20  # built: an hour of idle never came
     finally:
         backend.close()
+
+
+def _anonymous_bytes() -> int:
+    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
+        if line.startswith("Anonymous:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no Anonymous line")
+
+
+def test_freed_heap_goes_back_to_the_system_after_a_build() -> None:
+    from breadcrumb.stores.vectors.edge.maintenance import release_freed_heap
+
+    release_freed_heap()
+    blocks = [bytes(2048) + bytes([n % 251]) for n in range(60_000)]  # ~120 MB of mallocs
+    keep = blocks[-1:]  # the top of the heap stays in use: only a trim gives the rest back
+    del blocks
+    freed = _anonymous_bytes()
+    release_freed_heap()
+    assert freed - _anonymous_bytes() > 60 * 2**20
+    assert keep
