@@ -117,3 +117,18 @@ def test_state_values_orjson_refuses_go_through_the_stdlib(store: SqliteStore) -
     assert back["big"] == 2**70 and back["lone"] == "\ud800" and back["nan"] != back["nan"]
     store.states.put_state("u/odd", {"next_index": 2**70})
     assert store.states.get_state("u/odd") == {"next_index": 2**70}
+
+
+def test_a_tenants_open_windows_are_read_without_its_closed_threads(store: SqliteStore) -> None:
+    """Issue 49: recall reads a tenant's open windows on every request; a partial index
+    holds only threads with pending events, so closed ones are not read at all."""
+    with store.transaction():
+        for n in range(300):  # closed threads of u, then open ones of u and of another tenant
+            store.states.put_state(f"u/t{n:03d}", {"user_id": "u", "pending": []})
+        store.states.put_state("u/t150x", {"user_id": "u", "pending": [[0, "e", 1, "m", "t"]]})
+        store.states.put_state("v/t1", {"user_id": "v", "pending": [[0, "e", 1, "m", "t"]]})
+    assert [k for k, _ in store.states.list_open_states("u")] == ["u/t150x"]
+    plan = " ".join(str(r[-1]) for r in store.db.read(
+        "EXPLAIN QUERY PLAN SELECT state_key, state FROM thread_state WHERE state_key >= ? "
+        "AND state_key < ? AND pending_count > 0", ("u/", "u0")))
+    assert "open_thread_state_state_key" in plan, plan
