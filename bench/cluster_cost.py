@@ -57,6 +57,7 @@ from bench.store_cost import (  # noqa: E402
     _allocated,
     _events,
     _kb,
+    planted_recalls,
     ratio_row,
     smaps_rollup,
     vector_parts,
@@ -205,17 +206,15 @@ def measure(size: int, recalls: int, chunk: int, tmp: Path, timeout: float = 360
         cpu = {name: cpu_seconds(p.pid) - cpu0[p.pid] for name, (p, _l) in
                zip(("worker", "serve"), procs, strict=True)}
         latencies, found = [], 0
-        for n in range(recalls + 1):
-            agent = agents[n % len(agents)]
-            asked = agent.question()
-            if asked is None:
-                continue
-            began = time.perf_counter()
+        def ask(user: str, query: str) -> httpx.Response:
             answer = httpx.post(f"{url}/v1/recall", timeout=120, json={
-                "user_id": agent.user_id, "query": asked[0], "k": 5, "max_tokens": 800})
+                "user_id": user, "query": query, "k": 5, "max_tokens": 800})
             answer.raise_for_status()
-            if n:  # the first one warms up
-                latencies.append((time.perf_counter() - began) * 1000)
+            return answer
+
+        for _user, asked, answer, ms in planted_recalls(agents, recalls, ask):
+            if ms is not None:  # the first one warms up
+                latencies.append(ms)
                 found += asked[1] in answer.text
         rss = {"worker": smaps_rollup(worker.pid), "serve": smaps_rollup(serve.pid)}
         for proc, _log in procs:

@@ -21,7 +21,6 @@ at the other checkout), not across machines.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import os
 import sys
@@ -34,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.soak_events import SoakAgent  # noqa: E402
 from bench.soak_targets import rss_bytes  # noqa: E402
+from breadcrumb.stores.vectors.edge.maintenance import release_freed_heap  # noqa: E402
 
 
 def resident_mb() -> dict[str, int]:
@@ -45,10 +45,7 @@ def resident_mb() -> dict[str, int]:
 def trimmed() -> dict[str, int]:
     """Resident memory after a collection and ``malloc_trim`` (freed heap given back)."""
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:  # not glibc
-        pass
+    release_freed_heap()
     return resident_mb()
 
 

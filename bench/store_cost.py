@@ -30,7 +30,6 @@ checkouts by running this file with each checkout's interpreter in one sitting.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import json
 import os
@@ -41,13 +40,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.soak_events import SoakAgent, diff, pytest_log  # noqa: E402
+from breadcrumb.stores.vectors.edge.maintenance import release_freed_heap  # noqa: E402
 
+T = TypeVar("T")
 _OUTPUT_WORDS = ("ok", "built", "copied", "skipped", "updated", "checked", "linked")
 
 
@@ -134,10 +136,21 @@ def smaps_rollup(pid: int | str = "self") -> dict[str, int]:
 
 def _trim() -> None:
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:  # not glibc
-        pass
+    release_freed_heap()
+
+
+def planted_recalls(agents: list[CostAgent], recalls: int, ask: Callable[[str, str], T]
+                    ) -> Iterator[tuple[str, tuple[str, str], T, float | None]]:
+    """Ask ``recalls`` questions about values the agents planted, agents in turn, after one
+    that warms up: ``(user, (question, value), answer, ms)``, ``ms`` None for the warm-up."""
+    for n in range(recalls + 1):
+        agent = agents[n % len(agents)]
+        asked = agent.question()
+        if asked is None:
+            continue
+        began = time.perf_counter()
+        answer = ask(agent.user_id, asked[0])
+        yield agent.user_id, asked, answer, (time.perf_counter() - began) * 1000 if n else None
 
 
 def _events(agents: list[CostAgent], n: int) -> list[dict[str, Any]]:
@@ -206,18 +219,12 @@ def measure(size: int, embedder: str, recalls: int, chunk: int,
     latencies, found = [], 0
     questions: list[tuple[str, str]] = []
     first_answers: list[list[str]] = []
-    for n in range(recalls + 1):
-        agent = agents[n % len(agents)]
-        asked = agent.question()
-        if asked is None:
-            continue
-        began = time.perf_counter()
-        answer = backend.recall({"user_id": agent.user_id, "query": asked[0], "k": 5,
-                                 "max_tokens": 800})
-        if n:  # the first one warms up
-            latencies.append((time.perf_counter() - began) * 1000)
+    for user, asked, answer, ms in planted_recalls(agents, recalls, lambda u, q: backend.recall(
+            {"user_id": u, "query": q, "k": 5, "max_tokens": 800})):
+        if ms is not None:
+            latencies.append(ms)
             found += asked[1] in json.dumps(answer)
-        questions.append((agent.user_id, asked[0]))
+        questions.append((user, asked[0]))
         first_answers.append(_evidence(answer))
     _trim()
     rss = smaps_rollup()

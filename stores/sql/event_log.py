@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
-from breadcrumb.stores.sql.packed import pack, unpack
+from breadcrumb.stores.sql.packed import packer, unpack
 
 #: One item for ``append_log``: (user_id, event_id, thread_key, payload_json).
 LogItem = tuple[str | None, str | None, str, str]  # as stores.ports.tables.LogItem
@@ -21,7 +21,7 @@ class SqlEventLog:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
-        self._pack = (lambda p: p) if db.dialect.mysql else pack
+        self._pack = packer(db.dialect.mysql)
 
     def append_log(self, payloads: Sequence[LogItem]) -> list[bool]:
         """Append (user_id, event_id, thread_key, payload_json) items in ONE transaction.
