@@ -12,7 +12,7 @@ from breadcrumb.eval.realsessions import DEFAULT_QUESTIONS, load_questions
 SETS = sorted(DEFAULT_QUESTIONS.parent.glob("real_questions*.jsonl"))
 
 
-def test_the_tuned_set_and_eight_held_out_sets_are_shipped() -> None:
+def test_the_tuned_set_and_nine_held_out_sets_are_shipped() -> None:
     assert [p.name for p in SETS] == ["real_questions.jsonl", "real_questions_heldout.jsonl",
                                       "real_questions_heldout2.jsonl",
                                       "real_questions_heldout3.jsonl",
@@ -20,13 +20,16 @@ def test_the_tuned_set_and_eight_held_out_sets_are_shipped() -> None:
                                       "real_questions_heldout5.jsonl",
                                       "real_questions_heldout6.jsonl",
                                       "real_questions_heldout7.jsonl",
-                                      "real_questions_heldout8.jsonl"]
+                                      "real_questions_heldout8.jsonl",
+                                      "real_questions_heldout9.jsonl"]
 
 
 @pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
-def test_each_set_covers_eight_agents_with_named_sources(path: Path) -> None:
+def test_each_set_covers_six_agents_or_more_with_named_sources(path: Path) -> None:
     questions = load_questions(path)
-    assert len({q.agent for q in questions}) >= 8
+    # sets 1-8: eight agents each; set 9: six (no new public Cursor, Gemini CLI, OpenAI-chat
+    # or Copilot session of a usable size turned up), 12 questions each
+    assert len({q.agent for q in questions}) >= (6 if path.name.endswith("heldout9.jsonl") else 8)
     assert all({"repo", "commit", "path"} <= set(q.source) for q in questions)
 
 
