@@ -103,7 +103,7 @@ def test_training_puts_the_answering_line_first() -> None:
 
 
 def test_a_held_out_set_is_never_dumped_for_training(tmp_path: Path) -> None:
-    held = tmp_path / "real_questions_heldout8.jsonl"
+    held = tmp_path / "real_questions_heldout9.jsonl"
     held.write_text("")
     with pytest.raises(ValueError, match="held-out"):
         training.dump(tmp_path, [held], tmp_path / "rows.jsonl.gz", "u")
@@ -154,3 +154,15 @@ def test_the_raw_chunk_lane_packs_the_first_raw_chunk_after_the_best_lines() -> 
     assert [r["text"] for r in training.packed(q, scores)] == [c.text for c in best]
     assert [r["text"] for r in training.packed(q, scores, lane_share=0.5)] == \
         [c.text for c, _s in laned]
+
+
+def test_session_folds_keep_each_session_in_one_fold() -> None:
+    rows = [{"id": f"q{i}", "set": f"set{i % 3}", "session": f"repo{i % 5}:s.jsonl"}
+            for i in range(30)]
+    folded = training.session_folds(rows, 2)
+    by_session: dict[str, set[str]] = {}
+    for q in folded:
+        by_session.setdefault(q["session"], set()).add(q["set"])
+    assert all(len(folds) == 1 for folds in by_session.values())  # a session never splits
+    assert {f for folds in by_session.values() for f in folds} == {"sessions0", "sessions1"}
+    assert [q["id"] for q in folded] == [q["id"] for q in rows] and rows[0]["set"] == "set0"
