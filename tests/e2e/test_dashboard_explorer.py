@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import wait_until
 from tests.e2e.test_dashboard_browser import _until, browser  # noqa: F401  (fixture by name)
 from tests.e2e.test_dashboard_explore_api import moved_again
 from tests.e2e.test_dashboard_views import (
@@ -131,7 +132,10 @@ def test_explorer_without_keys(served: str, browser: Any) -> None:  # noqa: F811
 
     # a recent recall (an agent's) opens in the inspector, which runs it as a look
     agent = {"user_id": "u1", "query": "what did we rename in module m1.py?"}
+    quiet = _looked_at(url, "u1")
     assert httpx.post(f"{url}/v1/recall", json=agent).status_code == 200
+    # the agent's recall is a use; its hits are written off the answer's path (usage.py)
+    wait_until(lambda: _looked_at(url, "u1") != quiet, timeout=30)
     _tenant(browser, "u2")
     _go(browser, "#/live")
     _until(browser, lambda d: _count(d, "#recalls tbody tr[data-query]") >= 1, "the recall")
