@@ -315,8 +315,8 @@ def _set_metadata_many(db: SqlDatabase, user_id: str,
     pack = packer(db.dialect.mysql)  # compressed on SQLite (issue 49)
     params: list[Any] = [v for mid, meta in group for v in (mid, pack(s.dumps(meta)))]
     db.execute(f"UPDATE agent_memories SET metadata = CASE id {cases} END WHERE "
-                   f"user_id = ? AND id IN ({s.marks(len(group))})",
-                   (*params, user_id, *(mid for mid, _ in group)))
+               f"id IN ({s.marks(len(group))}) AND {s.owner_only(db.dialect.mysql)} = ?",
+               (*params, *(mid for mid, _ in group), user_id))
 
 
 def _set_status_many(db: SqlDatabase, user_id: str,
@@ -330,5 +330,6 @@ def _set_status_many(db: SqlDatabase, user_id: str,
     for n, column in enumerate(STATUS_COLUMNS):
         sets.append(f"{column} = CASE id {' '.join('WHEN ? THEN ?' for _ in group)} END")
         params += [v for mid, values in group for v in (mid, values[n])]
-    db.execute(f"UPDATE agent_memories SET {', '.join(sets)} WHERE user_id = ? AND id IN "
-                   f"({s.marks(len(group))})", (*params, user_id, *(mid for mid, _ in group)))
+    db.execute(f"UPDATE agent_memories SET {', '.join(sets)} WHERE id IN "
+               f"({s.marks(len(group))}) AND {s.owner_only(db.dialect.mysql)} = ?",
+               (*params, *(mid for mid, _ in group), user_id))

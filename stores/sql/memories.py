@@ -144,7 +144,7 @@ class SqlMemories:
     def usage_statement(self, user_id: str, ids: Sequence[str], at: str
                         ) -> tuple[str, tuple[Any, ...]]:
         """:meth:`record_usage`'s statement and parameters for distinct ``ids``."""
-        owner = "user_id" if self.db.dialect.mysql else "+user_id"  # SQLite: use the PK
+        owner = s.owner_only(self.db.dialect.mysql)  # SQLite: by the primary key
         return (USAGE_UPDATE + f"WHERE id IN ({s.marks(len(ids))}) AND {owner} = ?",
                 (at, *ids, user_id))
 
