@@ -260,6 +260,10 @@ def replay(runtime: Runtime, name: str | None = None,
     paths = catalog.create(name, {"created_at": utc_now_iso(), "embedder": embedder.name,
                                   "dim": embedder.dim, "llm_model": settings.llm_model})
     gen = open_generation(settings, embedder, paths, runner.store)
+    # issue 49: the new generation's index builds while the log is replayed into it; its
+    # unindexed points otherwise sit in the mutable segment's heap until the switch (a
+    # million-event replay: 3.2 KB of anonymous memory per replayed entry)
+    gen.optimizer.start()
     progress = Progress(name, started=_monotonic())
     replayer = Replayer(runner.store.log, gen.store, gen.service, progress, on_progress)
     try:

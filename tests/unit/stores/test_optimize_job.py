@@ -228,6 +228,49 @@ def test_an_in_process_import_builds_the_index_while_it_ingests(tmp_path: Path) 
         backend.close()
 
 
+def test_a_replay_builds_the_new_generations_index_before_the_switch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: the generation a replay fills builds its index as the log is replayed (its
+    job started with the replay, not at the switch), so a long replay's unindexed points do
+    not pile up in memory."""
+    import breadcrumb.infra.embedded as embedded
+    from breadcrumb.eval.corpus import golden_events
+    from breadcrumb.infra.bootstrap import build_runtime
+    from breadcrumb.settings import Settings
+    from breadcrumb.stores.generations.embedded import GenerationCatalog
+
+    opened: list[embedded.Generation] = []
+    real_open, real_switch = embedded.open_generation, GenerationCatalog.switch
+
+    def spy_open(*args: object, **kw: object) -> embedded.Generation:
+        gen = real_open(*args, **kw)  # type: ignore[arg-type]
+        opened.append(gen)
+        return gen
+
+    built_before_switch: list[int] = []
+
+    def spy_switch(self: GenerationCatalog, name: str) -> None:
+        job = opened[-1].optimizer  # the generation being filled, not yet adopted
+        wait_until(lambda: job.runs >= 1, timeout=20)
+        built_before_switch.append(job.runs)
+        real_switch(self, name)
+
+    runtime = build_runtime(Settings(data_dir=tmp_path / "d", embedder="hash",
+                                     lifecycle_sweep_seconds=3600,
+                                     index_optimize_idle_seconds=3600,
+                                     index_optimize_check_seconds=0.05,
+                                     index_optimize_busy_points=20))
+    try:
+        runtime.gateway.submit(golden_events(), "test")
+        runtime.gateway.wait_processed(120)
+        monkeypatch.setattr(embedded, "open_generation", spy_open)
+        monkeypatch.setattr(GenerationCatalog, "switch", spy_switch)
+        assert embedded.replay(runtime, "g2").state == "done"
+        assert built_before_switch and built_before_switch[0] >= 1
+    finally:
+        runtime.stop()
+
+
 def _anonymous_bytes() -> int:
     for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
         if line.startswith("Anonymous:"):
