@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from breadcrumb.processors.lexical import sparse_vector
+from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
 from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
@@ -165,7 +166,6 @@ def test_cli_optimize_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
     import json
 
     from breadcrumb.commands.optimize import cmd_optimize
-    from breadcrumb.settings import Settings
 
     settings = Settings(data_dir=tmp_path)
     args = argparse.Namespace(url=None)
@@ -190,7 +190,6 @@ def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> No
     from breadcrumb.eval.corpus import golden_events
     from breadcrumb.infra.bootstrap import build_runtime
     from breadcrumb.query_api.app import create_app
-    from breadcrumb.settings import Settings
 
     settings = Settings(data_dir=tmp_path, embedder="hash", lifecycle_sweep_seconds=3600)
     runtime = build_runtime(settings, embedder=HashEmbedder())
@@ -207,18 +206,21 @@ def test_admin_route_optimizes_and_recall_answers_the_same(tmp_path: Path) -> No
     assert after["evidence"] == before["evidence"]
 
 
+def _busy_build_settings(data_dir: Path) -> Settings:
+    """Hash embedder, no idle moment within the test: an index builds only once 20 points
+    wait unindexed (checked every 0.05 s)."""
+    return Settings(data_dir=data_dir, embedder="hash", lifecycle_sweep_seconds=3600,
+                    index_optimize_idle_seconds=3600, index_optimize_check_seconds=0.05,
+                    index_optimize_busy_points=20)
+
+
 def test_an_in_process_import_builds_the_index_while_it_ingests(tmp_path: Path) -> None:
     """Issue 49: ``breadcrumb ingest`` (the CLI's in-process runtime) starts the index's
     background builds, so a long import never pausing still gets its points indexed."""
     from breadcrumb.clients.service import LocalBackend
     from breadcrumb.eval.corpus import golden_events
-    from breadcrumb.settings import Settings
 
-    backend = LocalBackend(Settings(data_dir=tmp_path / "d", embedder="hash",
-                                    lifecycle_sweep_seconds=3600,
-                                    index_optimize_idle_seconds=3600,
-                                    index_optimize_check_seconds=0.05,
-                                    index_optimize_busy_points=20))
+    backend = LocalBackend(_busy_build_settings(tmp_path / "d"))
     try:
         index = backend.runtime.index
         backend.ingest(golden_events(), flush=True, batch=200, timeout=120)
@@ -236,7 +238,6 @@ def test_a_replay_builds_the_new_generations_index_before_the_switch(
     import breadcrumb.infra.embedded as embedded
     from breadcrumb.eval.corpus import golden_events
     from breadcrumb.infra.bootstrap import build_runtime
-    from breadcrumb.settings import Settings
     from breadcrumb.stores.generations.embedded import GenerationCatalog
 
     opened: list[embedded.Generation] = []
@@ -255,11 +256,7 @@ def test_a_replay_builds_the_new_generations_index_before_the_switch(
         built_before_switch.append(job.runs)
         real_switch(self, name)
 
-    runtime = build_runtime(Settings(data_dir=tmp_path / "d", embedder="hash",
-                                     lifecycle_sweep_seconds=3600,
-                                     index_optimize_idle_seconds=3600,
-                                     index_optimize_check_seconds=0.05,
-                                     index_optimize_busy_points=20))
+    runtime = build_runtime(_busy_build_settings(tmp_path / "d"))
     try:
         runtime.gateway.submit(golden_events(), "test")
         runtime.gateway.wait_processed(120)

@@ -33,17 +33,24 @@ def _stored(store: SqliteStore) -> None:
                                                      "2025-01-01T00:00:00Z"))
 
 
+def _statements(store: SqliteStore, monkeypatch: pytest.MonkeyPatch, method: str
+                ) -> list[tuple[str, Sequence[Any]]]:
+    """The (statement, parameters) the store's ``db.<method>`` runs from now on."""
+    seen: list[tuple[str, Sequence[Any]]] = []
+    real = getattr(store.db, method)
+
+    def spy(sql: str, params: Sequence[Any] = ()) -> Any:
+        seen.append((sql, params))
+        return real(sql, params)
+
+    monkeypatch.setattr(store.db, method, spy)
+    return seen
+
+
 def test_a_batchs_status_and_metadata_writes_go_by_primary_key(
         store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     _stored(store)
-    seen: list[tuple[str, Sequence[Any]]] = []
-    execute = store.db.execute
-
-    def spy(sql: str, params: Sequence[Any] = ()) -> int:
-        seen.append((sql, params))
-        return execute(sql, params)
-
-    monkeypatch.setattr(store.db, "execute", spy)
+    seen = _statements(store, monkeypatch, "execute")
     batch = BatchedLifecycleTables(store.lifecycle_tables, store,
                                    defer_rows=True)
     with store.transaction():
@@ -65,21 +72,20 @@ def test_a_batchs_status_and_metadata_writes_go_by_primary_key(
                for m in store.memories.get_memories("u", IDS))
 
 
-def test_a_keys_current_facts_are_read_without_its_history(store: SqliteStore) -> None:
+def test_a_keys_current_facts_are_read_without_its_history(
+        store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
     _stored(store)
     facts = store.lifecycle_tables.facts
     with store.transaction():
         for mid in IDS:
             facts.replace_facts("u", mid, [FactRow(mid, "env:A", mid, "2025-01-01T00:00:00Z"),
                                            FactRow(mid, "env:B", "1", "2025-01-01T00:00:00Z")])
-    keys = ("env:A", "env:B")
-    current = ("SELECT f.memory_id, f.fact_key, f.value, f.ts, m.status FROM memory_facts f "
-               "JOIN agent_memories m ON m.id = f.memory_id AND m.user_id = f.user_id "
-               "WHERE f.user_id = ? AND f.fact_key IN (?, ?) AND f.state = 'current'")
-    plan = _plan(store, current, ("u", *keys))  # the statement of current_facts_any_status
+    keys = ["env:A", "env:B"]
+    seen = _statements(store, monkeypatch, "read")
+    assert len(facts.current_facts_any_status("u", keys)) >= 1
+    assert len(facts.facts_in_any_state("u", keys)) == 16
+    (current, current_params), (history, history_params) = seen
+    plan = _plan(store, current, current_params)  # the current rows: equality on state
     assert "COVERING INDEX cover_memory_facts" in plan and "state=?" in plan, plan
-    history = "SELECT memory_id, fact_key, value, ts FROM memory_facts WHERE user_id = ? " \
-              "AND fact_key IN (?, ?)"  # facts_in_any_state's: the key's rows, not the table
-    assert "COVERING INDEX cover_memory_facts" in _plan(store, history, ("u", *keys))
-    assert len(facts.facts_in_any_state("u", list(keys))) == 16
-    assert len(facts.current_facts_any_status("u", list(keys))) >= 1
+    # every row of the keys (replicas): the key's rows of the index, not the table
+    assert "COVERING INDEX cover_memory_facts" in _plan(store, history, history_params)
