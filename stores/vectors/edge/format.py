@@ -174,6 +174,45 @@ def sparse_copy(src: str, dst: str) -> str:
     return dst
 
 
+def warm(directory: Path) -> int:
+    """Read a shard's search files into the page cache; the bytes read.
+
+    A build that rewrites a shard's large segment (Qdrant's merge) leaves it cold for the
+    service that loads it: at a million events the first recall after such a build took
+    523-750 ms (its retrieve stage 478-681 ms) in four runs, 106-113 ms in two with this
+    read first (``docs/operations.md``). This reads, once, what searches touch: the sparse
+    and HNSW indexes, the payload indexes, the id tracker and the dense vectors; not the
+    WAL nor the payload and sparse vector pages (``page_*.dat``, read by id only). Data
+    extents only (holes stay holes); the bytes go to the page cache, not to this process's
+    memory (1.4 GB in 0.7 s at a million events, most of it cached already)."""
+    total, buffer = 0, bytearray(1 << 20)
+    for path in sorted(Path(directory).rglob("*")):
+        name = path.name
+        if (not path.is_file() or "wal" in path.relative_to(directory).parts
+                or (name.startswith("page_") and name.endswith(".dat"))):
+            continue
+        total += _read_extents(path, buffer)
+    return total
+
+
+def _read_extents(path: Path, buffer: bytearray) -> int:
+    read = 0
+    with open(path, "rb") as f:
+        fd, size, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
+        while pos < size:
+            end = size
+            if sys.platform.startswith("linux"):  # SEEK_DATA / SEEK_HOLE
+                try:
+                    pos = os.lseek(fd, pos, os.SEEK_DATA)
+                    end = os.lseek(fd, pos, os.SEEK_HOLE)
+                except OSError:  # ENXIO: a hole from pos to the end
+                    break
+            while pos < end and (n := os.preadv(fd, [buffer], pos)) > 0:
+                pos, read = pos + n, read + n
+            pos = max(pos, end)
+    return read
+
+
 def _copy_range(fin: int, fout: int, start: int, end: int) -> None:
     at = start
     while at < end:

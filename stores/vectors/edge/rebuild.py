@@ -16,7 +16,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from breadcrumb.stores.vectors.edge.format import load_config, sparse_copy
+from breadcrumb.stores.vectors.edge.format import load_config, sparse_copy, warm
 from breadcrumb.stores.vectors.edge.index_build import (
     BuildError,
     current_dirs,
@@ -115,6 +115,8 @@ class EdgeRebuilds:
         """Load the built copies, replay the writes recorded since the copy, swap them in."""
         new = {name: qe.EdgeShard.load(str(self._path / d), load_config(
             self._path / d, self._dim, self._threshold)) for name, d in copies.items()}
+        for d in copies.values():  # before searches go to it (writes go on meanwhile)
+            warm(self._path / d)
         recorded = self._recorded or {}
         done = {name: len(recorded[name]) for name in copies}
         for name, shard in new.items():  # most of the catch-up without holding writers

@@ -21,6 +21,7 @@ from breadcrumb.stores.vectors.edge.format import (
     sparse_copy,
     stored_datatype,
     stored_quantization,
+    warm,
 )
 from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.stores.vectors.edge.index_build import current_dirs
@@ -210,3 +211,28 @@ def test_a_shard_copy_keeps_its_preallocated_files_sparse(tmp_path: Path) -> Non
         assert edge.count(qe.CountRequest(exact=True)) == 1
     finally:
         edge.close()
+
+
+def test_warm_reads_a_shards_search_files_and_skips_holes_wal_and_bulk_pages(
+        tmp_path: Path) -> None:
+    """A built shard is read in before it serves: data extents of what searches touch,
+    not the WAL nor the payload and sparse vector pages."""
+    shard = tmp_path / "chunks.g2" / "segments" / "s1"
+    (shard / "vector_index-sparse").mkdir(parents=True)
+    with (shard / "vector_index-sparse" / "inverted_index.dat").open("wb") as f:
+        f.truncate(16 * 2**20)  # preallocated: two written extents in a hole
+        f.write(b"i" * 4096)
+        f.seek(8 * 2**20)
+        f.write(b"j" * 4096)
+    (shard / "id_tracker.mappings").write_bytes(b"m" * 3000)
+    (shard / "payload_storage").mkdir()
+    (shard / "payload_storage" / "page_0.dat").write_bytes(b"p" * 50_000)
+    (shard / "payload_storage" / "tracker.dat").write_bytes(b"t" * 700)
+    (tmp_path / "chunks.g2" / "wal").mkdir()
+    (tmp_path / "chunks.g2" / "wal" / "open-1").write_bytes(b"w" * 9000)
+    read = warm(tmp_path / "chunks.g2")
+    # the index's two extents (the file system may round them up; not its 16 MB of hole),
+    # the id tracker and the payload tracker; not the payload page nor the WAL
+    assert 8192 + 3700 <= read <= 4 * 2**20 + 3700
+    (shard / "vector_index-sparse" / "inverted_index.dat").unlink()
+    assert warm(tmp_path / "chunks.g2") == 3000 + 700

@@ -17,6 +17,7 @@ from breadcrumb.processors.lexical import sparse_vector
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
 from breadcrumb.stores.ports import SearchFilter
+from breadcrumb.stores.vectors.edge import rebuild
 from breadcrumb.stores.vectors.edge.index import QdrantEdgeIndex
 from breadcrumb.stores.vectors.edge.maintenance import OptimizeJob
 from breadcrumb.stores.vectors.search_batch import SearchRequest
@@ -103,6 +104,25 @@ def test_searches_identical_before_during_and_after_optimize(index: QdrantEdgeIn
     batch = index.search_batch([SearchRequest("memories", SearchFilter("u2"), 1,
                                               sparse=sparse_vector("V5"))])
     assert [h.id for h in batch[0]] == [_uid(5)]
+    index.close()
+
+
+def test_a_build_reads_the_new_shards_in_before_they_serve(
+        index: QdrantEdgeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The swap reads each built shard into the page cache before searches go to it."""
+    warmed: list[tuple[str, dict[str, str]]] = []
+    real = rebuild.warm
+
+    def spy(directory: Path) -> int:
+        warmed.append((directory.name, dict(index._dirs)))
+        return real(directory)
+
+    monkeypatch.setattr(rebuild, "warm", spy)
+    before = index._dirs.copy()
+    assert index.optimize()
+    assert sorted(name for name, _ in warmed) == sorted(index._dirs.values())
+    assert all(serving == before for _, serving in warmed)  # read before the swap
+    assert index._dirs != before
     index.close()
 
 
