@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,16 +161,9 @@ def sparse_copy(src: str, dst: str) -> str:
         return str(shutil.copy2(src, dst))
     with open(src, "rb") as source, open(dst, "wb") as target:
         fin, fout = source.fileno(), target.fileno()
-        size, pos = os.fstat(fin).st_size, 0
-        while pos < size:
-            try:
-                start = os.lseek(fin, pos, os.SEEK_DATA)
-            except OSError:  # ENXIO: a hole from pos to the end
-                break
-            end = os.lseek(fin, start, os.SEEK_HOLE)
+        for start, end in _data_extents(fin):
             _copy_range(fin, fout, start, end)
-            pos = end
-        os.ftruncate(fout, size)  # the length, holes at the end included
+        os.ftruncate(fout, os.fstat(fin).st_size)  # the length, holes at the end included
     shutil.copystat(src, dst)
     return dst
 
@@ -191,26 +185,29 @@ def warm(directory: Path) -> int:
         if (not path.is_file() or "wal" in path.relative_to(directory).parts
                 or (name.startswith("page_") and name.endswith(".dat"))):
             continue
-        total += _read_extents(path, buffer)
+        with path.open("rb") as f:
+            for start, end in _data_extents(f.fileno()):
+                while start < end and (n := os.preadv(f.fileno(), [buffer], start)) > 0:
+                    start, total = start + n, total + n
     return total
 
 
-def _read_extents(path: Path, buffer: bytearray) -> int:
-    read = 0
-    with open(path, "rb") as f:
-        fd, size, pos = f.fileno(), os.fstat(f.fileno()).st_size, 0
-        while pos < size:
-            end = size
-            if sys.platform.startswith("linux"):  # SEEK_DATA / SEEK_HOLE
-                try:
-                    pos = os.lseek(fd, pos, os.SEEK_DATA)
-                    end = os.lseek(fd, pos, os.SEEK_HOLE)
-                except OSError:  # ENXIO: a hole from pos to the end
-                    break
-            while pos < end and (n := os.preadv(fd, [buffer], pos)) > 0:
-                pos, read = pos + n, read + n
-            pos = max(pos, end)
-    return read
+def _data_extents(fd: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each data extent of an open file, holes left out (``SEEK_DATA`` /
+    ``SEEK_HOLE``, Linux); elsewhere the whole file as one extent."""
+    size = os.fstat(fd).st_size
+    if not sys.platform.startswith("linux"):
+        if size:
+            yield 0, size
+        return
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError:  # ENXIO: a hole from pos to the end
+            return
+        pos = os.lseek(fd, start, os.SEEK_HOLE)
+        yield start, pos
 
 
 def _copy_range(fin: int, fout: int, start: int, end: int) -> None:
