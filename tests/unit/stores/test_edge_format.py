@@ -213,10 +213,10 @@ def test_a_shard_copy_keeps_its_preallocated_files_sparse(tmp_path: Path) -> Non
         edge.close()
 
 
-def test_warm_reads_a_shards_search_files_and_skips_holes_wal_and_bulk_pages(
+def test_warm_reads_a_shards_search_files_and_skips_holes_wal_and_vector_pages(
         tmp_path: Path) -> None:
     """A built shard is read in before it serves: data extents of what searches touch,
-    not the WAL nor the payload and sparse vector pages."""
+    the payload pages included; not the WAL nor the vector storages' pages."""
     shard = tmp_path / "chunks.g2" / "segments" / "s1"
     (shard / "vector_index-sparse").mkdir(parents=True)
     with (shard / "vector_index-sparse" / "inverted_index.dat").open("wb") as f:
@@ -228,11 +228,13 @@ def test_warm_reads_a_shards_search_files_and_skips_holes_wal_and_bulk_pages(
     (shard / "payload_storage").mkdir()
     (shard / "payload_storage" / "page_0.dat").write_bytes(b"p" * 50_000)
     (shard / "payload_storage" / "tracker.dat").write_bytes(b"t" * 700)
+    (shard / "vector_storage-sparse" / "store").mkdir(parents=True)
+    (shard / "vector_storage-sparse" / "store" / "page_0.dat").write_bytes(b"s" * 70_000)
     (tmp_path / "chunks.g2" / "wal").mkdir()
     (tmp_path / "chunks.g2" / "wal" / "open-1").write_bytes(b"w" * 9000)
     read = warm(tmp_path / "chunks.g2")
     # the index's two extents (the file system may round them up; not its 16 MB of hole),
-    # the id tracker and the payload tracker; not the payload page nor the WAL
-    assert 8192 + 3700 <= read <= 4 * 2**20 + 3700
+    # the id tracker, the payload page and tracker; not the sparse vectors' page nor the WAL
+    assert 8192 + 53_700 <= read <= 4 * 2**20 + 53_700
     (shard / "vector_index-sparse" / "inverted_index.dat").unlink()
-    assert warm(tmp_path / "chunks.g2") == 3000 + 700
+    assert warm(tmp_path / "chunks.g2") == 3000 + 50_000 + 700
