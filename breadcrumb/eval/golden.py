@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.eval import metrics as m
-from breadcrumb.eval.methods import BREADCRUMB, RAW, Answer
+from breadcrumb.eval.methods import BREADCRUMBS, RAW, Answer
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "data"  # shipped in the wheel
 EXACT = "exact_value_needed"
@@ -144,7 +144,7 @@ def score(q: GoldenQuestion, labels: Labels, ans: Answer) -> dict[str, Any]:
         "tokens": ans.tokens,
         "latency_ms": round(ans.latency_ms, 2),
     }
-    if ans.method == BREADCRUMB:
+    if ans.method in BREADCRUMBS:
         fetched = bool(ans.sources)
         row["decide_ok"] = ans.classification == q.classification
         row["source_fetched"] = fetched
@@ -186,7 +186,7 @@ def summarize(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     out["tokens_mean"] = m.mean(p["tokens"] for p in per)
     out["latency_p50_ms"] = m.percentile(lat, 50)
     out["latency_p95_ms"] = m.percentile(lat, 95)
-    if method == BREADCRUMB:
+    if method in BREADCRUMBS:
         out["decide_accuracy"] = m.rate(p["decide_ok"] for p in per)
         exact_rows = [r for r in rows if r["expected_classification"] == EXACT]
         summary_rows = [r for r in rows if r["expected_classification"] != EXACT]

@@ -26,10 +26,16 @@ from breadcrumb.query_api.recall.raw_reads import events_by_id
 from breadcrumb.stores.ports import Hit, SearchFilter
 
 BREADCRUMB = "breadcrumb"
+#: Breadcrumb with the configured LLM (``LLM_*``): Decide's classifier where no rule
+#: matches, and level 3 (the model chooses among the ranked lines); asked only where a
+#: model is configured, beside Breadcrumb without it
+BREADCRUMB_LLM = "breadcrumb_llm"
 SUMMARY = "summary_compact"
 RAW = "raw_only"
-METHODS: tuple[str, ...] = (RAW, SUMMARY, BREADCRUMB)
-LABELS = {RAW: "Raw only", SUMMARY: "Summary compact", BREADCRUMB: "Breadcrumb"}
+METHODS: tuple[str, ...] = (RAW, SUMMARY, BREADCRUMB, BREADCRUMB_LLM)
+BREADCRUMBS = frozenset({BREADCRUMB, BREADCRUMB_LLM})
+LABELS = {RAW: "Raw only", SUMMARY: "Summary compact", BREADCRUMB: "Breadcrumb",
+          BREADCRUMB_LLM: "Breadcrumb + LLM"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +82,14 @@ def _evidence_item(user_id: str, ev: dict[str, Any]) -> Item:
                 reason=ev["reason"])
 
 
-def ask_recall(runtime: Any, q: Query, method: str) -> Answer:
-    """Breadcrumb (``mode`` as asked) or Summary compact (``mode="summary"``)."""
+def ask_recall(runtime: Any, q: Query, method: str, service: Any = None) -> Answer:
+    """Breadcrumb (``mode`` as asked) or Summary compact (``mode="summary"``), asked of
+    ``service`` (a ``RecallService``; default the runtime's)."""
     mode = "summary" if method == SUMMARY else q.mode
     req = RecallRequest(user_id=q.user_id, query=q.text, k=q.k, max_tokens=q.max_tokens,
                         mode=mode, as_of=q.as_of, now=q.now or q.as_of)
     started = time.perf_counter()
-    resp = runtime.recall.recall(req)
+    resp = (service or runtime.recall).recall(req)
     latency = (time.perf_counter() - started) * 1000
     memories = [_memory_item(q.user_id, m) for m in resp["memories"]]
     sources = [_evidence_item(q.user_id, e) for e in resp["evidence"]]

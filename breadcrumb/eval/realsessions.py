@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from breadcrumb.eval.methods import BREADCRUMB, RAW, Answer, Query
+from breadcrumb.eval.methods import BREADCRUMB, BREADCRUMB_LLM, RAW, Answer, Query
 
 #: the one tenant every real session is imported under
 USER = "real-sessions"
@@ -196,6 +196,12 @@ def section(real: dict[str, Any]) -> list[str]:
                 f"{bc['all'].get('top3', 0)}/{bc['all']['questions']}, Raw only "
                 f"{raw.get('all', {}).get('top3', 0)}/{bc['all']['questions']}; either method "
                 f"holds the value: {either}/{len(asked)}."]
+    llm = summary.get(BREADCRUMB_LLM, {}).get("all")
+    if llm:
+        out += ["", f"Breadcrumb + LLM (the configured model chooses among the ranked lines, "
+                f"level 3): {llm['hits']}/{llm['questions']} ({_pct(llm['hit_rate'])}), "
+                f"value within the first 3 lines {llm.get('top3', 0)}/{llm['questions']}, "
+                f"{llm['tokens_mean']} tokens (mean)."]
     misses = [row for row in real["rows"]
               if row.get("methods") and not row["methods"][BREADCRUMB]["hit"]]
     out += ["", f"### Misses ({len(misses)})", ""]

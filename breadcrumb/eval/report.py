@@ -147,6 +147,7 @@ def _locomo_section(lo: dict[str, Any], skipped: dict[str, int]) -> list[str]:
 
 
 LME_LABELS = {"breadcrumb": "Breadcrumb (source)", "breadcrumb_auto": "Breadcrumb (auto)",
+              "breadcrumb_llm": "Breadcrumb + LLM (source)",
               "raw_only": "Raw dense"}
 LME_COLUMNS = (("turn_recall", "Turn recall"), ("session_recall_all", "Session recall-all"),
                ("session_recall_any", "Session recall-any"), ("current_value", "Current value"),

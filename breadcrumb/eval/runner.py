@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from breadcrumb.eval import golden, locomo, longmemeval, realsessions
-from breadcrumb.eval.methods import BREADCRUMB, RAW, SUMMARY, Answer, Query, RawSearch, ask_recall
+from breadcrumb.eval.methods import (
+    BREADCRUMB,
+    BREADCRUMB_LLM,
+    RAW,
+    SUMMARY,
+    Answer,
+    Query,
+    RawSearch,
+    ask_recall,
+)
 
 #: LongMemEval's extra method: Breadcrumb with ``mode="auto"`` (Decide chooses).
 BREADCRUMB_AUTO = "breadcrumb_auto"
@@ -88,27 +97,48 @@ def started(runtime: Any) -> Iterator[Any]:
         runtime.stop()
 
 
+def with_and_without_llm(runtime: Any) -> tuple[Any, Any | None]:
+    """The runtime's recall service without an LLM, and with the configured one (None
+    when no model is configured): Breadcrumb is reported without the model, and
+    ``breadcrumb_llm`` beside it."""
+    service = runtime.recall
+    if service.classifier is None and service.quoter is None:
+        return service, None
+    return service.variant(), service
+
+
 def golden_methods(runtime: Any, cfg: EvalConfig
                    ) -> dict[str, Callable[[golden.GoldenQuestion], Answer]]:
     raw = RawSearch(runtime, lexical=True)
+    plain, llm = with_and_without_llm(runtime)
 
     def query(q: golden.GoldenQuestion) -> Query:
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens)
 
-    return {RAW: lambda q: raw(query(q)),
-            SUMMARY: lambda q: ask_recall(runtime, query(q), SUMMARY),
-            BREADCRUMB: lambda q: ask_recall(runtime, query(q), BREADCRUMB)}
+    methods: dict[str, Callable[[golden.GoldenQuestion], Answer]] = {
+        RAW: lambda q: raw(query(q)),
+        SUMMARY: lambda q: ask_recall(runtime, query(q), SUMMARY, plain),
+        BREADCRUMB: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain)}
+    if llm is not None:
+        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q), BREADCRUMB_LLM, llm)
+    return methods
 
 
 def locomo_methods(runtime: Any, cfg: EvalConfig
                    ) -> dict[str, Callable[[locomo.LocomoQuestion], Answer]]:
     raw = RawSearch(runtime, lexical=False)
+    plain, llm = with_and_without_llm(runtime)
 
     def query(q: locomo.LocomoQuestion, mode: str = "auto") -> Query:
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode)
 
-    return {RAW: lambda q: raw(query(q)),
-            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB)}
+    methods: dict[str, Callable[[locomo.LocomoQuestion], Answer]] = {
+        RAW: lambda q: raw(query(q)),
+        BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain)}
+    if llm is not None:
+        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q, "source"),
+                                                       BREADCRUMB_LLM, llm)
+    return methods
 
 
 def longmemeval_methods(runtime: Any, cfg: EvalConfig
@@ -121,9 +151,15 @@ def longmemeval_methods(runtime: Any, cfg: EvalConfig
         as_of, now = longmemeval.asked_at(q)
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode, as_of=as_of, now=now)
 
-    return {RAW: lambda q: raw(query(q)),
-            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB),
-            BREADCRUMB_AUTO: lambda q: ask_recall(runtime, query(q), BREADCRUMB)}
+    plain, llm = with_and_without_llm(runtime)
+    methods: dict[str, Callable[[longmemeval.LmeQuestion], Answer]] = {
+        RAW: lambda q: raw(query(q)),
+        BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain),
+        BREADCRUMB_AUTO: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain)}
+    if llm is not None:
+        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q, "source"),
+                                                       BREADCRUMB_LLM, llm)
+    return methods
 
 
 def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
@@ -177,9 +213,7 @@ def run_real_sessions(runtime: Any, cfg: EvalConfig, out: dict[str, Any]) -> Non
         raise ValueError(f"--real-sessions {cfg.real_sessions_dir}: no sessions of "
                          f"{', '.join(sorted({q.agent for q in questions}))} found")
     took = ingest(runtime, sessions.events)
-    raw = RawSearch(runtime, lexical=True)
-    methods: dict[str, Callable[[Query], Answer]] = {
-        BREADCRUMB: lambda q: ask_recall(runtime, q, BREADCRUMB), RAW: raw}
+    methods = real_session_methods(runtime)
     asked = [q for q in questions if q.agent in sessions.agents]
     with _bar(len(asked) * len(methods), "real sessions") as bar:
         rows = realsessions.ask_all(questions, methods, cfg.k, cfg.max_tokens,
@@ -191,6 +225,18 @@ def run_real_sessions(runtime: Any, cfg: EvalConfig, out: dict[str, Any]) -> Non
         "agents": sessions.agents, "missing": sessions.missing, "failed": sessions.failed,
         "ignored": sessions.ignored, "rows": rows,
         "summary": {name: realsessions.summarize(rows, name) for name in methods}}
+
+
+def real_session_methods(runtime: Any) -> dict[str, Callable[[Query], Answer]]:
+    """Breadcrumb, the raw-chunk baseline, and Breadcrumb with the configured LLM (where
+    one is)."""
+    plain, llm = with_and_without_llm(runtime)
+    methods: dict[str, Callable[[Query], Answer]] = {
+        BREADCRUMB: lambda q: ask_recall(runtime, q, BREADCRUMB, plain),
+        RAW: RawSearch(runtime, lexical=True)}
+    if llm is not None:
+        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, q, BREADCRUMB_LLM, llm)
+    return methods
 
 
 def run(runtime: Any, cfg: EvalConfig,

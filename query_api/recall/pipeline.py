@@ -84,6 +84,8 @@ class RecallService:
         self.clock = clock
         self.classifier = classifier
         self.quoter = quoter
+        self._ranker, self._learned_lines = ranker, learned_lines  # for variant()
+        self._states, self._relevance = states, relevance
         # token counts of lines and summaries, cached: pure, and a pool's lines recur
         self.count_tokens = text_cache(8192, max_chars=4096)(embedder.count_tokens)
         self.errors: Counter[str] = Counter()  # classifier / quoter failures, never hidden
@@ -98,6 +100,19 @@ class RecallService:
         # usage accounting is written off the answer's path, coalesced (.usage)
         self._usage = UsageWriter(memories, self.errors)
         self.responder = Responder(memories, raw, self.count_tokens, self._usage, clock)
+
+    def variant(self, classifier: Classifier | None = None,
+                quoter: Quoter | None = None) -> RecallService:
+        """The same service (stores, models, weights) with another classifier and quoter:
+        ``variant()`` answers without an LLM (the evaluation reports both)."""
+        other = RecallService(self.index, self.memories, self.raw, self.embedder,
+                              self.weights, self.clock, classifier, quoter, self._ranker,
+                              self._learned_lines, self._states, self._relevance)
+        # one usage writer: what the variant records is flushed with this service's
+        other._usage = self._usage
+        other.responder = Responder(self.memories, self.raw, other.count_tokens, self._usage,
+                                    self.clock)
+        return other
 
     def flush_usage(self) -> None:
         """Wait until every recorded use is written (tests, shutdown)."""

@@ -3,6 +3,7 @@ diff header's path, and "nothing strong matches" for a question nothing answers.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.query_api.models import RecallRequest
 from breadcrumb.settings import Settings
 from breadcrumb.stores.embedders.models import HashEmbedder
+from breadcrumb.stores.llm.chat import ChatClient
+from breadcrumb.stores.llm.recall import LlmQuoter
+from tests.unit.stores.test_llm_observer import Reply, stub  # noqa: F401 (fixture)
 
 
 def _ev(i: int, kind: str, content: str, role: str = "assistant") -> dict[str, Any]:
@@ -110,3 +114,30 @@ def test_another_embedder_keeps_the_rules(tmp_path: Path) -> None:
         assert all("learned ranker" not in e["reason"] for e in answer["evidence"])
     finally:
         rt.stop()
+
+
+def test_a_model_chooses_among_the_ranked_lines(runtime: Any, stub: Any) -> None:  # noqa: F811
+    """Level 3 over the learned ranking (an OpenAI-compatible server, here a local stub):
+    the line the model chose leads, a quote matching no line shown is dropped, a failing
+    model leaves the ranking as it was; ``variant()`` answers without the model."""
+    chat = ChatClient(stub.url, "key", "stub-model", max_retries=0, sleep=lambda _: None)
+    with_model = runtime.recall.variant(quoter=LlmQuoter(chat))
+    ask = RecallRequest(user_id="u1", query="what is LOGIN_RETRIES set to now?")
+    plain = runtime.recall.variant().recall(ask)
+    assert not stub.requests and plain["level"] < 3
+    assert _text(plain).splitlines()[0] != "+SESSION_TTL = 3600"
+    stub.replies = [Reply(content=json.dumps(
+        {"quotes": ["+SESSION_TTL = 3600", "+LOGIN_RETRIES = 99"]}))]
+    chose = with_model.recall(ask)
+    shown = stub.requests[-1]["messages"][-1]["content"]
+    assert "what is LOGIN_RETRIES set to now?" in shown and "+LOGIN_RETRIES = 21" in shown
+    assert chose["level"] == 3
+    assert _text(chose).splitlines()[0] == "+SESSION_TTL = 3600"  # the model's line leads
+    assert "LOGIN_RETRIES = 99" not in _text(chose)  # never the model's own text
+    assert "+LOGIN_RETRIES = 21" in _text(chose)  # the ranking fills the rest
+    assert "chosen by the model" in chose["evidence"][0]["reason"]
+    assert with_model.errors["quotes_dropped"] == 1
+    stub.replies = [Reply(500)]
+    failed = with_model.recall(ask)
+    assert with_model.errors["quoter"] == 1
+    assert _text(failed) == _text(plain) and failed["level"] == plain["level"]

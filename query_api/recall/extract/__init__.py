@@ -49,6 +49,7 @@ class Extractor:
                  embedder: str = "", learned_lines: bool = False,
                  relevance: RelevanceModel | None = None) -> None:
         self.quoter = quoter
+        self.errors = errors
         self.word_exact = WordExactCut(count, quoter, errors)
         self.by_meaning = LinesByMeaning(memories, raw, count)
         # a model rates and ranks under the embedder it was trained with: under another,
@@ -97,11 +98,11 @@ class Extractor:
                          ) -> tuple[list[dict[str, Any]], int]:
         """The word-exact cut, or lines by meaning where it needs meaning (a question not
         precise always does: the cut only when those are none; a quoter: always cut). A
-        count a summary quotes (:attr:`Recalled.quoted`) is looked up by words."""
+        count a summary quotes (:attr:`Recalled.quoted`) is looked up by words. Where the
+        model ranks, a quoter (an LLM) chooses among its best lines (level 3)."""
         query = recalled.retrieved.query
-        if self.learned is not None and scored is not None and self.quoter is None \
-                and self.learned_lines:
-            evidence, level = self.learned(recalled, scored)
+        if self.learned is not None and scored is not None and self.learned_lines:
+            evidence, level = self.learned(recalled, scored, self.quoter, self.errors)
             if evidence:
                 return evidence, level
         if self.quoter is None and not query.precise and not recalled.quoted:

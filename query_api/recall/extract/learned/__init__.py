@@ -13,18 +13,20 @@ stored content.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from breadcrumb.processors.lexical import with_verb_forms
-from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, NearRepeats
+from breadcrumb.query_api.recall.extract.cut import JOIN_TOKENS, NearRepeats, Quoter
 from breadcrumb.query_api.recall.extract.dated import dated_events
 from breadcrumb.query_api.recall.extract.learned.candidates import (
     FILE_HEADER,
     Pool,
     candidate_pool,
 )
+from breadcrumb.query_api.recall.extract.learned.choose import chosen as model_choice
 from breadcrumb.query_api.recall.extract.learned.current import replaced
 from breadcrumb.query_api.recall.extract.learned.features import INDEX, Candidate, feature_rows
 from breadcrumb.query_api.recall.extract.learned.model import Ranker
@@ -114,9 +116,12 @@ class LearnedLines:
                     for mid, at in by_memory.items()}
         return Relevance(scored.relevance, model.threshold, memories)
 
-    def __call__(self, recalled: Recalled, scored: Scored | None = None
+    def __call__(self, recalled: Recalled, scored: Scored | None = None,
+                 chooser: Quoter | None = None, errors: Counter[str] | None = None
                  ) -> tuple[list[dict[str, Any]], int]:
-        """Evidence records within the evidence budget, the best line's memory first."""
+        """Evidence records within the evidence budget, the best line's memory first.
+        With a ``chooser`` (an LLM, level 3) the lines it chose among the best-ranked lead
+        (:mod:`.choose`), the ranking fills the rest of the budget."""
         scored = scored or self.score(recalled)
         retrieved = recalled.retrieved
         budget = retrieved.evidence_budget
@@ -126,13 +131,20 @@ class LearnedLines:
         old = replaced(lines, threads)  # a key's earlier values: history, not the answer
         order = sorted((i for i in range(len(lines)) if include or i not in old),
                        key=lambda i: (-scored.scores[i], lines[i].event_index, lines[i].start))
+        picked = [] if chooser is None else model_choice(
+            retrieved.query.text, [c.text for c in lines], order, chooser,
+            errors if errors is not None else Counter())
+        if picked:  # the model's lines first, in its order; then the ranking's
+            order = picked + [i for i in order if i not in set(picked)]
+        lead = {id(lines[i]): rank for rank, i in enumerate(picked)}
         chosen = pack([lines[i] for i in order], [scored.scores[i] for i in order], budget,
                       self.count)
         known = self._memories(scored.pool, chosen, retrieved.request.user_id)
-        cuts = self._cuts(chosen, known, include, recalled)
+        cuts = self._cuts(chosen, known, include, recalled, lead)
         while chosen and sum(cut.tokens for _m, cut, _s in cuts) > budget:
             chosen = chosen[:-1]  # a tokenizer does not add up over joins
-            cuts = self._cuts(chosen, known, include, recalled)
+            cuts = self._cuts(chosen, known, include, recalled, lead)
+        told = {(lines[i].event_id, lines[i].start) for i in picked}
         was = {(lines[i].event_id, lines[i].start): v for i, v in old.items()}
         out = []
         followed = {c.memory.id for c in recalled.hops}
@@ -142,14 +154,17 @@ class LearnedLines:
             stale = sorted({*stale, *(v for ln in cut.lines
                                       if (v := was.get((ln.event_id, ln.start))))})
             rng = known[mid].source_range
+            by_model = sum((ln.event_id, ln.start) in told for ln in cut.lines)
+            how = f"level 3; learned ranker, {by_model} line(s) chosen by the model" \
+                if by_model else f"level {2 if mid in followed else 1}; learned ranker"
             item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
-                                   f"{recalled.decision.reason}; level "
-                                   f"{2 if mid in followed else 1}; learned ranker; "
+                                   f"{recalled.decision.reason}; {how}; "
                                    f"{len(cut.lines)} line(s), {cut.tokens} tokens")
             if stale:
                 item["superseded_values"] = stale
             out.append(item)
-        level = 2 if any(i["memory_id"] in followed for i in out) else 1
+        level = 3 if any("chosen by the model" in i["reason"] for i in out) \
+            else 2 if any(i["memory_id"] in followed for i in out) else 1
         return out, level if out else 0
 
     def without_replaced(self, evidence: list[dict[str, Any]], scored: Scored,
@@ -200,20 +215,27 @@ class LearnedLines:
         return known
 
     def _cuts(self, chosen: Sequence[tuple[Candidate, float]], known: dict[str, Observation],
-              include: bool, recalled: Recalled) -> list[tuple[str, Extract, list[str]]]:
+              include: bool, recalled: Recalled, lead: dict[int, int] | None = None
+              ) -> list[tuple[str, Extract, list[str]]]:
         """The chosen lines grouped by memory (the best line's group first), each best
-        first, costed as its joined text, replaced values dropped."""
+        first (``lead``: candidate id -> rank, the lines a model chose, first), costed as
+        its joined text, replaced values dropped."""
         groups: dict[str, list[Line]] = {}
+        ranks: dict[tuple[str, int], int] = {}
         for c, score in chosen:
             if c.memory_id in known:  # indexed but not stored: never guess
                 groups.setdefault(c.memory_id, []).append(
                     Line(c.event_id, c.event_index, c.start, c.end, c.text, round(score, 6)))
+                if lead and id(c) in lead:
+                    ranks[(c.event_id, c.start)] = lead[id(c)]
         out = []
         intent = recalled.retrieved.query.intent
+        last = len(ranks)
         for mid, lines in groups.items():
             # best first: the answering line leads (each line's event_index tells the
             # source order; a reader of an agent's answer reads from the top)
-            lines.sort(key=lambda ln: (-ln.score, ln.event_index, ln.start))
+            lines.sort(key=lambda ln: (ranks.get((ln.event_id, ln.start), last), -ln.score,
+                                       ln.event_index, ln.start))
             cut = Extract.joined(lines, self.count, max(ln.score for ln in lines))
             cut, stale = drop_superseded(cut, known[mid], include, self.count, intent)
             out.append((mid, cut, stale))

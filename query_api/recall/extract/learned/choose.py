@@ -1,12 +1,13 @@
 """Level 3 over the learned ranking: an LLM chooses among the best-ranked lines.
 
 Where a model is configured (``LLM_*``), the learned ranker's best lines (each text once,
-:data:`SHOWN` of them, best first) are shown to it with the question; it answers with the
-lines that answer (``{"quotes": [...]}``, the quoter port of :mod:`..cut`). A quote counts
-only when it is one of the lines shown, verbatim (the whole line, or a part of exactly one
-line of at least :data:`MIN_PART` characters): the evidence is always the stored line, never
-the model's string. A failing model is counted (``errors["quoter"]``) and the ranking
-stands; a quote matching no line shown is counted (``errors["quotes_dropped"]``).
+:data:`SHOWN` of them and :data:`MAX_CHARS` at most, best first) are shown to it with the
+question; it answers with the lines that answer (``{"quotes": [...]}``, the quoter port of
+:mod:`..cut`). A quote counts only when it is one of the lines shown, verbatim (the whole
+line, or a part of exactly one line of at least :data:`MIN_PART` characters): the evidence
+is always the stored line, never the model's string. A failing model is counted
+(``errors["quoter"]``) and the ranking stands; a quote matching no line shown is counted
+(``errors["quotes_dropped"]``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ log = logging.getLogger(__name__)
 SHOWN = 40
 #: a quote shorter than the whole line counts when it is at least this long and in one line
 MIN_PART = 12
+#: the lines shown stop before their text passes this many characters (the word-exact
+#: cut's level 3 sends the same at most)
+MAX_CHARS = 20_000
 
 
 def chosen(question: str, texts: Sequence[str], order: Sequence[int], chooser: Quoter,
@@ -31,9 +35,13 @@ def chosen(question: str, texts: Sequence[str], order: Sequence[int], chooser: Q
     of ``order``, in the model's order (empty: the model failed or chose none shown)."""
     shown: list[int] = []
     seen: set[str] = set()
+    size = 0
     for i in order:
         text = texts[i].strip()
         if text and text not in seen:
+            size += len(texts[i]) + 1
+            if size > MAX_CHARS and shown:
+                break
             seen.add(text)
             shown.append(i)
             if len(shown) == SHOWN:
