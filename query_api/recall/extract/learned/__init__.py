@@ -135,7 +135,8 @@ class LearnedLines:
             retrieved.query.text, [c.text for c in lines], order, chooser,
             errors if errors is not None else Counter())
         if picked:  # the model's lines first, in its order; then the ranking's
-            order = picked + [i for i in order if i not in set(picked)]
+            first = set(picked)
+            order = picked + [i for i in order if i not in first]
         lead = {id(lines[i]): rank for rank, i in enumerate(picked)}
         chosen = pack([lines[i] for i in order], [scored.scores[i] for i in order], budget,
                       self.count)
