@@ -107,6 +107,15 @@ def with_and_without_llm(runtime: Any) -> tuple[Any, Any | None]:
     return service.variant(), service
 
 
+def _llm_method(runtime: Any, llm: Any | None, query: Callable[[Any], Query]
+                ) -> dict[str, Callable[[Any], Answer]]:
+    """``{breadcrumb_llm: ...}`` asking ``llm`` (the service with the model) ``query(q)``,
+    or nothing when no model is configured."""
+    if llm is None:
+        return {}
+    return {BREADCRUMB_LLM: lambda q: ask_recall(runtime, query(q), BREADCRUMB_LLM, llm)}
+
+
 def golden_methods(runtime: Any, cfg: EvalConfig
                    ) -> dict[str, Callable[[golden.GoldenQuestion], Answer]]:
     raw = RawSearch(runtime, lexical=True)
@@ -115,13 +124,10 @@ def golden_methods(runtime: Any, cfg: EvalConfig
     def query(q: golden.GoldenQuestion) -> Query:
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens)
 
-    methods: dict[str, Callable[[golden.GoldenQuestion], Answer]] = {
-        RAW: lambda q: raw(query(q)),
-        SUMMARY: lambda q: ask_recall(runtime, query(q), SUMMARY, plain),
-        BREADCRUMB: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain)}
-    if llm is not None:
-        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q), BREADCRUMB_LLM, llm)
-    return methods
+    return {RAW: lambda q: raw(query(q)),
+            SUMMARY: lambda q: ask_recall(runtime, query(q), SUMMARY, plain),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain),
+            **_llm_method(runtime, llm, query)}
 
 
 def locomo_methods(runtime: Any, cfg: EvalConfig
@@ -132,13 +138,9 @@ def locomo_methods(runtime: Any, cfg: EvalConfig
     def query(q: locomo.LocomoQuestion, mode: str = "auto") -> Query:
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode)
 
-    methods: dict[str, Callable[[locomo.LocomoQuestion], Answer]] = {
-        RAW: lambda q: raw(query(q)),
-        BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain)}
-    if llm is not None:
-        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q, "source"),
-                                                       BREADCRUMB_LLM, llm)
-    return methods
+    return {RAW: lambda q: raw(query(q)),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain),
+            **_llm_method(runtime, llm, lambda q: query(q, "source"))}
 
 
 def longmemeval_methods(runtime: Any, cfg: EvalConfig
@@ -152,14 +154,10 @@ def longmemeval_methods(runtime: Any, cfg: EvalConfig
         return Query(q.user_id, q.question, cfg.k, cfg.max_tokens, mode, as_of=as_of, now=now)
 
     plain, llm = with_and_without_llm(runtime)
-    methods: dict[str, Callable[[longmemeval.LmeQuestion], Answer]] = {
-        RAW: lambda q: raw(query(q)),
-        BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain),
-        BREADCRUMB_AUTO: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain)}
-    if llm is not None:
-        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, query(q, "source"),
-                                                       BREADCRUMB_LLM, llm)
-    return methods
+    return {RAW: lambda q: raw(query(q)),
+            BREADCRUMB: lambda q: ask_recall(runtime, query(q, "source"), BREADCRUMB, plain),
+            BREADCRUMB_AUTO: lambda q: ask_recall(runtime, query(q), BREADCRUMB, plain),
+            **_llm_method(runtime, llm, lambda q: query(q, "source"))}
 
 
 def run_longmemeval(runtime: Any, cfg: EvalConfig, out: dict[str, Any],
@@ -231,12 +229,9 @@ def real_session_methods(runtime: Any) -> dict[str, Callable[[Query], Answer]]:
     """Breadcrumb, the raw-chunk baseline, and Breadcrumb with the configured LLM (where
     one is)."""
     plain, llm = with_and_without_llm(runtime)
-    methods: dict[str, Callable[[Query], Answer]] = {
-        BREADCRUMB: lambda q: ask_recall(runtime, q, BREADCRUMB, plain),
-        RAW: RawSearch(runtime, lexical=True)}
-    if llm is not None:
-        methods[BREADCRUMB_LLM] = lambda q: ask_recall(runtime, q, BREADCRUMB_LLM, llm)
-    return methods
+    return {BREADCRUMB: lambda q: ask_recall(runtime, q, BREADCRUMB, plain),
+            RAW: RawSearch(runtime, lexical=True),
+            **_llm_method(runtime, llm, lambda q: q)}
 
 
 def run(runtime: Any, cfg: EvalConfig,

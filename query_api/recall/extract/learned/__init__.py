@@ -137,7 +137,8 @@ class LearnedLines:
         if picked:  # the model's lines first, in its order; then the ranking's
             first = set(picked)
             order = picked + [i for i in order if i not in first]
-        lead = {id(lines[i]): rank for rank, i in enumerate(picked)}
+        # (event, line start) -> the model's rank, for the lines it chose
+        lead = {(lines[i].event_id, lines[i].start): rank for rank, i in enumerate(picked)}
         chosen = pack([lines[i] for i in order], [scored.scores[i] for i in order], budget,
                       self.count)
         known = self._memories(scored.pool, chosen, retrieved.request.user_id)
@@ -145,17 +146,18 @@ class LearnedLines:
         while chosen and sum(cut.tokens for _m, cut, _s in cuts) > budget:
             chosen = chosen[:-1]  # a tokenizer does not add up over joins
             cuts = self._cuts(chosen, known, include, recalled, lead)
-        told = {(lines[i].event_id, lines[i].start) for i in picked}
         was = {(lines[i].event_id, lines[i].start): v for i, v in old.items()}
         out = []
         followed = {c.memory.id for c in recalled.hops}
+        any_by_model = False
         for mid, cut, stale in cuts:
             if not cut.lines:
                 continue
             stale = sorted({*stale, *(v for ln in cut.lines
                                       if (v := was.get((ln.event_id, ln.start))))})
             rng = known[mid].source_range
-            by_model = sum((ln.event_id, ln.start) in told for ln in cut.lines)
+            by_model = sum((ln.event_id, ln.start) in lead for ln in cut.lines)
+            any_by_model = any_by_model or by_model > 0
             how = f"level 3; learned ranker, {by_model} line(s) chosen by the model" \
                 if by_model else f"level {2 if mid in followed else 1}; learned ranker"
             item = evidence_record(mid, rng.thread_id, rng.start_index, rng.end_index, cut,
@@ -164,8 +166,7 @@ class LearnedLines:
             if stale:
                 item["superseded_values"] = stale
             out.append(item)
-        level = 3 if any("chosen by the model" in i["reason"] for i in out) \
-            else 2 if any(i["memory_id"] in followed for i in out) else 1
+        level = 3 if any_by_model else 2 if any(i["memory_id"] in followed for i in out) else 1
         return out, level if out else 0
 
     def without_replaced(self, evidence: list[dict[str, Any]], scored: Scored,
@@ -216,21 +217,20 @@ class LearnedLines:
         return known
 
     def _cuts(self, chosen: Sequence[tuple[Candidate, float]], known: dict[str, Observation],
-              include: bool, recalled: Recalled, lead: dict[int, int] | None = None
+              include: bool, recalled: Recalled,
+              lead: dict[tuple[str, int], int] | None = None
               ) -> list[tuple[str, Extract, list[str]]]:
         """The chosen lines grouped by memory (the best line's group first), each best
-        first (``lead``: candidate id -> rank, the lines a model chose, first), costed as
-        its joined text, replaced values dropped."""
+        first (``lead``: (event, line start) -> rank, the lines a model chose, first),
+        costed as its joined text, replaced values dropped."""
         groups: dict[str, list[Line]] = {}
-        ranks: dict[tuple[str, int], int] = {}
         for c, score in chosen:
             if c.memory_id in known:  # indexed but not stored: never guess
                 groups.setdefault(c.memory_id, []).append(
                     Line(c.event_id, c.event_index, c.start, c.end, c.text, round(score, 6)))
-                if lead and id(c) in lead:
-                    ranks[(c.event_id, c.start)] = lead[id(c)]
         out = []
         intent = recalled.retrieved.query.intent
+        ranks = lead or {}
         last = len(ranks)
         for mid, lines in groups.items():
             # best first: the answering line leads (each line's event_index tells the
