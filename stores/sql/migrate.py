@@ -20,23 +20,29 @@ transaction, after the tables exist, and applies every step above the stored ver
   same. SQLite only, in slices of :data:`CHUNK_SLICE` rows (freed pages as in step 3); a
   MySQL/TiDB database is left as it is (cluster mode's log is Kafka: its ``raw_events``
   rows are the one SQL copy).
+* **5** (issue 49) -- ``thread_state`` is kept in key order (``WITHOUT ROWID``): a thread's
+  row grows while its window is open and shrinks when it closes, and in rowid order the
+  space given back was never reused (a million-event data dir: 104 MB, 84 MB of it empty
+  page space). SQLite only: the rows are copied into the new table, the old one dropped
+  (its pages reused by later writes). MySQL/TiDB keep rows in key order already.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any, Protocol
 
 from breadcrumb.stores.sql import log_text
 from breadcrumb.stores.sql.chunk_text import VIEW, is_slice
 from breadcrumb.stores.sql.packed import unpack
-from breadcrumb.stores.sql.schema import Dialect
+from breadcrumb.stores.sql.schema import TABLES, Dialect
 from breadcrumb.topics.records import thread_key
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: chunk rows (step 3) / event rows (step 4) read per statement, each with its text
 CHUNK_SLICE = 2000
 #: Keys an escaped user id can change: a ``%`` anywhere, or at least two ``/``
@@ -83,6 +89,10 @@ def upgrade(store: _Sql) -> int:
         moved = log_text.events_as_views(store, CHUNK_SLICE)
         log.log(logging.INFO if moved else logging.DEBUG,
                 "schema %s -> 4: %s event texts now read from the log", found, moved)
+    if found < 5 and not store.dialect.mysql:
+        moved = _states_by_key(store)
+        log.log(logging.INFO if moved else logging.DEBUG,
+                "schema %s -> 5: %s thread states now kept in key order", found, moved)
     if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.
@@ -143,6 +153,25 @@ def _chunks_as_views(store: _Sql) -> int:
             store.execute_many("UPDATE source_chunks SET text = ? WHERE rowid = ?",
                                [(VIEW, rowid) for (rowid,) in views])
             done += len(views)
+
+
+def _states_by_key(store: _Sql) -> int:
+    """Step 5 (SQLite): ``thread_state`` rebuilt ``WITHOUT ROWID``; the rows copied."""
+    found = store.fetch("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                        ("thread_state",))
+    if not found or "WITHOUT ROWID" in str(found[0][0]).upper():
+        return 0
+    table = next(t for t in TABLES if t.name == "thread_state")
+    columns = ", ".join(c.name for c in table.columns)
+    create = store.dialect.create_table(replace(table, name="thread_state_by_key"))[0]
+    store.execute(create)
+    moved = store.execute(f"INSERT INTO thread_state_by_key ({columns}) "
+                          f"SELECT {columns} FROM thread_state")
+    store.execute("DROP TABLE thread_state")  # its indexes with it
+    store.execute("ALTER TABLE thread_state_by_key RENAME TO thread_state")
+    for stmt in store.dialect.create_table(table)[1:]:  # the indexes, under their names
+        store.execute(stmt)
+    return moved
 
 
 def _ids(data: Any) -> bool:

@@ -91,11 +91,17 @@ class SqliteStore(SqlStore):
     def probe_read(self) -> None:
         """Read the schema and the first and last row of every table (their b-tree roots
         and edges): raises on pages that do not parse."""
-        tables = [str(r[0]) for r in self.db.read(
-            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
-        for name in tables:
+        tables = [(str(r[0]), str(r[1])) for r in self.db.read(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite_%'")]
+        for name, sql in tables:
+            order = "rowid DESC"
+            if sql.rstrip().upper().endswith("WITHOUT ROWID"):  # its key orders it
+                key = sorted((int(r[5]), str(r[1])) for r in
+                             self.db.read(f'PRAGMA table_info("{name}")') if int(r[5]))
+                order = ", ".join(f'"{col}" DESC' for _, col in key)
             self.db.read(f'SELECT * FROM "{name}" LIMIT 1')
-            self.db.read(f'SELECT * FROM "{name}" ORDER BY rowid DESC LIMIT 1')
+            self.db.read(f'SELECT * FROM "{name}" ORDER BY {order} LIMIT 1')
 
     def quick_check(self) -> str:
         """``PRAGMA quick_check`` on a separate read-only connection (readers do not block

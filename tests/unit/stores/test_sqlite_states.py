@@ -14,10 +14,11 @@ from breadcrumb.stores.sql.sqlite.store import SqliteStore
 
 
 def rows(path: Path) -> list[tuple[object, ...]]:
-    """thread_state as another connection sees it (committed rows only), updated_at aside."""
+    """thread_state as another connection sees it (committed rows only, in key order: the
+    table is ``WITHOUT ROWID``, schema 5), updated_at aside."""
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT rowid, state_key, state, pending_count FROM thread_state "
-                            "ORDER BY rowid").fetchall()
+        return conn.execute("SELECT state_key, state, pending_count FROM thread_state "
+                            "ORDER BY state_key").fetchall()
 
 
 def test_committed_states_read_back_equal_and_fresh(store: SqliteStore) -> None:
@@ -28,7 +29,7 @@ def test_committed_states_read_back_equal_and_fresh(store: SqliteStore) -> None:
     first["next_index"] = 99  # a caller's change never reaches the next read
     assert store.states.get_state("u/a") == {"pending": [[0, "e", 3, "message", "t"]],
                                              "next_index": 1}
-    assert rows(store.path) == [(1, "u/a", dumps({"pending": [[0, "e", 3, "message", "t"]],
+    assert rows(store.path) == [("u/a", dumps({"pending": [[0, "e", 3, "message", "t"]],
                                                   "next_index": 1}), 1)]
 
 def test_a_transaction_sees_its_writes_and_a_rollback_forgets_them(store: SqliteStore) -> None:
@@ -45,16 +46,16 @@ def test_a_transaction_sees_its_writes_and_a_rollback_forgets_them(store: Sqlite
         raise Boom
     assert store.states.get_state("u/a") == {"next_index": 1}
     assert store.states.get_state("u/b") is None
-    assert [r[1] for r in rows(store.path)] == ["u/a"]
+    assert [r[0] for r in rows(store.path)] == ["u/a"]
 
 
-def test_writes_reach_sql_at_the_commit_in_first_write_order(store: SqliteStore) -> None:
+def test_writes_reach_sql_at_the_commit(store: SqliteStore) -> None:
     with store.transaction():
         store.states.put_state("u/b", {"next_index": 1})
         store.states.put_state("u/a", {"next_index": 1})
         store.states.put_state("u/b", {"next_index": 2, "pending": [[1, "x", 1, "message", "t"]]})
         assert rows(store.path) == []  # not committed yet
-    assert [(r[1], r[3]) for r in rows(store.path)] == [("u/b", 1), ("u/a", 0)]
+    assert [(r[0], r[2]) for r in rows(store.path)] == [("u/a", 0), ("u/b", 1)]
     reopened = SqliteStore(store.path)
     with reopened:
         assert reopened.states.get_state("u/b") == store.states.get_state("u/b")
@@ -132,3 +133,68 @@ def test_a_tenants_open_windows_are_read_without_its_closed_threads(store: Sqlit
         "EXPLAIN QUERY PLAN SELECT state_key, state FROM thread_state WHERE state_key >= ? "
         "AND state_key < ? AND pending_count > 0", ("u/", "u0")))
     assert "open_thread_state_state_key" in plan, plan
+
+
+def test_states_whose_windows_close_leave_no_empty_pages_behind(store: SqliteStore) -> None:
+    """Issue 49, schema 5: a thread's row grows while its window is open and shrinks when it
+    closes. Kept in rowid order, the space a closed row gave back was never reused (new
+    threads go at the end): 81 % of the table's pages were empty at a million events. In key
+    order new threads fill it: here the table's pages hold at least half live bytes."""
+    event = [0, "cb85bd59-83f0-5546-8d7e-dcf1c0ba2deb", 60, "message", "2026-12-07T18:16:14Z"]
+    open_now: dict[str, int] = {}
+    started = 0
+    for batch in range(120):
+        with store.transaction():  # one batch of the pipeline
+            for step in range(batch * 100, batch * 100 + 100):
+                while len(open_now) < 60:
+                    key = f"cost-{started % 4}/agent-{started % 40:03d}-s{started // 40:04d}"
+                    open_now[key] = 0
+                    started += 1
+                key = sorted(open_now)[(step * 7919) % len(open_now)]
+                open_now[key] += 1
+                done = open_now[key] == 12
+                pending = [[i, *event[1:]] for i in range(open_now[key])] if not done else []
+                store.states.put_state(key, {"user_id": "cost-0", "thread_id": key,
+                                             "project_id": "p", "next_index": open_now[key],
+                                             "pending": pending})
+                if done:
+                    del open_now[key]
+    assert started > 950
+    live, pages = store.db.read("SELECT SUM(payload), SUM(pgsize) FROM dbstat "
+                                "WHERE name = 'thread_state'")[0]
+    assert live * 2 >= pages, (live, pages)
+
+
+def test_a_schema_4_thread_state_is_rebuilt_in_key_order(tmp_path: Path) -> None:
+    """Schema 4 kept ``thread_state`` in rowid order: opening copies every row (open windows
+    and closed threads) into the ``WITHOUT ROWID`` table, with the same indexes."""
+    from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
+
+    path = tmp_path / "old.sqlite3"
+    old = SqliteStore(path)
+    with old:
+        old.states.put_state("u/open", {"next_index": 2, "pending": [[0, "e", 3, "message", "t"],
+                                                                      [1, "f", 4, "message", "t"]]})
+        old.states.put_state("u/closed", {"next_index": 7, "pending": []})
+        with old.db.transaction():  # the table as schema 4 made it
+            old.db.execute("CREATE TABLE ts4 AS SELECT * FROM thread_state")
+            old.db.execute("DROP TABLE thread_state")
+            old.db.execute("CREATE TABLE thread_state (state_key TEXT NOT NULL, state TEXT NOT "
+                           "NULL, pending_count INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT "
+                           "NULL, PRIMARY KEY (state_key))")
+            old.db.execute("INSERT INTO thread_state SELECT * FROM ts4")
+            old.db.execute("DROP TABLE ts4")
+            old.db.execute("CREATE INDEX ix_thread_state_pending_count ON thread_state "
+                           "(pending_count)")
+            old.db.execute("UPDATE schema_meta SET value = 4 WHERE name = 'version'")
+    again = SqliteStore(path)
+    with again:
+        assert stored_version(again.db) == SCHEMA_VERSION == 5
+        (sql,), = again.db.read("SELECT sql FROM sqlite_schema WHERE name = 'thread_state'")
+        assert sql.rstrip().endswith("WITHOUT ROWID")
+        indexes = {n for (n,) in again.db.read(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'thread_state'")}
+        assert {"ix_thread_state_pending_count", "open_thread_state_state_key"} <= indexes
+        assert again.states.get_state("u/closed") == {"next_index": 7, "pending": []}
+        assert [k for k, _ in again.states.list_states()] == ["u/open"]
+        assert again.states.count_pending_window_events() == 2
