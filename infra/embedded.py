@@ -329,8 +329,10 @@ def _carry_over_changes(old: Any, new: Any) -> None:
     generation's changelog into the new one (memories that no longer exist are skipped)."""
     if old is None or new is None:
         return
-    changes = old.tables.changelog.read_changes(0, 1_000_000)
-    new.replay((row[1], row[3]) for row in changes)
+    after = 0
+    while changes := old.tables.changelog.read_changes(after, 10_000):  # all, page by page
+        new.replay((row[1], row[3]) for row in changes)
+        after = changes[-1][0]
 
 
 def _runner_of(runtime: Runtime) -> Any:

@@ -115,9 +115,13 @@ class SqlMemoryChangelog:
 
     def append_change(self, memory_id: str, user_id: str, payload: dict[str, Any] | None,
                       at: str) -> None:
-        """Append one value (None = tombstone) to the embedded changelog."""
+        """Append one value (None = tombstone) to the embedded changelog; the memory's
+        earlier values leave it (compacted as it is written: the latest value of a key is
+        what a compacted topic keeps, and what a replay of it ends with)."""
         text = None if payload is None else s.dumps(payload)
         with self.db.transaction():
+            self.db.execute("DELETE FROM memory_changelog WHERE user_id = ? AND memory_id = ?",
+                            (user_id, memory_id))
             self.db.execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at) "
                                 "VALUES (?, ?, ?, ?)", (memory_id, user_id, text, at))
 

@@ -24,7 +24,9 @@ transaction, after the tables exist, and applies every step above the stored ver
   row grows while its window is open and shrinks when it closes, and in rowid order the
   space given back was never reused (a million-event data dir: 104 MB, 84 MB of it empty
   page space). SQLite only: the rows are copied into the new table, the old one dropped
-  (its pages reused by later writes). MySQL/TiDB keep rows in key order already.
+  (its pages reused by later writes). MySQL/TiDB keep rows in key order already. And the
+  embedded changelog (``memory_changelog``) is compacted once: the latest value of each
+  memory kept (new values replace older ones as they are written from then on).
 """
 
 from __future__ import annotations
@@ -90,9 +92,10 @@ def upgrade(store: _Sql) -> int:
         log.log(logging.INFO if moved else logging.DEBUG,
                 "schema %s -> 4: %s event texts now read from the log", found, moved)
     if found < 5 and not store.dialect.mysql:
-        moved = _states_by_key(store)
-        log.log(logging.INFO if moved else logging.DEBUG,
-                "schema %s -> 5: %s thread states now kept in key order", found, moved)
+        moved, dropped = _states_by_key(store), _compact_changelog(store)
+        log.log(logging.INFO if moved or dropped else logging.DEBUG,
+                "schema %s -> 5: %s thread states now kept in key order, %s older changelog "
+                "values compacted away", found, moved, dropped)
     if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.
@@ -172,6 +175,16 @@ def _states_by_key(store: _Sql) -> int:
     for stmt in store.dialect.create_table(table)[1:]:  # the indexes, under their names
         store.execute(stmt)
     return moved
+
+
+def _compact_changelog(store: _Sql) -> int:
+    """Step 5 (SQLite): every value of ``memory_changelog`` but each memory's latest leaves
+    it (none when the table is not there yet: the lifecycle tables come later)."""
+    if not store.fetch("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                       ("memory_changelog",)):
+        return 0
+    return store.execute("DELETE FROM memory_changelog WHERE seq NOT IN (SELECT MAX(seq) "
+                         "FROM memory_changelog GROUP BY user_id, memory_id)")
 
 
 def _ids(data: Any) -> bool:

@@ -1,0 +1,53 @@
+"""The embedded changelog (``memory_changelog``) is compacted like the topic it stands in
+for: each memory's latest value is kept, in write order (issue 49)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from breadcrumb.stores.sql.lifecycle import LifecycleTables
+from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
+from breadcrumb.stores.sql.sqlite.store import SqliteStore
+
+
+def value(mid: str, user: str, status: str, tier: str) -> dict[str, object]:
+    return {"memory_id": mid, "user_id": user, "status": status, "tier": tier,
+            "at": "2026-12-07T00:00:00Z", "actor": "pipeline", "reason": "test",
+            "supersedes_memory_id": None, "superseded_by": None}
+
+
+def test_a_memorys_new_value_replaces_its_older_ones(store: SqliteStore) -> None:
+    tables = LifecycleTables.on(store.db)
+    tables.open()
+    log = tables.changelog
+    log.append_change("m1", "alice", value("m1", "alice", "active", "provisional"), "t1")
+    log.append_change("m2", "alice", value("m2", "alice", "active", "provisional"), "t2")
+    log.append_change("m1", "bob", value("m1", "bob", "active", "provisional"), "t3")
+    log.append_change("m1", "alice", value("m1", "alice", "active", "confirmed"), "t4")
+    log.append_change("m2", "alice", None, "t5")  # a tombstone is a memory's latest value
+    changes = log.read_changes()
+    assert [(m, u, v and v["tier"]) for _, m, u, v in changes] == [
+        ("m1", "bob", "provisional"),  # another tenant's memory of the same id is its own key
+        ("m1", "alice", "confirmed"),
+        ("m2", "alice", None),
+    ]
+    assert [seq for seq, *_ in changes] == sorted(seq for seq, *_ in changes)
+
+
+def test_an_old_changelog_is_compacted_on_open(tmp_path: Path) -> None:
+    """Schema 4 kept every value; opening keeps each memory's latest, in order."""
+    path = tmp_path / "old.sqlite3"
+    with SqliteStore(path) as old:
+        LifecycleTables.on(old.db).open()
+        with old.db.transaction():  # appended the schema-4 way: nothing replaced
+            for mid, tier in [("m1", "provisional"), ("m2", "provisional"),
+                              ("m1", "confirmed"), ("m1", "active")]:
+                old.db.execute("INSERT INTO memory_changelog (memory_id, user_id, payload, at)"
+                               " VALUES (?, ?, ?, ?)", (mid, "alice", f'{{"tier":"{tier}"}}',
+                                                        "t"))
+            old.db.execute("UPDATE schema_meta SET value = 4 WHERE name = 'version'")
+    with SqliteStore(path) as again:
+        assert stored_version(again.db) == SCHEMA_VERSION
+        changes = LifecycleTables.on(again.db).changelog.read_changes()
+        assert [(m, v and v["tier"]) for _, m, _, v in changes] == [("m2", "provisional"),
+                                                                   ("m1", "active")]
