@@ -141,13 +141,27 @@ def open_shard(directory: Path, config: qe.EdgeConfig) -> qe.EdgeShard:
     return create_shard(directory, config)
 
 
+#: keyword fields whose values are UUIDs (memory ids are uuid5: point ids of the memories'
+#: shard): indexed as UUIDs, 16 bytes a value instead of its 36 characters (the memory_id
+#: index of 100,000 chunk points: 8.4 -> 5.1 MB). A value that is no UUID still matches:
+#: Qdrant checks the payload where the index cannot answer.
+UUID_FIELDS = frozenset({"memory_id"})
+
+
 def keyword_indexes(shard: qe.EdgeShard) -> None:
-    """Create the keyword payload indexes the shard lacks (on disk; ``user_id`` the tenant)."""
+    """Create the keyword payload indexes the shard lacks (on disk; ``user_id`` the tenant;
+    :data:`UUID_FIELDS` as UUIDs). A shard keeps the index type it was given: one indexed
+    before keeps its keyword ``memory_id`` index until a replay rebuilds it."""
     existing = set(shard.info().payload_schema)
     for field in KEYWORD_FIELDS:
-        if field not in existing:
+        if field in existing:
+            continue
+        params: qe.UuidIndexParams | qe.KeywordIndexParams
+        if field in UUID_FIELDS:
+            params = qe.UuidIndexParams(memory=qe.Memory.Cold)
+        else:
             params = qe.KeywordIndexParams(is_tenant=field == TENANT_FIELD, memory=qe.Memory.Cold)
-            shard.update(qe.UpdateOperation.create_field_index(field, params))
+        shard.update(qe.UpdateOperation.create_field_index(field, params))
 
 
 def sparse_copy(src: str, dst: str) -> str:

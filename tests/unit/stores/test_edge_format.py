@@ -238,3 +238,30 @@ def test_warm_reads_a_shards_search_files_and_skips_holes_wal_and_vector_pages(
     assert 8192 + 53_700 <= read <= 4 * 2**20 + 53_700
     (shard / "vector_index-sparse" / "inverted_index.dat").unlink()
     assert warm(tmp_path / "chunks.g2") == 3000 + 50_000 + 700
+
+
+def test_memory_ids_are_indexed_as_uuids_and_still_filter(tmp_path: Path) -> None:
+    """Issue 49: the ``memory_id`` payload index of new shards holds UUIDs (16 bytes a value,
+    not 36 characters); searches and forgets restricted to memory ids answer as before,
+    before and after the index build."""
+    index = QdrantEdgeIndex(tmp_path / "v", EMB.dim, indexing_threshold_kb=1)
+    index.ensure()
+    try:
+        _fill(index)
+        for name in ("memories", "chunks"):
+            schema = index._shard(name).info().payload_schema
+            assert schema["memory_id"].data_type == qe.PayloadSchemaType.Uuid
+            assert schema["thread_id"].data_type == qe.PayloadSchemaType.Keyword
+        for built in (False, True):
+            if built:
+                index.optimize()
+            only = SearchFilter(user_id="u1", memory_ids=(uid(1), uid(3)))
+            hits = index.search_chunks(only, 10, dense=EMB.embed_query(CORPUS[2]))
+            assert {h.id for h in hits} == {uid(101), uid(103)}
+            none = SearchFilter(user_id="u1", memory_ids=("not-a-uuid",))
+            assert index.search_chunks(none, 10, dense=EMB.embed_query(CORPUS[2])) == []
+        index.delete_where("u1", memory_ids=[uid(1)])
+        hits = index.search_chunks(SearchFilter(user_id="u1"), 10, dense=EMB.embed_query(CORPUS[1]))
+        assert uid(101) not in {h.id for h in hits} and uid(102) in {h.id for h in hits}
+    finally:
+        index.close()
