@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from breadcrumb.stores.sql import log_text
 from breadcrumb.stores.sql.chunk_text import VIEW, is_slice
 from breadcrumb.stores.sql.packed import unpack
-from breadcrumb.stores.sql.schema import TABLES, Dialect
+from breadcrumb.stores.sql.schema import TABLES, Dialect, without_rowid
 from breadcrumb.topics.records import thread_key
 
 log = logging.getLogger(__name__)
@@ -158,11 +158,17 @@ def _chunks_as_views(store: _Sql) -> int:
             done += len(views)
 
 
+def _table_sql(store: _Sql, name: str) -> str | None:
+    """The ``CREATE TABLE`` statement of a SQLite table, None when there is no such table."""
+    found = store.fetch("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
+                        (name,))
+    return str(found[0][0]) if found else None
+
+
 def _states_by_key(store: _Sql) -> int:
     """Step 5 (SQLite): ``thread_state`` rebuilt ``WITHOUT ROWID``; the rows copied."""
-    found = store.fetch("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                        ("thread_state",))
-    if not found or "WITHOUT ROWID" in str(found[0][0]).upper():
+    sql = _table_sql(store, "thread_state")
+    if sql is None or without_rowid(sql):
         return 0
     table = next(t for t in TABLES if t.name == "thread_state")
     columns = ", ".join(c.name for c in table.columns)
@@ -180,8 +186,7 @@ def _states_by_key(store: _Sql) -> int:
 def _compact_changelog(store: _Sql) -> int:
     """Step 5 (SQLite): every value of ``memory_changelog`` but each memory's latest leaves
     it (none when the table is not there yet: the lifecycle tables come later)."""
-    if not store.fetch("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?",
-                       ("memory_changelog",)):
+    if _table_sql(store, "memory_changelog") is None:
         return 0
     return store.execute("DELETE FROM memory_changelog WHERE seq NOT IN (SELECT MAX(seq) "
                          "FROM memory_changelog GROUP BY user_id, memory_id)")

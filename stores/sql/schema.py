@@ -49,6 +49,12 @@ class Table:
     sqlite_without_rowid: bool = False
 
 
+def without_rowid(create_sql: str) -> bool:
+    """Whether a SQLite ``CREATE TABLE`` statement (``sqlite_schema.sql``) keeps its rows in
+    key order (:attr:`Table.sqlite_without_rowid`)."""
+    return create_sql.rstrip().upper().endswith("WITHOUT ROWID")
+
+
 def _c(spec: str) -> Column:
     """``"name:type"``; a trailing ``!`` means NOT NULL, ``=value`` a default."""
     name, _, rest = spec.partition(":")

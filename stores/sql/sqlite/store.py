@@ -16,6 +16,7 @@ from pathlib import Path
 
 from breadcrumb.stores.sql.base import SqlStore
 from breadcrumb.stores.sql.counters import SqlCounters
+from breadcrumb.stores.sql.schema import without_rowid
 from breadcrumb.stores.sql.sqlite.database import SqliteDatabase
 from breadcrumb.stores.sql.sqlite.events import HeldEvents, SqliteEvents
 from breadcrumb.stores.sql.sqlite.memories import KeptRows, SqliteChunks, SqliteMemories
@@ -96,7 +97,7 @@ class SqliteStore(SqlStore):
             "AND name NOT LIKE 'sqlite_%'")]
         for name, sql in tables:
             order = "rowid DESC"
-            if sql.rstrip().upper().endswith("WITHOUT ROWID"):  # its key orders it
+            if without_rowid(sql):  # its key orders it
                 key = sorted((int(r[5]), str(r[1])) for r in
                              self.db.read(f'PRAGMA table_info("{name}")') if int(r[5]))
                 order = ", ".join(f'"{col}" DESC' for _, col in key)
