@@ -16,7 +16,7 @@ from typing import Any
 from breadcrumb.processors.lifecycle import MemoryLife
 from breadcrumb.stores.sql import schema as s
 from breadcrumb.stores.sql.core import SqlDatabase
-from breadcrumb.stores.sql.packed import packer
+from breadcrumb.stores.sql.packed import packer, unpack
 
 _LIFE_SQL = (
     "SELECT m.id, m.user_id, m.project_id, m.status, m.tier, m.hit_count, m.last_used_at, "
@@ -112,13 +112,14 @@ class SqlMemoryChangelog:
 
     def __init__(self, db: SqlDatabase) -> None:
         self.db = db
+        self._pack = packer(db.dialect.mysql)  # SQLite: a value's JSON kept compressed
 
     def append_change(self, memory_id: str, user_id: str, payload: dict[str, Any] | None,
                       at: str) -> None:
         """Append one value (None = tombstone) to the embedded changelog; the memory's
         earlier values leave it (compacted as it is written: the latest value of a key is
         what a compacted topic keeps, and what a replay of it ends with)."""
-        text = None if payload is None else s.dumps(payload)
+        text = None if payload is None else self._pack(s.dumps(payload))
         with self.db.transaction():
             self.db.execute("DELETE FROM memory_changelog WHERE user_id = ? AND memory_id = ?",
                             (user_id, memory_id))
@@ -130,7 +131,7 @@ class SqlMemoryChangelog:
         """(seq, memory_id, user_id, payload or None) in seq order."""
         rows = self.db.read("SELECT seq, memory_id, user_id, payload FROM memory_changelog "
                                 "WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit))
-        return [(int(q), str(m), str(u), None if p is None else json.loads(p))
+        return [(int(q), str(m), str(u), None if p is None else json.loads(unpack(p)))
                 for q, m, u, p in rows]
 
 
