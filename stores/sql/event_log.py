@@ -90,7 +90,9 @@ class SqlEventLog:
 
     def max_processed_seq(self) -> int:
         """The newest log position flagged processed (0 when none)."""
-        return self.db.scalar("SELECT MAX(seq) FROM event_log WHERE processed = 1")
+        # newest first: stops at the first processed entry (no index holds processed ones)
+        return self.db.scalar("SELECT seq FROM event_log WHERE processed = 1 "
+                              "ORDER BY seq DESC LIMIT 1")
 
     def count_log_after(self, seq: int, thread_key: str | None = None) -> int:
         """Log entries after position ``seq`` (what a generation has not applied yet), of

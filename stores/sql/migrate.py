@@ -27,6 +27,9 @@ transaction, after the tables exist, and applies every step above the stored ver
   (its pages reused by later writes). MySQL/TiDB keep rows in key order already. And the
   embedded changelog (``memory_changelog``) is compacted once: the latest value of each
   memory kept (new values replace older ones as they are written from then on).
+* **6** (issue 49) -- the embedded log indexes only its entries not processed yet (a
+  partial index, ``pending_event_log_seq``): the ``(processed, seq)`` index that held every
+  entry is dropped (14 MB at a million events). SQLite only.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from breadcrumb.topics.records import thread_key
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: chunk rows (step 3) / event rows (step 4) read per statement, each with its text
 CHUNK_SLICE = 2000
 #: Keys an escaped user id can change: a ``%`` anywhere, or at least two ``/``
@@ -96,6 +99,8 @@ def upgrade(store: _Sql) -> int:
         log.log(logging.INFO if moved or dropped else logging.DEBUG,
                 "schema %s -> 5: %s thread states now kept in key order, %s older changelog "
                 "values compacted away", found, moved, dropped)
+    if found < 6 and not store.dialect.mysql:
+        store.execute("DROP INDEX IF EXISTS ix_event_log_processed_seq")
     if found == 1 and not store.fetch("SELECT 1 FROM schema_meta WHERE name = ?", ("version",)):
         # Workers started together open a fresh database at once: the INSERT of the one
         # that loses the race hits the winner's row (the steps are idempotent): no crash.

@@ -133,7 +133,7 @@ class TestSqliteChunkText(ChunkTextContract):
         again = make_store()
         again.open()
         try:
-            assert stored_version(again.db) == SCHEMA_VERSION == 5
+            assert stored_version(again.db) == SCHEMA_VERSION == 6
             assert texts(again) == {**{c.id: VIEW for c in chunks}, "odd": "odd"}
             assert again.chunks.get_chunks("alice", "m1") == [
                 *(c for c in chunks if c.memory_id == "m1"), odd]

@@ -171,7 +171,7 @@ def test_an_old_data_dir_is_converted_and_reads_the_same_events(tmp_path: Path) 
     again = SqliteStore(path)
     again.open()
     try:
-        assert stored_version(again.db) == SCHEMA_VERSION == 5
+        assert stored_version(again.db) == SCHEMA_VERSION == 6
         stored = rows(again)
         keep = {e.event_id for e in events[-2:]}  # and the NUL ones (see above)
         assert [stored[(e.user_id, e.event_id)][0] for e in events] == \

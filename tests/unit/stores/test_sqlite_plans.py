@@ -8,6 +8,7 @@ what is checked (SQLite's plans do not depend on the table's size without ANALYZ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +90,35 @@ def test_a_keys_current_facts_are_read_without_its_history(
     assert "COVERING INDEX cover_memory_facts" in plan and "state=?" in plan, plan
     # every row of the keys (replicas): the key's rows of the index, not the table
     assert "COVERING INDEX cover_memory_facts" in _plan(store, history, history_params)
+
+
+def test_the_log_indexes_only_its_entries_not_processed_yet(
+        store: SqliteStore) -> None:
+    """Schema 6: the pending reads go by a partial index that holds no processed entry (a
+    (processed, seq) index held every entry of the log); a schema-5 file drops the old one."""
+    log = store.log
+    assert log.append_log([("u", f"e{n}", "u/t", "{}") for n in range(6)]) == [True] * 6
+    log.mark_processed_many([1, 2, 4])
+    assert [seq for seq, _ in log.read_log(0, 10)] == [3, 5, 6]
+    assert log.count_unprocessed() == 3 and log.max_processed_seq() == 4
+    for sql, params in (("SELECT seq, payload FROM event_log WHERE processed = 0 AND seq > ? "
+                         "ORDER BY seq LIMIT ?", (0, 10)),
+                        ("SELECT COUNT(*) FROM event_log WHERE processed = 0", ())):
+        assert "pending_event_log_seq" in _plan(store, sql, params)
+    names = {r[0] for r in store.db.fetch("SELECT name FROM sqlite_schema WHERE type = 'index' "
+                                          "AND tbl_name = 'event_log'")}
+    assert "ix_event_log_processed_seq" not in names
+
+
+def test_a_schema_5_log_loses_its_full_index_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with SqliteStore(path) as old:
+        with old.db.transaction():
+            old.db.execute("CREATE INDEX ix_event_log_processed_seq ON event_log (processed, seq)")
+            old.db.execute("UPDATE schema_meta SET value = 5 WHERE name = 'version'")
+        old.log.append_log([("u", "e1", "u/t", "{}")])
+    with SqliteStore(path) as again:
+        names = {r[0] for r in again.db.fetch("SELECT name FROM sqlite_schema WHERE "
+                                              "type = 'index' AND tbl_name = 'event_log'")}
+        assert "ix_event_log_processed_seq" not in names and "pending_event_log_seq" in names
+        assert [seq for seq, _ in again.log.read_log(0, 10)] == [1]

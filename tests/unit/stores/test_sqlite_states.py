@@ -189,7 +189,7 @@ def test_a_schema_4_thread_state_is_rebuilt_in_key_order(tmp_path: Path) -> None
             old.db.execute("UPDATE schema_meta SET value = 4 WHERE name = 'version'")
     again = SqliteStore(path)
     with again:
-        assert stored_version(again.db) == SCHEMA_VERSION == 5
+        assert stored_version(again.db) == SCHEMA_VERSION == 6
         (sql,), = again.db.read("SELECT sql FROM sqlite_schema WHERE name = 'thread_state'")
         assert sql.rstrip().endswith("WITHOUT ROWID")
         indexes = {n for (n,) in again.db.read(

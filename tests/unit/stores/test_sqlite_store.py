@@ -122,7 +122,7 @@ class StoreContract:
         2, and on to the current version)."""
         from breadcrumb.stores.sql.migrate import SCHEMA_VERSION, stored_version
 
-        assert stored_version(store.db) == SCHEMA_VERSION == 5
+        assert stored_version(store.db) == SCHEMA_VERSION == 6
         state = {"user_id": "acme/x", "thread_id": "y", "pending": [1]}
         plain = {"user_id": "acme", "thread_id": "x/z", "pending": []}
         store.states.put_state("acme/x/y", state)  # written the schema-1 way
