@@ -19,6 +19,10 @@ from breadcrumb.topics.records import Chunk, Event
 MEM = memory_id("u1", "t1", 0, 9)
 
 
+def KEEP(max_tokens: int) -> ChunkerConfig:  # noqa: N802 - reads as a config
+    return ChunkerConfig(max_tokens, keep_repeats=True)
+
+
 def ev(content: str, index: int = 0, event_id: str | None = None) -> Event:
     return Event(
         event_id=event_id or f"e{index}",
@@ -46,6 +50,15 @@ def superadditive(text: str) -> int:
 def check_chunks(
     events: list[Event], chunks: list[Chunk], max_tokens: int, count: Callable[[str], int]
 ) -> None:
+    """``chunks`` (cut with repeats kept) tile each event's content verbatim, in bound; the
+    default cut is the same chunks but for those whose text an earlier one holds."""
+    held: set[str] = set()
+    firsts = []
+    for c in chunks:
+        if c.text not in held:
+            held.add(c.text)
+            firsts.append(c)
+    assert chunk_events(events, MEM, ChunkerConfig(max_tokens), count) == firsts
     for event in events:
         own = [c for c in chunks if c.event_id == event.event_id]
         assert "".join(c.text for c in own) == event.content  # tiles the content in order
@@ -76,7 +89,7 @@ text_st = st.text(
 @given(st.lists(text_st, min_size=1, max_size=4), st.integers(1, 40))
 def test_offsets_are_verbatim_and_bounded(contents: list[str], max_tokens: int) -> None:
     events = [ev(text, i) for i, text in enumerate(contents)]
-    chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens), estimate_tokens)
+    chunks = chunk_events(events, MEM, KEEP(max_tokens), estimate_tokens)
     check_chunks(events, chunks, max_tokens, estimate_tokens)
 
 
@@ -84,7 +97,7 @@ def test_offsets_are_verbatim_and_bounded(contents: list[str], max_tokens: int) 
 @given(text_st, st.integers(3, 30))
 def test_bound_holds_for_a_counter_with_overhead(content: str, max_tokens: int) -> None:
     events = [ev(content)]
-    chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens), with_overhead)
+    chunks = chunk_events(events, MEM, KEEP(max_tokens), with_overhead)
     check_chunks(events, chunks, max_tokens, with_overhead)
 
 
@@ -92,7 +105,7 @@ def test_bound_holds_for_a_counter_with_overhead(content: str, max_tokens: int) 
 @given(text_st, st.integers(2, 30))
 def test_bound_holds_for_a_superadditive_counter(content: str, max_tokens: int) -> None:
     events = [ev(content)]
-    chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens), superadditive)
+    chunks = chunk_events(events, MEM, KEEP(max_tokens), superadditive)
     check_chunks(events, chunks, max_tokens, superadditive)
 
 
@@ -108,6 +121,24 @@ def test_chunks_never_span_events() -> None:
     events = [ev("a b\nc d\n", 0), ev("e f\n", 1)]
     chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens=256), estimate_tokens)
     assert [(c.event_id, c.text) for c in chunks] == [("e0", "a b\nc d\n"), ("e1", "e f\n")]
+
+
+def test_a_text_the_memory_already_holds_gives_no_chunk() -> None:
+    """Issue 49: a command run again, a line printed twice: the first copy is the chunk."""
+    events = [ev("pytest -q tests/test_a.py\n", 0), ev("1 failed\n", 1),
+              ev("pytest -q tests/test_a.py\n", 2),
+              ev("collected 3 items, 1 passed\n1 failed\n", 3)]
+    cfg = ChunkerConfig(max_tokens=11)  # the last event's two lines do not fit one chunk
+    chunks = chunk_events(events, MEM, cfg, estimate_tokens)
+    assert [(c.event_id, c.text) for c in chunks] == [
+        ("e0", "pytest -q tests/test_a.py\n"), ("e1", "1 failed\n"),
+        ("e3", "collected 3 items, 1 passed\n")]
+    assert all(events[c.event_index].content[c.char_start:c.char_end] == c.text
+               for c in chunks)
+    kept = chunk_events(events, MEM, KEEP(11), estimate_tokens)
+    assert [c.event_id for c in kept] == ["e0", "e1", "e2", "e3", "e3"]
+    other = chunk_events(events[2:], memory_id("u1", "t1", 2, 3), cfg, estimate_tokens)
+    assert [c.event_id for c in other] == ["e2", "e3", "e3"]  # per memory, not per thread
 
 
 def test_empty_content_gives_no_chunk() -> None:
@@ -136,7 +167,7 @@ def test_2000_line_log_is_fast_and_bounded() -> None:
     assert len(content) > 100_000
     events = [ev(content, 7)]
     started = time.perf_counter()
-    chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens=256), estimate_tokens)
+    chunks = chunk_events(events, MEM, KEEP(256), estimate_tokens)
     elapsed = time.perf_counter() - started
     assert elapsed < 1.0, f"{elapsed:.2f}s for 2,000 lines"
     check_chunks(events, chunks, 256, estimate_tokens)
@@ -148,7 +179,7 @@ def test_one_huge_line_without_whitespace_is_fast_and_bounded() -> None:
     content = "QmFzZTY0" * 15_000 + " tail\n" + "x" * 50_000  # 120k chars, no spaces
     events = [ev(content)]
     started = time.perf_counter()
-    chunks = chunk_events(events, MEM, ChunkerConfig(max_tokens=256), estimate_tokens)
+    chunks = chunk_events(events, MEM, KEEP(256), estimate_tokens)
     elapsed = time.perf_counter() - started
     assert elapsed < 2.0, f"{elapsed:.2f}s for a 170k-char line"
     check_chunks(events, chunks, 256, estimate_tokens)
