@@ -273,11 +273,9 @@ SPREAD_KEYS = ("ingest_events_per_s", "ingest_last_events_per_s", "optimize_s",
                "recall_p50_ms", "recall_p95_ms")
 
 
-def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One size's figures from several runs: each number (and each number of a dict of
-    numbers) the median over the runs, anything else the first run's; ``runs`` kept."""
-    if len(runs) == 1:
-        return runs[0]
+def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each number (and each number of a dict of numbers) the median over ``runs``,
+    anything else the first run's."""
     out: dict[str, Any] = {}
     for key, first in runs[0].items():
         values = [r.get(key) for r in runs]
@@ -286,12 +284,19 @@ def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
         elif isinstance(first, int | float) and all(isinstance(v, int | float) for v in values):
             out[key] = statistics.median(values)  # type: ignore[type-var]
         elif isinstance(first, dict) and all(isinstance(v, dict) for v in values):
-            out[key] = median_result([dict(v) for v in values])  # type: ignore[arg-type]
-            out[key].pop("runs", None)
+            out[key] = _medians(values)  # type: ignore[arg-type]
         else:
             out[key] = first
-    out["runs"] = [{k: r[k] for k in SPREAD_KEYS if k in r} for r in runs]
     return out
+
+
+def median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One size's figures from several runs (:func:`_medians`), each run's speed figures
+    kept as ``runs``; a single run's figures as they are."""
+    if len(runs) == 1:
+        return runs[0]
+    return {**_medians(runs),
+            "runs": [{k: r[k] for k in SPREAD_KEYS if k in r} for r in runs]}
 
 
 def report(results: list[dict[str, Any]]) -> None:

@@ -285,8 +285,7 @@ def test_the_lexical_index_keeps_a_byte_a_weight_and_ranks_as_before(
     ranked: dict[str, list[list[str]]] = {}
     for name, datatype in (("u8", qe.VectorStorageDatatype.Uint8),
                            ("f32", qe.VectorStorageDatatype.Float32)):
-        if name == "f32":
-            monkeypatch.setattr(edge_format, "SPARSE_INDEX_DATATYPE", datatype)
+        monkeypatch.setattr(edge_format, "SPARSE_INDEX_DATATYPE", datatype)
         config = edge_config(EMB.dim, indexing_threshold_kb=1)
         (tmp_path / name).mkdir()
         shard = qe.EdgeShard.create(str(tmp_path / name), config)
